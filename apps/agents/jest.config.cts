@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'agents',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'calls',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+};

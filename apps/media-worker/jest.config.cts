@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'media-worker',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+};

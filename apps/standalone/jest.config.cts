@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'standalone',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'webhook-dispatcher',
+  preset: '../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,42 @@
+import nx from '@nx/eslint-plugin';
+
+// Module boundaries are the architecture: contracts import nothing, platform libraries only contracts and each
+// other, a service's feature code only its own scope plus shared libraries, and the voice engine (scope:media)
+// never reaches into the control plane (agents, calls, gateway, webhooks).
+export default [
+  ...nx.configs['flat/base'],
+  ...nx.configs['flat/typescript'],
+  ...nx.configs['flat/javascript'],
+  { ignores: ['**/dist', '**/node_modules', '**/.nx', 'libs/contracts/src/gen/**'] },
+  {
+    files: ['**/*.ts', '**/*.js', '**/*.mjs', '**/*.cts'],
+    rules: {
+      '@nx/enforce-module-boundaries': [
+        'error',
+        {
+          enforceBuildableLibDependency: true,
+          allow: ['^.*/eslint(\\.base)?\\.config\\.[cm]?[jt]s$'],
+          depConstraints: [
+            { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: [] },
+            { sourceTag: 'type:platform', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform'] },
+            {
+              sourceTag: 'type:feature',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:feature', 'type:engine', 'type:testing'],
+            },
+            { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:gateway', 'scope:shared'] },
+            { sourceTag: 'scope:agents', onlyDependOnLibsWithTags: ['scope:agents', 'scope:shared'] },
+            { sourceTag: 'scope:calls', onlyDependOnLibsWithTags: ['scope:calls', 'scope:shared'] },
+            { sourceTag: 'scope:media', onlyDependOnLibsWithTags: ['scope:media', 'scope:shared'] },
+            { sourceTag: 'scope:webhooks', onlyDependOnLibsWithTags: ['scope:webhooks', 'scope:shared'] },
+            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:feature', 'type:platform', 'type:contracts'] },
+            { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:testing', 'type:contracts', 'type:platform'] },
+            { sourceTag: 'scope:platform', onlyDependOnLibsWithTags: ['*'] },
+            { sourceTag: 'type:engine', onlyDependOnLibsWithTags: ['type:contracts', 'type:engine', 'type:platform'] },
+          ],
+        },
+      ],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+];

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'calls-service',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

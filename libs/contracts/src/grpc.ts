@@ -1,0 +1,32 @@
+import { join } from 'node:path';
+
+/**
+ * Where the .proto files live at run time. Builds copy `proto/` beside the compiled tree so the same relative
+ * path works from sources (tests) and from `dist/apps/<app>`.
+ */
+export const PROTO_ROOT = join(__dirname, '..', '..', '..', 'proto');
+
+export interface GrpcContract {
+  /** Fully-qualified proto package, versioned. */
+  readonly package: string;
+  /** Service name inside the package. */
+  readonly service: string;
+  /** Proto file, relative to PROTO_ROOT. */
+  readonly protoFile: string;
+}
+
+export const AGENTS_V1: GrpcContract = {
+  package: 'parley.agents.v1',
+  service: 'AgentsService',
+  protoFile: 'parley/agents/v1/agents.proto',
+};
+
+/** Metadata key carrying the public request id across every gRPC hop. */
+export const REQUEST_ID_METADATA = 'x-request-id';
+
+/** The standard grpc.health.v1 protocol; every service serves it. */
+export const HEALTH_V1: GrpcContract = {
+  package: 'grpc.health.v1',
+  service: 'Health',
+  protoFile: 'grpc/health/v1/health.proto',
+};

@@ -1,0 +1,6 @@
+export * from './grpc';
+export * from './messaging';
+export * from './webhook-events';
+export * from './problems';
+export * as agentsV1 from './gen/parley/agents/v1/agents';
+export * as healthV1 from './gen/grpc/health/v1/health';

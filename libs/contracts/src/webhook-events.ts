@@ -1,0 +1,47 @@
+import { STREAMS, Subject } from './messaging';
+
+/** Every webhook event type of the public interface, with the shape of its `data`. */
+export interface WebhookEventData {
+  'call.started': { agent_id: string; direction: CallDirection; to: string; from: string };
+  'call.ended': { duration_seconds: number; turns: number; end_reason: string };
+  'call.failed': { reason: string; message?: string };
+  'call.transcript.updated': { role: 'user' | 'assistant'; text: string; language?: string };
+  'call.transferred': { destination: string };
+  'call.recording.ready': { recording_url: string; content_type: string; duration_seconds: number };
+  'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string };
+  'call.opt_out': { number: string };
+  'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean };
+  'csat.received': { rating: number; comment?: string };
+}
+
+export type CallDirection = 'outbound' | 'inbound' | 'web';
+export type WebhookEventType = keyof WebhookEventData;
+
+export const WEBHOOK_EVENT_TYPES = [
+  'call.started',
+  'call.ended',
+  'call.failed',
+  'call.transcript.updated',
+  'call.transferred',
+  'call.recording.ready',
+  'call.analysed',
+  'call.opt_out',
+  'call.tool.called',
+  'csat.received',
+] as const satisfies readonly WebhookEventType[];
+
+/** The envelope delivered to webhook endpoints; `account_id` and `agent_id` route it and are not delivered. */
+export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
+  id: string;
+  type: T;
+  call_id: string | null;
+  created_at: string;
+  data: WebhookEventData[T];
+  account_id: string;
+  agent_id: string | null;
+}
+
+/** The subject a webhook event of type `T` is published on (stream PARLEY_WEBHOOK_EVENTS). */
+export function webhookEventSubject<T extends WebhookEventType>(type: T): Subject<WebhookEvent<T>> {
+  return { name: `parley.events.${type}`, stream: STREAMS.webhookEvents };
+}

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'gateway-edge',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

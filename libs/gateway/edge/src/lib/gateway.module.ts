@@ -1,0 +1,48 @@
+import { Inject, Module, OnModuleInit } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { ClientsModule } from '@nestjs/microservices';
+import { AGENTS_V1 } from '@parley/contracts';
+import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
+import { grpcClientProvider } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
+import { AgentsController } from './agents/agents.controller';
+import { ApiKeysRepository } from './auth/api-keys.repository';
+import { AuthGuard } from './auth/auth.guard';
+import { CursorCodec } from './http/pagination';
+import { ProblemFilter } from './http/problem';
+import { RequestContextInterceptor } from './http/request.interceptor';
+import { BodyValidationPipe } from './http/validation';
+import { OpsController } from './ops/ops.controller';
+
+@Module({
+  imports: [
+    ClientsModule.registerAsync([
+      {
+        name: AGENTS_GRPC,
+        inject: [CONFIG],
+        useFactory: (config: GatewayConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, config.AGENTS_GRPC_URL),
+      },
+    ]),
+  ],
+  controllers: [OpsController, AgentsController],
+  providers: [
+    ApiKeysRepository,
+    AgentsClient,
+    { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
+    { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_FILTER, useClass: ProblemFilter },
+    { provide: APP_INTERCEPTOR, useClass: RequestContextInterceptor },
+    { provide: APP_PIPE, useClass: BodyValidationPipe },
+  ],
+})
+export class GatewayModule implements OnModuleInit {
+  constructor(
+    @Inject(CONFIG) private readonly config: GatewayConfig,
+    private readonly keys: ApiKeysRepository,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.keys.ensureBootstrapKeys(parseBootstrapKeys(this.config.BOOTSTRAP_KEYS).keys);
+  }
+}

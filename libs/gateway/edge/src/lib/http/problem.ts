@@ -1,0 +1,91 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { FieldProblem, PROBLEM_TYPE_BASE, PROBLEMS, ProblemCode } from '@parley/contracts';
+import { serviceLogger } from '@parley/observability';
+import { AppError } from '@parley/rpc';
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  request_id: string;
+  errors?: FieldProblem[];
+  retry_after_seconds?: number;
+}
+
+const log = serviceLogger('gateway');
+
+const CODE_BY_STATUS: Record<number, ProblemCode> = {
+  400: 'invalid_request',
+  401: 'unauthenticated',
+  403: 'permission_denied',
+  404: 'not_found',
+  405: 'not_found',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'validation_error',
+  429: 'rate_limited',
+  501: 'not_implemented',
+  503: 'service_unavailable',
+};
+
+/** Errors raised by Fastify itself while reading the request, before any handler runs. */
+function fromFastify(error: { code?: string; statusCode?: number; message?: string }): AppError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than the accepted size.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Content-Type must be application/json.');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_request', 'The body is empty but Content-Type says JSON.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('invalid_request', 'Content-Length does not match the body.');
+  }
+  if (error.statusCode === 400 && /JSON/i.test(error.message ?? '')) {
+    return new AppError('invalid_request', 'The body is not valid JSON.');
+  }
+  return undefined;
+}
+
+export function toProblem(error: unknown, requestId: string): Problem {
+  let app: AppError;
+  if (error instanceof AppError) app = error;
+  else if (error instanceof HttpException) {
+    const status = error.getStatus();
+    const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'invalid_request');
+    app = new AppError(code, status === 404 ? 'No such route.' : error.message);
+  } else {
+    const e = error as { code?: string; statusCode?: number; message?: string };
+    app = fromFastify(e) ?? new AppError('internal_error', 'Internal error.');
+    if (app.code === 'internal_error') log.error({ err: error }, 'unhandled error');
+  }
+  const { status, title } = PROBLEMS[app.code];
+  return {
+    type: `${PROBLEM_TYPE_BASE}/${app.code}`,
+    title,
+    status,
+    detail: app.message,
+    code: app.code,
+    request_id: requestId,
+    ...(app.errors ? { errors: app.errors } : {}),
+    ...(app.extra ?? {}),
+  };
+}
+
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: unknown): void {
+  const problem = toProblem(error, String(request.id));
+  if (problem.retry_after_seconds !== undefined) reply.header('retry-after', String(problem.retry_after_seconds));
+  void reply.status(problem.status).header('content-type', 'application/problem+json').send(problem);
+}
+
+/** Every failure leaves the gateway as application/problem+json (RFC 9457) with a stable code. */
+@Catch()
+export class ProblemFilter implements ExceptionFilter {
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    sendProblem(http.getResponse<FastifyReply>(), http.getRequest<FastifyRequest>(), exception);
+  }
+}

@@ -1,0 +1,43 @@
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { FastifyServerOptions } from 'fastify';
+import { GatewayConfig } from '@parley/config';
+import { acceptRequestId, httpRequestDuration } from '@parley/observability';
+import { AppError } from '@parley/rpc';
+import { buildOpenApiDocument, openApiYaml } from './openapi';
+
+const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\s*(;|$)/i;
+
+export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptions {
+  return {
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    // A caller's well-formed X-Request-Id is kept (to trace across their systems); otherwise a new req_ id.
+    genReqId: (req) => acceptRequestId(req.headers['x-request-id']),
+    requestIdHeader: false,
+    routerOptions: { ignoreTrailingSlash: true },
+  };
+}
+
+/** Fastify-level behaviour every route shares: request id header, metrics, the OpenAPI document. */
+export function configureGatewayHttp(app: NestFastifyApplication): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', String(request.id));
+    // Bodies are JSON only; refuse anything else before it is read (Fastify alone would parse it as text).
+    const hasBody = Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined;
+    if (hasBody && !JSON_TYPE.test(request.headers['content-type'] ?? '')) {
+      throw new AppError('unsupported_media_type', 'Send the body as application/json.');
+    }
+  });
+  fastify.addHook('onResponse', async (request, reply) => {
+    httpRequestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  let document: ReturnType<typeof buildOpenApiDocument> | undefined;
+  let yaml: string | undefined;
+  const doc = () => (document ??= buildOpenApiDocument(app));
+  fastify.get('/openapi.json', async (_req, reply) => reply.header('content-type', 'application/json').send(doc()));
+  fastify.get('/openapi.yaml', async (_req, reply) => reply.header('content-type', 'application/yaml').send((yaml ??= openApiYaml(doc()))));
+}

@@ -1,0 +1,4 @@
+export * from './load-config';
+export * from './platform-config';
+export * from './bootstrap-keys';
+export * from './secret-key';

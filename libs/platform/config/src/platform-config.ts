@@ -1,0 +1,124 @@
+import { Transform } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  registerDecorator,
+  ValidationArguments,
+} from 'class-validator';
+import { parseBootstrapKeys } from './bootstrap-keys';
+
+const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$/;
+
+function IsBootstrapKeys() {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isBootstrapKeys',
+      target: target.constructor,
+      propertyName,
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && parseBootstrapKeys(value).problems.length === 0,
+        defaultMessage: (args: ValidationArguments) =>
+          parseBootstrapKeys(String(args.value)).problems.join('; ') || 'must be a string',
+      },
+    });
+}
+
+/**
+ * Settings every service reads. Each environment variable appears once here, with its default; README's table
+ * lists the same names (a unit test keeps them in step).
+ */
+export class ServiceConfig {
+  @IsIn(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+  LOG_LEVEL = 'info';
+
+  /** PostgreSQL connection string; unset runs an embedded PostgreSQL under DATA_DIR. */
+  @IsOptional()
+  @Matches(/^postgres(ql)?:\/\//, { message: 'DATABASE_URL must be a postgres:// URL' })
+  DATABASE_URL?: string;
+
+  @IsString()
+  DATA_DIR = './.data';
+
+  @IsInt()
+  @Min(1024)
+  @Max(65535)
+  EMBEDDED_PG_PORT = 54329;
+
+  /** NATS server(s), comma separated; unset uses the in-process bus (standalone only). */
+  @IsOptional()
+  @Matches(/^(nats|tls|ws|wss):\/\/[^,\s]+(,(nats|tls|ws|wss):\/\/[^,\s]+)*$/, {
+    message: 'NATS_URL must be one or more nats:// URLs separated by commas',
+  })
+  NATS_URL?: string;
+
+  /** Port of the liveness/readiness/metrics server of a non-gateway service; unset = none (standalone). */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(65535)
+  OPS_PORT?: number;
+
+  /** Address a service's gRPC server binds to; unset = all interfaces on the port of its own *_GRPC_URL. */
+  @IsOptional()
+  @Matches(HOST_PORT, { message: 'GRPC_BIND must be host:port' })
+  GRPC_BIND?: string;
+
+  @Matches(HOST_PORT, { message: 'AGENTS_GRPC_URL must be host:port' })
+  AGENTS_GRPC_URL = '127.0.0.1:50051';
+
+  @Matches(HOST_PORT, { message: 'CALLS_GRPC_URL must be host:port' })
+  CALLS_GRPC_URL = '127.0.0.1:50052';
+
+  @Matches(HOST_PORT, { message: 'MEDIA_GRPC_URL must be host:port' })
+  MEDIA_GRPC_URL = '127.0.0.1:50053';
+
+  @Matches(HOST_PORT, { message: 'WEBHOOKS_GRPC_URL must be host:port' })
+  WEBHOOKS_GRPC_URL = '127.0.0.1:50054';
+
+  /** Deadline of every gRPC call between services, in milliseconds. */
+  @IsInt()
+  @Min(50)
+  @Max(120000)
+  RPC_TIMEOUT_MS = 5000;
+
+  /**
+   * Deployment secret (at least 32 characters) keying cursor signatures and, later, sealed credentials. Unset:
+   * generated once and kept in DATA_DIR/secret-key, which suits one machine; set it for distributed mode.
+   */
+  @IsOptional()
+  @IsString()
+  @Matches(/^.{32,}$/, { message: 'SECRET_KEY must be at least 32 characters' })
+  SECRET_KEY?: string;
+
+  /** How long shutdown waits for in-flight work before closing, in milliseconds. */
+  @IsInt()
+  @Min(0)
+  @Max(600000)
+  SHUTDOWN_GRACE_MS = 10000;
+}
+
+export class GatewayConfig extends ServiceConfig {
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 8080;
+
+  @IsString()
+  HOST = '0.0.0.0';
+
+  /** Largest accepted request body, in bytes. */
+  @IsInt()
+  @Min(1024)
+  @Max(64 * 1024 * 1024)
+  BODY_LIMIT_BYTES = 1024 * 1024;
+
+  /** `account:role:key` triples created at start-up if absent. */
+  @IsBootstrapKeys()
+  @Transform(({ value }) => (value === undefined ? '' : String(value)))
+  BOOTSTRAP_KEYS = '';
+}

@@ -1,0 +1,42 @@
+
+export interface BusMessage<P = unknown> {
+  /** Stable id of the message; JetStream de-duplicates on it and consumers may too. */
+  id: string;
+  subject: string;
+  payload: P;
+  headers: Record<string, string>;
+  /** 1 on first delivery, higher on redelivery. */
+  deliveryCount: number;
+}
+
+export type BusHandler<P = unknown> = (message: BusMessage<P>) => Promise<void>;
+
+export interface PublishOptions {
+  id: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Durable publish/subscribe with at-least-once delivery. A subscription is named (`durable`): each durable name
+ * receives every message once (redelivered until its handler succeeds); several replicas using the same durable
+ * name share the work.
+ */
+export interface Bus {
+  readonly kind: 'nats' | 'in-process';
+  publish(subject: string, payload: unknown, options: PublishOptions): Promise<void>;
+  /** Subscribes a durable consumer to a subject (or a wildcard such as `parley.events.>`). */
+  subscribe(subject: string, durable: string, handler: BusHandler): Promise<void>;
+  isHealthy(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** NATS subject matching: `*` matches one token, `>` the rest. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
+  }
+  return p.length === s.length;
+}

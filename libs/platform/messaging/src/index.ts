@@ -1,0 +1,6 @@
+export * from './bus';
+export * from './in-process-bus';
+export * from './jetstream-bus';
+export * from './create-bus';
+export * from './outbox';
+export * from './bus-server';

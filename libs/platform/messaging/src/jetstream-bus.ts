@@ -1,0 +1,124 @@
+import {
+  AckPolicy,
+  connect,
+  ConsumerMessages,
+  DeliverPolicy,
+  headers as natsHeaders,
+  JetStreamClient,
+  JetStreamManager,
+  JSONCodec,
+  NatsConnection,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+} from 'nats';
+import { StreamDef, STREAMS } from '@parley/contracts';
+import { serviceLogger } from '@parley/observability';
+import { Bus, BusHandler, PublishOptions, subjectMatches } from './bus';
+
+const codec = JSONCodec();
+const log = serviceLogger('bus');
+
+/** Redelivery back-off after a failed handler: 1 s, 5 s, 25 s, then every 60 s. */
+const REDELIVERY_DELAYS_MS = [1000, 5000, 25000, 60000];
+
+/**
+ * NATS JetStream: messages are stored in file-backed streams (declared at start-up) and delivered to durable
+ * consumers with explicit acks, so a consumer that is down receives what it missed when it comes back.
+ * Publishes carry a message id; the stream's duplicate window drops re-publishes of the same id.
+ */
+export class JetStreamBus implements Bus {
+  readonly kind = 'nats' as const;
+  private readonly consumers: ConsumerMessages[] = [];
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+  ) {}
+
+  static async connect(servers: string, name: string, streams: StreamDef[] = Object.values(STREAMS)): Promise<JetStreamBus> {
+    const nc = await connect({
+      servers: servers.split(','),
+      name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+    });
+    const jsm = await nc.jetstreamManager();
+    for (const stream of streams) await ensureStream(jsm, stream);
+    return new JetStreamBus(nc, nc.jetstream(), jsm);
+  }
+
+  async publish(subject: string, payload: unknown, options: PublishOptions): Promise<void> {
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v);
+    await this.js.publish(subject, codec.encode(payload), { msgID: options.id, headers: h });
+  }
+
+  async subscribe(subject: string, durable: string, handler: BusHandler): Promise<void> {
+    const stream = Object.values(STREAMS).find((s) => s.subjects.some((p) => subjectMatches(p, subject.replace(/>$/, 'x'))));
+    if (!stream) throw new Error(`no stream stores subject ${subject}`);
+    await this.jsm.consumers.add(stream.name, {
+      durable_name: durable,
+      filter_subject: subject,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(30_000),
+      max_deliver: -1,
+      max_ack_pending: 1000,
+    });
+    const consumer = await this.js.consumers.get(stream.name, durable);
+    const messages = await consumer.consume({ max_messages: 256 });
+    this.consumers.push(messages);
+    void (async () => {
+      for await (const m of messages) {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of m.headers ?? []) headers[k] = v[0];
+        try {
+          await handler({
+            id: m.headers?.get('Nats-Msg-Id') || `${stream.name}:${m.seq}`,
+            subject: m.subject,
+            payload: codec.decode(m.data),
+            headers,
+            deliveryCount: m.info.deliveryCount,
+          });
+          m.ack();
+        } catch (error) {
+          const delay = REDELIVERY_DELAYS_MS[Math.min(m.info.deliveryCount - 1, REDELIVERY_DELAYS_MS.length - 1)];
+          log.warn({ err: error, subject: m.subject, durable, delay }, 'handler failed; message will be redelivered');
+          m.nak(delay);
+        }
+      }
+    })();
+  }
+
+  async isHealthy(): Promise<boolean> {
+    if (this.nc.isClosed()) return false;
+    await this.nc.flush();
+    return true;
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.consumers) c.stop();
+    if (!this.nc.isClosed()) await this.nc.drain();
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, stream: StreamDef): Promise<void> {
+  const config = {
+    name: stream.name,
+    description: stream.description,
+    subjects: [...stream.subjects],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    max_age: nanos(7 * 24 * 3600 * 1000),
+    duplicate_window: nanos(10 * 60 * 1000),
+  };
+  try {
+    await jsm.streams.info(stream.name);
+    await jsm.streams.update(stream.name, config);
+  } catch (error) {
+    if (!/stream not found/i.test(String((error as Error).message))) throw error;
+    await jsm.streams.add(config);
+  }
+}

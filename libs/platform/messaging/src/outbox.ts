@@ -1,0 +1,173 @@
+import { Column, CreateDateColumn, DataSource, Entity, EntityManager, Index, MigrationInterface, PrimaryGeneratedColumn, QueryRunner } from 'typeorm';
+import { REQUEST_ID_HEADER, Subject } from '@parley/contracts';
+import { currentRequestId, serviceLogger } from '@parley/observability';
+import { Bus } from './bus';
+
+/** A message written in the same transaction as the change that caused it, then relayed to the bus. */
+@Entity({ name: 'outbox' })
+@Index('outbox_pending', ['nextAttemptAt'], { where: 'published_at IS NULL' })
+export class OutboxRecord {
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  seq: string;
+
+  @Column({ name: 'message_id', type: 'text', unique: true })
+  messageId: string;
+
+  @Column({ type: 'text' })
+  subject: string;
+
+  @Column({ type: 'jsonb' })
+  payload: unknown;
+
+  @Column({ type: 'jsonb', default: {} })
+  headers: Record<string, string>;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'next_attempt_at', type: 'timestamptz', default: () => 'now()' })
+  nextAttemptAt: Date;
+
+  @Column({ name: 'published_at', type: 'timestamptz', nullable: true })
+  publishedAt: Date | null;
+
+  @Column({ type: 'int', default: 0 })
+  attempts: number;
+
+  @Column({ name: 'last_error', type: 'text', nullable: true })
+  lastError: string | null;
+}
+
+/** The outbox table; every service that publishes lists this migration among its own. */
+export class CreateOutbox1763700000000 implements MigrationInterface {
+  name = 'CreateOutbox1763700000000';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS outbox (
+        seq bigserial PRIMARY KEY,
+        message_id text NOT NULL UNIQUE,
+        subject text NOT NULL,
+        payload jsonb NOT NULL,
+        headers jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        next_attempt_at timestamptz NOT NULL DEFAULT now(),
+        published_at timestamptz,
+        attempts int NOT NULL DEFAULT 0,
+        last_error text
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (next_attempt_at) WHERE published_at IS NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS outbox`);
+  }
+}
+
+/** Adds a message to the outbox inside the caller's transaction. */
+export async function enqueueOutbox<P>(manager: EntityManager, subject: Subject<P>, payload: P, messageId: string): Promise<void> {
+  const requestId = currentRequestId();
+  await manager.insert(OutboxRecord, {
+    messageId,
+    subject: subject.name,
+    payload: payload as object,
+    headers: requestId ? { [REQUEST_ID_HEADER]: requestId } : {},
+  });
+}
+
+const RETRY_DELAYS_MS = [500, 2000, 10000, 30000];
+
+/**
+ * Moves outbox records to the bus. Runs in every replica: rows are claimed with FOR UPDATE SKIP LOCKED, so
+ * replicas share the work without publishing a row twice at once. A failed publish is retried with back-off;
+ * a row is marked published only after the bus acknowledged it.
+ */
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private lastCleanup = 0;
+  private readonly log = serviceLogger('outbox-relay');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly bus: Bus,
+    private readonly options: { pollMs?: number; batchSize?: number; retainPublishedMs?: number } = {},
+  ) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Asks for a pass now (after a local commit) instead of waiting for the next poll. */
+  nudge(): void {
+    if (this.stopped) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .then(() => undefined)
+        .catch((error) => this.log.warn({ err: error }, 'outbox pass failed'))
+        .finally(() => {
+          this.running = undefined;
+          const more = this.again;
+          this.again = false;
+          this.schedule(more ? 0 : (this.options.pollMs ?? 250));
+        });
+    }, ms);
+  }
+
+  /** Publishes one batch; returns how many records were handled. */
+  async pass(): Promise<number> {
+    const batchSize = this.options.batchSize ?? 200;
+    const handled = await this.dataSource.transaction(async (manager) => {
+      const rows: OutboxRecord[] = await manager
+        .createQueryBuilder(OutboxRecord, 'o')
+        .where('o.published_at IS NULL AND o.next_attempt_at <= now()')
+        .orderBy('o.seq')
+        .limit(batchSize)
+        .setLock('pessimistic_write')
+        .setOnLocked('skip_locked')
+        .getMany();
+      const results = await Promise.allSettled(
+        rows.map((r) => this.bus.publish(r.subject, r.payload, { id: r.messageId, headers: r.headers })),
+      );
+      const published = rows.filter((_, i) => results[i].status === 'fulfilled').map((r) => r.seq);
+      if (published.length) {
+        await manager.query(`UPDATE outbox SET published_at = now(), attempts = attempts + 1 WHERE seq = ANY($1)`, [published]);
+      }
+      for (const [i, r] of rows.entries()) {
+        const result = results[i];
+        if (result.status === 'fulfilled') continue;
+        const delay = RETRY_DELAYS_MS[Math.min(r.attempts, RETRY_DELAYS_MS.length - 1)];
+        await manager.query(
+          `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + ($3 || ' milliseconds')::interval WHERE seq = $1`,
+          [r.seq, String((result.reason as Error)?.message ?? result.reason).slice(0, 500), String(delay)],
+        );
+      }
+      return rows.length;
+    });
+    if (handled === batchSize) this.again = true;
+    if (Date.now() - this.lastCleanup > 60_000) {
+      this.lastCleanup = Date.now();
+      // Published rows are kept a while for inspection, then dropped so the table stays small.
+      await this.dataSource.query(
+        `DELETE FROM outbox WHERE published_at < now() - ($1 || ' milliseconds')::interval`,
+        [String(this.options.retainPublishedMs ?? 3_600_000)],
+      );
+    }
+    return handled;
+  }
+}

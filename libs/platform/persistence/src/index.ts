@@ -1,0 +1,3 @@
+export * from './database-url';
+export * from './service-database';
+export * from './ids';

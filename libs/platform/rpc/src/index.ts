@@ -1,0 +1,3 @@
+export * from './app-error';
+export * from './grpc-server';
+export * from './grpc-client';

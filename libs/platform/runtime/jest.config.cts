@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'runtime',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

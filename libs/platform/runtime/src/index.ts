@@ -1,0 +1,4 @@
+export * from './service-definition';
+export * from './runtime.module';
+export * from './start-service';
+export * from './run-process';

@@ -1,0 +1,52 @@
+import { ConfigError, loadConfig, ServiceConfig } from '@parley/config';
+import { rootLogger } from '@parley/observability';
+import { stopEmbeddedDatabase } from '@parley/persistence';
+import { ServiceDefinition } from './service-definition';
+import { RunningService, startService } from './start-service';
+
+/**
+ * Entry point of one deployable: validates configuration (printing every problem and exiting 1 when any),
+ * starts the service(s), and stops them cleanly on SIGTERM/SIGINT.
+ */
+export async function runProcess<C extends ServiceConfig>(
+  configClass: new () => C,
+  start: (config: C) => Promise<RunningService[]>,
+): Promise<void> {
+  let config: C;
+  try {
+    config = loadConfig(configClass);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const log = rootLogger(config.LOG_LEVEL);
+  let services: RunningService[] = [];
+  const shutdown = async (signal: string) => {
+    log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      log.error('shutdown grace period over; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_GRACE_MS).unref();
+    for (const s of [...services].reverse()) await s.stop().catch((e) => log.error({ err: e }, `stopping ${s.name}`));
+    await stopEmbeddedDatabase().catch((e) => log.error({ err: e }, 'stopping embedded PostgreSQL'));
+    clearTimeout(timer);
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  try {
+    services = await start(config);
+  } catch (error) {
+    log.fatal({ err: error }, 'start-up failed');
+    await stopEmbeddedDatabase().catch(() => undefined);
+    process.exit(1);
+  }
+}
+
+/** Runs a single service as its own process (distributed mode). */
+export function runServiceProcess<C extends ServiceConfig>(def: ServiceDefinition<C>, configClass: new () => C): void {
+  void runProcess(configClass, async (config) => [await startService(def, config)]);
+}
