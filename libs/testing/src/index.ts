@@ -1,1 +1,4 @@
-export {};
+export * from './database';
+export * from './ports';
+export * from './platform';
+export * from './api-client';

@@ -34,7 +34,7 @@ function IsBootstrapKeys() {
  */
 export class ServiceConfig {
   @IsIn(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
-  LOG_LEVEL = 'info';
+  LOG_LEVEL: string = 'info';
 
   /** PostgreSQL connection string; unset runs an embedded PostgreSQL under DATA_DIR. */
   @IsOptional()
@@ -42,12 +42,12 @@ export class ServiceConfig {
   DATABASE_URL?: string;
 
   @IsString()
-  DATA_DIR = './.data';
+  DATA_DIR: string = './.data';
 
   @IsInt()
   @Min(1024)
   @Max(65535)
-  EMBEDDED_PG_PORT = 54329;
+  EMBEDDED_PG_PORT: number = 54329;
 
   /** NATS server(s), comma separated; unset uses the in-process bus (standalone only). */
   @IsOptional()
@@ -69,22 +69,22 @@ export class ServiceConfig {
   GRPC_BIND?: string;
 
   @Matches(HOST_PORT, { message: 'AGENTS_GRPC_URL must be host:port' })
-  AGENTS_GRPC_URL = '127.0.0.1:50051';
+  AGENTS_GRPC_URL: string = '127.0.0.1:50051';
 
   @Matches(HOST_PORT, { message: 'CALLS_GRPC_URL must be host:port' })
-  CALLS_GRPC_URL = '127.0.0.1:50052';
+  CALLS_GRPC_URL: string = '127.0.0.1:50052';
 
   @Matches(HOST_PORT, { message: 'MEDIA_GRPC_URL must be host:port' })
-  MEDIA_GRPC_URL = '127.0.0.1:50053';
+  MEDIA_GRPC_URL: string = '127.0.0.1:50053';
 
   @Matches(HOST_PORT, { message: 'WEBHOOKS_GRPC_URL must be host:port' })
-  WEBHOOKS_GRPC_URL = '127.0.0.1:50054';
+  WEBHOOKS_GRPC_URL: string = '127.0.0.1:50054';
 
   /** Deadline of every gRPC call between services, in milliseconds. */
   @IsInt()
   @Min(50)
   @Max(120000)
-  RPC_TIMEOUT_MS = 5000;
+  RPC_TIMEOUT_MS: number = 5000;
 
   /**
    * Deployment secret (at least 32 characters) keying cursor signatures and, later, sealed credentials. Unset:
@@ -99,26 +99,26 @@ export class ServiceConfig {
   @IsInt()
   @Min(0)
   @Max(600000)
-  SHUTDOWN_GRACE_MS = 10000;
+  SHUTDOWN_GRACE_MS: number = 10000;
 }
 
 export class GatewayConfig extends ServiceConfig {
   @IsInt()
   @Min(0)
   @Max(65535)
-  PORT = 8080;
+  PORT: number = 8080;
 
   @IsString()
-  HOST = '0.0.0.0';
+  HOST: string = '0.0.0.0';
 
   /** Largest accepted request body, in bytes. */
   @IsInt()
   @Min(1024)
   @Max(64 * 1024 * 1024)
-  BODY_LIMIT_BYTES = 1024 * 1024;
+  BODY_LIMIT_BYTES: number = 1024 * 1024;
 
   /** `account:role:key` triples created at start-up if absent. */
   @IsBootstrapKeys()
   @Transform(({ value }) => (value === undefined ? '' : String(value)))
-  BOOTSTRAP_KEYS = '';
+  BOOTSTRAP_KEYS: string = '';
 }

