@@ -9,7 +9,7 @@ describe('standalone platform over HTTP', () => {
   let api: ApiClient;
 
   beforeAll(async () => {
-    platform = await RunningPlatform.start({ bootstrapKeys: [`acme:owner:${OWNER}`, `globex:member:${OTHER}`, `initech:admin:${PAGER}`] });
+    platform = await RunningPlatform.start({ bootstrapKeys: [`acme:owner:${OWNER}`, `globex:admin:${OTHER}`, `initech:admin:${PAGER}`] });
     api = platform.api(OWNER);
   });
 

@@ -1,6 +1,7 @@
 import { GatewayConfig } from '@parley/config';
 import { ServiceDefinition } from '@parley/runtime';
-import { GATEWAY_MIGRATIONS } from './lib/auth/migrations';
+import { CreateAccountsAndKeys1763700000101 } from './lib/auth/migrations';
+import { CreateIdempotencyAndRateLimits1763700000102 } from './lib/edge/migrations';
 import { GatewayModule } from './lib/gateway.module';
 import { configureGatewayHttp, gatewayAdapterOptions } from './lib/http/setup';
 
@@ -8,7 +9,7 @@ import { configureGatewayHttp, gatewayAdapterOptions } from './lib/http/setup';
 export const gatewayService: ServiceDefinition<GatewayConfig> = {
   name: 'gateway',
   module: GatewayModule,
-  database: { schema: 'gateway', entities: [], migrations: GATEWAY_MIGRATIONS },
+  database: { schema: 'gateway', entities: [], migrations: [CreateAccountsAndKeys1763700000101, CreateIdempotencyAndRateLimits1763700000102] },
   http: {
     port: (c) => c.PORT,
     host: (c) => c.HOST,

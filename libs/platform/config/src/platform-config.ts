@@ -117,6 +117,20 @@ export class GatewayConfig extends ServiceConfig {
   @Max(64 * 1024 * 1024)
   BODY_LIMIT_BYTES: number = 1024 * 1024;
 
+  /** Requests each API key may make per window. */
+  @IsInt()
+  @Min(1)
+  RATE_LIMIT_REQUESTS: number = 1000;
+
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  RATE_LIMIT_WINDOW_SECONDS: number = 60;
+
+  /** Where rate-limit counters live: `memory` (exact, one gateway) or `postgres` (shared by replicas). */
+  @IsIn(['auto', 'memory', 'postgres'])
+  RATE_LIMIT_STORE: string = 'auto';
+
   /** `account:role:key` triples created at start-up if absent. */
   @IsBootstrapKeys()
   @Transform(({ value }) => (value === undefined ? '' : String(value)))

@@ -70,7 +70,7 @@ export function fromGrpcError(error: unknown, target: string): AppError {
   }
   try {
     const wire = JSON.parse(e?.details ?? '') as WireError;
-    if (wire && typeof wire.code === 'string' && wire.code in PROBLEMS) {
+    if (wire && typeof wire.code === 'string' && Object.hasOwn(PROBLEMS, wire.code)) {
       return new AppError(wire.code, wire.message, wire.errors, wire.extra);
     }
   } catch {

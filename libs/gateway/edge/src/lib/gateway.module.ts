@@ -1,6 +1,7 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
+import { DataSource } from 'typeorm';
 import { AGENTS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
@@ -14,6 +15,13 @@ import { ProblemFilter } from './http/problem';
 import { RequestContextInterceptor } from './http/request.interceptor';
 import { BodyValidationPipe } from './http/validation';
 import { OpsController } from './ops/ops.controller';
+import { DocsController } from './ops/docs.controller';
+import { ApiKeysController } from './auth/api-keys.controller';
+import { IdempotencyInterceptor } from './edge/idempotency.interceptor';
+import { IdempotencyStore } from './edge/idempotency.store';
+import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimitGuard } from './edge/rate-limit';
+import { QueryGuard } from './http/query.guard';
+import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 
 @Module({
   imports: [
@@ -25,14 +33,28 @@ import { OpsController } from './ops/ops.controller';
       },
     ]),
   ],
-  controllers: [OpsController, AgentsController],
+  controllers: [OpsController, AgentsController, ApiKeysController, DocsController, ...PLANNED_CONTROLLERS],
   providers: [
     ApiKeysRepository,
     AgentsClient,
+    IdempotencyStore,
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
+    {
+      provide: RATE_LIMIT_STORE,
+      inject: [CONFIG, DataSource],
+      // One process (no NATS) has one gateway: count in memory, exactly; replicas share counters in PostgreSQL.
+      useFactory: (c: GatewayConfig, ds: DataSource) =>
+        c.RATE_LIMIT_STORE === 'memory' || (c.RATE_LIMIT_STORE === 'auto' && !c.NATS_URL)
+          ? new MemoryRateLimitStore()
+          : new PostgresRateLimitStore(ds),
+    },
+    // Guards run in this order: rate limit (also on failed authentication), authentication + permission, query.
+    { provide: APP_GUARD, useClass: RateLimitGuard },
     { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_GUARD, useClass: QueryGuard },
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestContextInterceptor },
+    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_PIPE, useClass: BodyValidationPipe },
   ],
 })

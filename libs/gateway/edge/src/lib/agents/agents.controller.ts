@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { agentsV1 } from '@parley/contracts';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Principal } from '../auth/api-keys.repository';
-import { ApiProblems } from '../http/openapi-decorators';
+import { Operation } from '../http/operation';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { AgentDto, AgentListDto, CreateAgentDto, DeletedAgentDto, UpdateAgentDto } from './agent.dto';
 import { AgentsClient } from './agents.client';
@@ -40,11 +40,8 @@ export class AgentsController {
   ) {}
 
   @Get()
-  @ApiOperation({ summary: 'List agents, newest first' })
-  @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } })
-  @ApiQuery({ name: 'starting_after', required: false, schema: { type: 'string' }, description: 'The previous page’s next_cursor.' })
+  @Operation({ summary: 'List agents, newest first', permission: 'agents:read', list: true })
   @ApiOkResponse({ type: AgentListDto })
-  @ApiProblems('invalid_request', 'validation_error')
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<AgentDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('agents', who.accountId, c));
     const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after }, md));
@@ -57,9 +54,13 @@ export class AgentsController {
   }
 
   @Post()
-  @ApiOperation({ summary: 'Create an agent' })
+  @Operation({
+    summary: 'Create an agent',
+    permission: 'agents:create',
+    idempotent: true,
+    problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
+  })
   @ApiCreatedResponse({ type: AgentDto })
-  @ApiProblems('invalid_request', 'validation_error', 'payload_too_large', 'unsupported_media_type')
   async create(@CurrentPrincipal() who: Principal, @Body() body: CreateAgentDto): Promise<AgentDto> {
     const res = await this.agents.call('createAgent', (s, md) =>
       s.createAgent({ account_id: who.accountId, agent: toInput(body) }, md),
@@ -68,18 +69,20 @@ export class AgentsController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Retrieve an agent' })
+  @Operation({ summary: 'Retrieve an agent', permission: 'agents:read', problems: ['not_found'] })
   @ApiOkResponse({ type: AgentDto })
-  @ApiProblems('not_found')
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
     const res = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: who.accountId, id }, md));
     return present(res.agent);
   }
 
   @Patch(':id')
-  @ApiOperation({ summary: 'Update an agent: scalars merge, lists and blocks are replaced whole' })
+  @Operation({
+    summary: 'Update an agent: scalars merge, lists and blocks are replaced whole',
+    permission: 'agents:write',
+    problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
+  })
   @ApiOkResponse({ type: AgentDto })
-  @ApiProblems('not_found', 'invalid_request', 'validation_error', 'payload_too_large', 'unsupported_media_type')
   async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: UpdateAgentDto): Promise<AgentDto> {
     const res = await this.agents.call('updateAgent', (s, md) =>
       s.updateAgent({ account_id: who.accountId, id, patch: toInput(body) }, md),
@@ -89,9 +92,8 @@ export class AgentsController {
 
   @Delete(':id')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Delete an agent (soft: calls keep referencing it)' })
+  @Operation({ summary: 'Delete an agent (soft: calls keep referencing it)', permission: 'agents:create', problems: ['not_found'] })
   @ApiOkResponse({ type: DeletedAgentDto })
-  @ApiProblems('not_found')
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedAgentDto> {
     const res = await this.agents.call('deleteAgent', (s, md) => s.deleteAgent({ account_id: who.accountId, id }, md));
     return { id: res.id, object: 'agent', deleted: true };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { BootstrapKey, Role } from '@parley/config';
@@ -15,9 +15,59 @@ export function hashKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
+export interface ApiKeyRecord {
+  id: string;
+  name: string;
+  role: Role;
+  hint: string;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** last_used_at is written at most this often per key, so authentication stays one read on the hot path. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
 @Injectable()
 export class ApiKeysRepository {
+  private readonly lastUsedWritten = new Map<string, number>();
+
   constructor(private readonly dataSource: DataSource) {}
+
+  /** Issues a key; the secret is returned here and never again (only its digest is stored). */
+  async create(accountId: string, input: { name: string; role: Role; expiresAt: Date | null }): Promise<ApiKeyRecord & { secret: string }> {
+    const secret = `vsk_${randomBytes(24).toString('base64url')}`;
+    const [row]: ApiKeyRecord[] = await this.dataSource.query(
+      `INSERT INTO api_keys (id, account_id, role, secret_hash, hint, name, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       RETURNING id, name, role, hint, created_at, expires_at, last_used_at`,
+      [newId('key'), accountId, input.role, hashKey(secret), secret.slice(-4), input.name, input.expiresAt],
+    );
+    return { ...row, secret };
+  }
+
+  /** Live (not revoked) keys of the account, newest first, keyset-paginated like every list. */
+  async list(accountId: string, limit: number, after?: { createdAt: Date; id: string }): Promise<{ items: ApiKeyRecord[]; hasMore: boolean }> {
+    const rows: ApiKeyRecord[] = await this.dataSource.query(
+      `SELECT id, name, role, hint, created_at, expires_at, last_used_at FROM api_keys
+        WHERE account_id = $1 AND revoked_at IS NULL
+          AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [accountId, after?.createdAt ?? null, after?.id ?? '', limit + 1],
+    );
+    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  async revoke(accountId: string, id: string): Promise<boolean> {
+    // Wrapped in a SELECT: TypeORM returns [rows, count] for a bare UPDATE, rows for a query.
+    const rows: unknown[] = await this.dataSource.query(
+      `WITH revoked AS (
+         UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL RETURNING id
+       ) SELECT id FROM revoked`,
+      [id, accountId],
+    );
+    return rows.length > 0;
+  }
 
   /** The principal of a live key: not revoked, not expired. */
   async authenticate(secret: string): Promise<Principal | undefined> {
@@ -27,7 +77,16 @@ export class ApiKeysRepository {
       [hashKey(secret)],
     );
     const row = rows[0];
-    return row && { accountId: row.account_id, role: row.role, keyId: row.id };
+    if (!row) return undefined;
+    this.touch(row.id);
+    return { accountId: row.account_id, role: row.role, keyId: row.id };
+  }
+
+  private touch(keyId: string): void {
+    const now = Date.now();
+    if (now - (this.lastUsedWritten.get(keyId) ?? 0) < LAST_USED_RESOLUTION_MS) return;
+    this.lastUsedWritten.set(keyId, now);
+    void this.dataSource.query(`UPDATE api_keys SET last_used_at = now() WHERE id = $1`, [keyId]).catch(() => undefined);
   }
 
   /** Creates the operator-seeded accounts and keys that do not exist yet; existing ones are left untouched. */

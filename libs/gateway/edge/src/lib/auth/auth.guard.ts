@@ -3,6 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { FastifyRequest } from 'fastify';
 import { AppError } from '@parley/rpc';
 import { ApiKeysRepository, Principal } from './api-keys.repository';
+import { Permission, PERMISSION_KEY, ROLE_PERMISSIONS } from './permissions';
 
 const PUBLIC = 'parley:public';
 /** Marks a route that needs no API key (health, OpenAPI). */
@@ -18,7 +19,8 @@ const BEARER = /^Bearer (vsk_[A-Za-z0-9_-]{16,128})$/;
 const KEY_IN_QUERY = /(^|[?&])[^=&]*=vsk_|(^|[?&])(api_key|apikey|key|access_token|token)=/i;
 
 /**
- * Every route needs `Authorization: Bearer vsk_…` unless marked public. A key put in the query string is
+ * Authentication and authorisation, in one place for every route. Every route needs `Authorization: Bearer
+ * vsk_…` unless marked public, and the permission it declares (403 `permission_denied` naming it otherwise). A key put in the query string is
  * refused outright (it would end up in proxy logs); the URL is never logged with it.
  */
 @Injectable()
@@ -42,6 +44,16 @@ export class AuthGuard implements CanActivate {
     const principal = await this.keys.authenticate(match[1]);
     if (!principal) throw new AppError('unauthenticated', 'The API key is unknown, revoked or expired.');
     request.principal = principal;
+    // Fail closed: a route that forgot to declare its permission is refused rather than open.
+    const needed = this.reflector.get<Permission | undefined>(PERMISSION_KEY, context.getHandler());
+    if (!needed || !ROLE_PERMISSIONS[principal.role].has(needed)) {
+      throw new AppError(
+        'permission_denied',
+        needed ? `This API key's role (${principal.role}) lacks the permission ${needed}.` : 'This route is not available to API keys.',
+        undefined,
+        needed ? { permission: needed } : undefined,
+      );
+    }
     return true;
   }
 }

@@ -30,5 +30,3 @@ export class CreateAccountsAndKeys1763700000101 implements MigrationInterface {
     await q.query(`DROP TABLE IF EXISTS accounts`);
   }
 }
-
-export const GATEWAY_MIGRATIONS = [CreateAccountsAndKeys1763700000101];

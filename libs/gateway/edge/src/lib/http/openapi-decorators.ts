@@ -19,7 +19,7 @@ export class ProblemDto {
 }
 
 /** Problem responses every authenticated route can give, plus the route's own. */
-const COMMON: ProblemCode[] = ['unauthenticated', 'rate_limited', 'internal_error', 'service_unavailable'];
+const COMMON: ProblemCode[] = ['invalid_request', 'unauthenticated', 'rate_limited', 'internal_error', 'service_unavailable'];
 
 export function ApiProblems(...codes: ProblemCode[]) {
   const byStatus = new Map<number, ProblemCode[]>();

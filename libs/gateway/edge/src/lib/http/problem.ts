@@ -3,6 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { FieldProblem, PROBLEM_TYPE_BASE, PROBLEMS, ProblemCode } from '@parley/contracts';
 import { serviceLogger } from '@parley/observability';
 import { AppError } from '@parley/rpc';
+import { ReplayedResponse } from '../edge/replayed-response';
 
 export interface Problem {
   type: string;
@@ -58,7 +59,7 @@ export function toProblem(error: unknown, requestId: string): Problem {
     const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'invalid_request');
     app = new AppError(code, status === 404 ? 'No such route.' : error.message);
   } else {
-    const e = error as { code?: string; statusCode?: number; message?: string };
+    const e = (error ?? {}) as { code?: string; statusCode?: number; message?: string };
     app = fromFastify(e) ?? new AppError('internal_error', 'Internal error.');
     if (app.code === 'internal_error') log.error({ err: error }, 'unhandled error');
   }
@@ -81,11 +82,23 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, error:
   void reply.status(problem.status).header('content-type', 'application/problem+json').send(problem);
 }
 
-/** Every failure leaves the gateway as application/problem+json (RFC 9457) with a stable code. */
+/**
+ * Every failure leaves the gateway as application/problem+json (RFC 9457) with a stable code. A replayed
+ * idempotent response is written exactly as first sent.
+ */
 @Catch()
 export class ProblemFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
-    sendProblem(http.getResponse<FastifyReply>(), http.getRequest<FastifyRequest>(), exception);
+    const reply = http.getResponse<FastifyReply>();
+    if (exception instanceof ReplayedResponse) {
+      void reply
+        .status(exception.status)
+        .header('idempotency-replayed', 'true')
+        .header('content-type', exception.status >= 400 ? 'application/problem+json' : 'application/json; charset=utf-8')
+        .send(exception.body);
+      return;
+    }
+    sendProblem(reply, http.getRequest<FastifyRequest>(), exception);
   }
 }

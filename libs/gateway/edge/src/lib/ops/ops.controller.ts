@@ -1,5 +1,5 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
-import { ApiExcludeEndpoint, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
 import { HealthRegistry, metricsRegistry } from '@parley/observability';
 import { Public } from '../auth/auth.guard';
@@ -12,6 +12,7 @@ export class OpsController {
 
   /** Liveness: the process answers. Never touches a dependency. */
   @Get('healthz')
+  @ApiOperation({ summary: 'Liveness probe', description: 'No API key needed; never touches a dependency.' })
   @ApiOkResponse({ description: 'The service is alive.', schema: { properties: { status: { type: 'string', example: 'ok' } } } })
   healthz() {
     return { status: 'ok' };

@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { DataSource } from 'typeorm';
+import { GatewayConfig } from '@parley/config';
+import { AppError } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+
+/** Counts hits of a bucket in a fixed window and returns the count including this hit. */
+export interface RateLimitStore {
+  hit(bucket: string, windowStart: number): Promise<number>;
+}
+
+/** Exact for one process: the standalone platform has one gateway. */
+export class MemoryRateLimitStore implements RateLimitStore {
+  private readonly counts = new Map<string, number>();
+  private currentWindow = 0;
+
+  async hit(bucket: string, windowStart: number): Promise<number> {
+    if (windowStart !== this.currentWindow) {
+      this.counts.clear();
+      this.currentWindow = windowStart;
+    }
+    const count = (this.counts.get(bucket) ?? 0) + 1;
+    this.counts.set(bucket, count);
+    return count;
+  }
+}
+
+/** Shared by every gateway replica: one atomic upsert per request on an unlogged table. */
+export class PostgresRateLimitStore implements RateLimitStore {
+  private lastPrune = 0;
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  async hit(bucket: string, windowStart: number): Promise<number> {
+    const [row]: { count: number }[] = await this.dataSource.query(
+      `INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES ($1, $2, 1)
+       ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1
+       RETURNING count`,
+      [bucket, windowStart],
+    );
+    if (windowStart !== this.lastPrune) {
+      this.lastPrune = windowStart;
+      await this.dataSource.query(`DELETE FROM rate_limit_windows WHERE window_start < $1`, [windowStart]);
+    }
+    return row.count;
+  }
+}
+
+export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');
+
+/**
+ * Per-key rate limit on every /v1 route, in fixed windows. The bucket is the presented credential's digest (or
+ * the client address when there is none), so limiting needs no key lookup and also slows down key guessing.
+ * Every /v1 response carries X-RateLimit-Limit, -Remaining and -Reset (seconds until the window resets).
+ */
+@Injectable()
+export class RateLimitGuard implements CanActivate {
+  constructor(
+    @Inject(CONFIG) private readonly config: GatewayConfig,
+    @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const http = context.switchToHttp();
+    const request = http.getRequest<FastifyRequest>();
+    if (!request.url.startsWith('/v1/')) return true;
+    const reply = http.getResponse<FastifyReply>();
+    const windowMs = this.config.RATE_LIMIT_WINDOW_SECONDS * 1000;
+    const now = Date.now();
+    const windowStart = Math.floor(now / windowMs) * windowMs;
+    const credential = request.headers.authorization;
+    const bucket = credential
+      ? `key:${createHash('sha256').update(credential).digest('base64url').slice(0, 32)}`
+      : `ip:${request.ip}`;
+    const count = await this.store.hit(bucket, windowStart);
+    const limit = this.config.RATE_LIMIT_REQUESTS;
+    const reset = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
+    reply.header('x-ratelimit-limit', String(limit));
+    reply.header('x-ratelimit-remaining', String(Math.max(0, limit - count)));
+    reply.header('x-ratelimit-reset', String(reset));
+    if (count > limit) {
+      throw new AppError('rate_limited', `Too many requests: at most ${limit} per ${this.config.RATE_LIMIT_WINDOW_SECONDS} s.`, undefined, {
+        retry_after_seconds: reset,
+      });
+    }
+    return true;
+  }
+}

@@ -1,0 +1,70 @@
+import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { ApiExtension, ApiHeader, ApiOperation, ApiQuery } from '@nestjs/swagger';
+import { ProblemCode } from '@parley/contracts';
+import { Public } from '../auth/auth.guard';
+import { Permission, RequirePermission } from '../auth/permissions';
+import { ApiProblems } from './openapi-decorators';
+
+export const IDEMPOTENT_KEY = 'parley:idempotent';
+export const QUERY_KEY = 'parley:query';
+
+export interface OperationOptions {
+  summary: string;
+  description?: string;
+  /** The permission the route needs, or `public` for routes that take no API key. */
+  permission: Permission | 'public';
+  /** Problem codes this route can answer besides the common ones. */
+  problems?: ProblemCode[];
+  /** POST with side effects: honours Idempotency-Key. */
+  idempotent?: boolean;
+  /** A list route: accepts `limit` and `starting_after` (plus `query`). */
+  list?: boolean;
+  /** Query parameters the route accepts; any other is refused with 400. */
+  query?: string[];
+}
+
+const LIST_QUERY = [
+  ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } }),
+  ApiQuery({
+    name: 'starting_after',
+    required: false,
+    schema: { type: 'string' },
+    description: 'The `next_cursor` of the previous page.',
+  }),
+];
+
+/**
+ * Declares a public operation once: its permission (enforced by AuthGuard and published as `x-permission`),
+ * idempotency, accepted query parameters and every problem response, so code and OpenAPI cannot drift apart.
+ */
+export function Operation(options: OperationOptions) {
+  const isPublic = options.permission === 'public';
+  const description = [
+    options.description,
+    isPublic ? 'No API key needed.' : `Requires the \`${options.permission}\` permission.`,
+    options.idempotent ? 'Honours `Idempotency-Key` for 24 hours.' : undefined,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+  return applyDecorators(
+    isPublic ? Public() : RequirePermission(options.permission as Permission),
+    ApiOperation({ summary: options.summary, description }),
+    ...(isPublic ? [] : [ApiExtension('x-permission', options.permission)]),
+    SetMetadata(QUERY_KEY, [...(options.list ? ['limit', 'starting_after'] : []), ...(options.query ?? [])]),
+    ...(options.list ? LIST_QUERY : []),
+    ...(options.idempotent
+      ? [
+          SetMetadata(IDEMPOTENT_KEY, true),
+          ApiHeader({
+            name: 'Idempotency-Key',
+            required: false,
+            description: 'Replays the first response for 24 hours when the same key and body are sent again.',
+            schema: { type: 'string', maxLength: 255 },
+          }),
+        ]
+      : []),
+    ...(isPublic
+      ? []
+      : [ApiProblems(...(options.problems ?? []), ...(options.list ? (['validation_error'] as const) : []), 'permission_denied')]),
+  );
+}

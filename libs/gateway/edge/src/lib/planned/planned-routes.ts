@@ -1,0 +1,102 @@
+import { Permission } from '../auth/permissions';
+
+export interface PlannedRoute {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  path: string;
+  summary: string;
+  permission: Permission | 'public';
+  list?: boolean;
+  idempotent?: boolean;
+}
+
+const r = (
+  method: PlannedRoute['method'],
+  path: string,
+  permission: PlannedRoute['permission'],
+  summary: string,
+  extra: Partial<PlannedRoute> = {},
+): PlannedRoute => ({ method, path, permission, summary, ...extra });
+
+const ID = { idempotent: true };
+const LIST = { list: true };
+
+/**
+ * Routes of the public interface whose resources arrive in later releases. They are routed, authenticated and
+ * authorised like the others, published in OpenAPI with the permission they will need, and answer 501
+ * `not_implemented` until then, so clients can discover the whole surface today.
+ */
+export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
+  Agents: [
+    r('post', '/v1/agents/{id}/restore', 'agents:create', 'Restore a deleted agent', ID),
+    r('post', '/v1/agents/{id}/post_call/test', 'agents:write', "Run the agent's post-call analysis on a transcript"),
+  ],
+  'Agent groups': [
+    r('get', '/v1/agent_groups', 'agents:read', 'List agent groups', LIST),
+    r('post', '/v1/agent_groups', 'agents:write', 'Create an agent group', ID),
+    r('get', '/v1/agent_groups/{id}', 'agents:read', 'Retrieve an agent group'),
+    r('patch', '/v1/agent_groups/{id}', 'agents:write', 'Update an agent group'),
+    r('delete', '/v1/agent_groups/{id}', 'agents:write', 'Delete an agent group'),
+    r('get', '/v1/agent_groups/{id}/members', 'agents:read', "The group's members and how they differ from its defaults"),
+  ],
+  'Knowledge bases': [
+    r('get', '/v1/knowledge_bases', 'knowledge:read', 'List knowledge bases', LIST),
+    r('post', '/v1/knowledge_bases', 'knowledge:write', 'Create a knowledge base', ID),
+    r('get', '/v1/knowledge_bases/{id}', 'knowledge:read', 'Retrieve a knowledge base'),
+    r('delete', '/v1/knowledge_bases/{id}', 'knowledge:write', 'Delete a knowledge base and everything in it'),
+    r('get', '/v1/knowledge_bases/{id}/documents', 'knowledge:read', 'List documents', LIST),
+    r('post', '/v1/knowledge_bases/{id}/documents', 'knowledge:write', 'Ingest a document', ID),
+    r('delete', '/v1/knowledge_bases/{id}/documents/{doc}', 'knowledge:write', 'Delete a document'),
+    r('post', '/v1/knowledge_bases/{id}/search', 'knowledge:read', 'Search a knowledge base'),
+  ],
+  Calls: [
+    r('get', '/v1/calls', 'calls:read', 'List calls, newest first', LIST),
+    r('post', '/v1/calls', 'calls:write', 'Start a call', ID),
+    r('post', '/v1/calls/rendezvous', 'calls:write', 'Place a call between two people', ID),
+    r('get', '/v1/calls/ringing', 'calls:read', 'Watch for calls waiting to be answered'),
+    r('get', '/v1/calls/{id}', 'calls:read', 'Retrieve a call'),
+    r('post', '/v1/calls/{id}/claim', 'calls:write', 'Answer a ringing call', ID),
+    r('post', '/v1/calls/{id}/end', 'calls:write', 'End a call', ID),
+    r('get', '/v1/calls/{id}/events', 'calls:read', "Stream a call's events"),
+    r('post', '/v1/calls/{id}/events', 'calls:write', 'Inject an event into a live call', ID),
+    r('post', '/v1/calls/{id}/give-up', 'calls:write', 'Record that nobody answered', ID),
+    r('get', '/v1/calls/{id}/recording', 'calls:read', 'Download the recording'),
+    r('get', '/v1/calls/{id}/recording_url', 'calls:read', 'Get a playable recording link'),
+    r('post', '/v1/calls/{id}/seat', 'calls:write', 'Take one end of a rendezvous', ID),
+    r('post', '/v1/calls/{id}/token', 'calls:write', 'Join a call from a browser (short-lived call token)', ID),
+    r('get', '/v1/calls/{id}/transcript', 'calls:read', 'Retrieve the transcript'),
+    r('post', '/v1/realtime/tokens', 'calls:write', 'Mint a browser token', ID),
+    r('get', '/v1/embed/', 'public', 'The browser client script, for use without a bundler'),
+  ],
+  Workflows: [
+    r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),
+    r('post', '/v1/workflows', 'agents:write', 'Create a workflow', ID),
+    r('get', '/v1/workflows/{id}', 'agents:read', 'Retrieve a workflow'),
+    r('patch', '/v1/workflows/{id}', 'agents:write', 'Update a workflow'),
+    r('delete', '/v1/workflows/{id}', 'agents:write', 'Delete a workflow'),
+    r('get', '/v1/workflows/{id}/runs', 'agents:read', 'List runs of a workflow', LIST),
+    r('post', '/v1/workflows/{id}/runs', 'agents:write', 'Run a workflow', ID),
+  ],
+  Functions: [r('get', '/v1/functions', 'agents:read', 'List the registered functions agents may call', LIST)],
+  Webhooks: [
+    r('get', '/v1/webhook_endpoints', 'agents:read', 'List webhook endpoints (secrets redacted)', LIST),
+    r('post', '/v1/webhook_endpoints', 'agents:write', 'Create a webhook endpoint', ID),
+    r('put', '/v1/webhook_endpoints', 'agents:write', 'Declare a webhook endpoint by URL'),
+    r('get', '/v1/webhook_endpoints/{id}', 'agents:read', 'Retrieve a webhook endpoint'),
+    r('patch', '/v1/webhook_endpoints/{id}', 'agents:write', 'Update a webhook endpoint'),
+    r('delete', '/v1/webhook_endpoints/{id}', 'agents:write', 'Delete a webhook endpoint'),
+    r('get', '/v1/webhook_endpoints/{id}/deliveries', 'agents:read', 'Delivery attempts of an endpoint', LIST),
+    r('post', '/v1/webhook_endpoints/{id}/test', 'agents:write', 'Send a synthetic delivery', ID),
+  ],
+  Analytics: [
+    r('post', '/v1/analytics/csat', 'calls:write', 'Record a satisfaction rating', ID),
+    r('get', '/v1/analytics/overview', 'analytics:read', 'Usage and quality overview'),
+    r('get', '/v1/analytics/timeseries', 'analytics:read', 'Bucketed call volume and cost'),
+  ],
+  Projects: [
+    r('get', '/v1/projects', 'billing:read', 'List projects', LIST),
+    r('post', '/v1/projects', 'billing:write', 'Create a project', ID),
+    r('get', '/v1/projects/{id}', 'billing:read', 'Retrieve a project'),
+    r('patch', '/v1/projects/{id}', 'billing:write', 'Update a project'),
+    r('delete', '/v1/projects/{id}', 'billing:write', 'Delete a project'),
+  ],
+};
