@@ -37,6 +37,8 @@ export default [
         },
       ],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // Explicit types on initialised properties are what emit decorator metadata (config classes need it).
+      '@typescript-eslint/no-inferrable-types': 'off',
     },
   },
 ];

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export interface DatabaseSettings {
@@ -65,6 +65,10 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
     });
     const url = (async () => {
       mkdirSync(resolve(settings.DATA_DIR), { recursive: true });
+      if (process.getuid?.() === 0) {
+        // The server runs as `postgres`, which must be able to traverse DATA_DIR (mktemp makes it 0700).
+        chmodSync(resolve(settings.DATA_DIR), statSync(resolve(settings.DATA_DIR)).mode | 0o011);
+      }
       if (!existsSync(resolve(dataDir, 'PG_VERSION'))) await server.initialise();
       await server.start();
       await server.createDatabase(EMBEDDED_DB).catch((e: unknown) => {

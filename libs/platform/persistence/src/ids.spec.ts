@@ -1,0 +1,32 @@
+import { newId } from './ids';
+
+describe('newId', () => {
+  it('starts with the prefix and an underscore', () => {
+    expect(newId('agt').startsWith('agt_')).toBe(true);
+    expect(newId('call').startsWith('call_')).toBe(true);
+  });
+
+  it('carries 22 base62 characters after the prefix', () => {
+    for (const prefix of ['agt', 'call', 'k']) {
+      const id = newId(prefix);
+      expect(id).toHaveLength(prefix.length + 1 + 22);
+      expect(id).toMatch(new RegExp(`^${prefix}_[0-9A-Za-z]{22}$`));
+    }
+  });
+
+  it('never repeats over 10,000 ids', () => {
+    const ids = new Set(Array.from({ length: 10_000 }, () => newId('agt')));
+
+    expect(ids.size).toBe(10_000);
+  });
+
+  it('uses the whole base62 alphabet', () => {
+    const seen = new Set(
+      Array.from({ length: 2_000 }, () => newId('x').slice(2))
+        .join('')
+        .split(''),
+    );
+
+    expect([...seen].sort().join('')).toBe('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz');
+  });
+});
