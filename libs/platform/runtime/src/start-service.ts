@@ -69,7 +69,8 @@ export async function startService<C extends ServiceConfig>(
     bufferLogs: false,
     abortOnError: false,
   });
-  app.useGlobalInterceptors(new GrpcServerInterceptor(def.name));
+  // gRPC and bus handlers share it (inheritAppConfig); the gateway's HTTP routes have their own request context.
+  if (!def.http) app.useGlobalInterceptors(new GrpcServerInterceptor(def.name));
 
   if (def.grpc) {
     const address = bindAddress(def.grpc.url(config), config, !!options.standalone);

@@ -112,7 +112,7 @@ export class AgentsRepository {
       m,
       subject,
       { account_id: agent.accountId, agent_id: agent.id, at: at.toISOString() },
-      `${subject.name}:${agent.id}:${at.getTime()}`,
+      newId('msg'),
     );
   }
 }

@@ -27,10 +27,16 @@ export interface ApiKeyRecord {
 
 /** last_used_at is written at most this often per key, so authentication stays one read on the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+/**
+ * How long a successful lookup is reused. Revocation through this gateway takes effect at once (the entry is
+ * dropped); through another replica, within this long.
+ */
+const AUTH_CACHE_MS = 5_000;
 
 @Injectable()
 export class ApiKeysRepository {
   private readonly lastUsedWritten = new Map<string, number>();
+  private readonly cache = new Map<string, { principal: Principal; until: number; expiresAt: number }>();
 
   constructor(private readonly dataSource: DataSource) {}
 
@@ -59,6 +65,7 @@ export class ApiKeysRepository {
   }
 
   async revoke(accountId: string, id: string): Promise<boolean> {
+    for (const [digest, entry] of this.cache) if (entry.principal.keyId === id) this.cache.delete(digest);
     // Wrapped in a SELECT: TypeORM returns [rows, count] for a bare UPDATE, rows for a query.
     const rows: unknown[] = await this.dataSource.query(
       `WITH revoked AS (
@@ -71,15 +78,30 @@ export class ApiKeysRepository {
 
   /** The principal of a live key: not revoked, not expired. */
   async authenticate(secret: string): Promise<Principal | undefined> {
-    const rows: { id: string; account_id: string; role: Role }[] = await this.dataSource.query(
-      `SELECT id, account_id, role FROM api_keys
+    const digest = hashKey(secret);
+    const now = Date.now();
+    const cached = this.cache.get(digest);
+    if (cached && cached.until > now && cached.expiresAt > now) {
+      this.touch(cached.principal.keyId);
+      return cached.principal;
+    }
+    this.cache.delete(digest);
+    const rows: { id: string; account_id: string; role: Role; expires_at: Date | null }[] = await this.dataSource.query(
+      `SELECT id, account_id, role, expires_at FROM api_keys
         WHERE secret_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
-      [hashKey(secret)],
+      [digest],
     );
     const row = rows[0];
     if (!row) return undefined;
+    const principal: Principal = { accountId: row.account_id, role: row.role, keyId: row.id };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(digest, {
+      principal,
+      until: now + AUTH_CACHE_MS,
+      expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : Infinity,
+    });
     this.touch(row.id);
-    return { accountId: row.account_id, role: row.role, keyId: row.id };
+    return principal;
   }
 
   private touch(keyId: string): void {
