@@ -10,10 +10,10 @@ const protoDir = join(root, 'proto');
 const contractsSrc = join(root, 'libs/contracts/src');
 const buf = (...args) => execFileSync(join(root, 'node_modules/.bin/buf'), args, { cwd: protoDir, stdio: 'inherit' });
 
-const listFiles = (dir) =>
+const listFiles = (dir, root = dir) =>
   readdirSync(dir).flatMap((name) => {
     const full = join(dir, name);
-    return statSync(full).isDirectory() ? listFiles(full) : [relative(dir, full)];
+    return statSync(full).isDirectory() ? listFiles(full, root) : [relative(root, full)];
   });
 
 buf('lint');
