@@ -1,7 +1,7 @@
 import { AGENTS_V1 } from '@parley/contracts';
 import { OutboxRecord } from '@parley/messaging';
 import { ServiceDefinition } from '@parley/runtime';
-import { AgentEntity } from './lib/agent.entity';
+import { AgentEntity, AgentGroupEntity } from './lib/agent.entity';
 import { AgentsModule } from './lib/agents.module';
 import { AGENTS_MIGRATIONS } from './lib/migrations';
 
@@ -9,6 +9,6 @@ export const agentsService: ServiceDefinition = {
   name: 'agents',
   module: AgentsModule,
   grpc: { contracts: [AGENTS_V1], url: (c) => c.AGENTS_GRPC_URL },
-  database: { schema: 'agents', entities: [AgentEntity, OutboxRecord], migrations: AGENTS_MIGRATIONS },
+  database: { schema: 'agents', entities: [AgentEntity, AgentGroupEntity, OutboxRecord], migrations: AGENTS_MIGRATIONS },
   outbox: true,
 };

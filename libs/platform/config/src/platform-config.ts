@@ -95,6 +95,35 @@ export class ServiceConfig {
   @Matches(/^.{32,}$/, { message: 'SECRET_KEY must be at least 32 characters' })
   SECRET_KEY?: string;
 
+  /** Speech recognizers this deployment offers (language entries may name only these). */
+  @Matches(/^[a-z0-9_-]+(,[a-z0-9_-]+)*$/, { message: 'STT_PROVIDERS must be a comma-separated list of names' })
+  STT_PROVIDERS: string = 'deepgram,openai';
+
+  /** Speech synthesizers this deployment offers; `local` is the offline voice. */
+  @Matches(/^[a-z0-9_-]+(,[a-z0-9_-]+)*$/, { message: 'TTS_PROVIDERS must be a comma-separated list of names' })
+  TTS_PROVIDERS: string = 'local,elevenlabs,openai';
+
+  /** Hosts that agent tools may call over plain http (everything else needs https). */
+  @IsString()
+  INTERNAL_HOSTS: string = '';
+
+  /** JSON file declaring the registered functions agents may call (see README); unset = none. */
+  @IsOptional()
+  @IsString()
+  FUNCTIONS_FILE?: string;
+
+  /** OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp server) for models. */
+  @Matches(/^https?:\/\/\S+$/, { message: 'LLM_BASE_URL must be an http(s) URL' })
+  LLM_BASE_URL: string = 'https://api.openai.com/v1';
+
+  @IsOptional()
+  @IsString()
+  LLM_API_KEY?: string;
+
+  /** Model of the post-call analysis when an agent does not name one. */
+  @IsString()
+  POST_CALL_MODEL: string = 'gpt-4o-mini';
+
   /** How long shutdown waits for in-flight work before closing, in milliseconds. */
   @IsInt()
   @Min(0)

@@ -1,3 +1,4 @@
 export * from './database-url';
 export * from './service-database';
 export * from './ids';
+export * from './keyset';

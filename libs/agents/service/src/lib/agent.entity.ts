@@ -1,11 +1,7 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
-
-export interface LanguageEntryRecord {
-  code: string;
-}
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { AgentSpec, GroupSpec } from './spec/agent-spec';
 
 @Entity({ name: 'agents' })
-@Index('agents_account_listing', ['accountId', 'createdAt', 'id'])
 export class AgentEntity {
   @PrimaryColumn({ type: 'text' })
   id: string;
@@ -13,17 +9,16 @@ export class AgentEntity {
   @Column({ name: 'account_id', type: 'text' })
   accountId: string;
 
+  /** Copy of spec.name, for ordering and search without opening the document. */
   @Column({ type: 'text' })
   name: string;
 
-  @Column({ type: 'text', default: '' })
-  description: string;
+  /** The agent document (public fields; credentials sealed). */
+  @Column({ type: 'jsonb' })
+  spec: AgentSpec;
 
-  @Column({ type: 'jsonb', default: [] })
-  languages: LanguageEntryRecord[];
-
-  @Column({ type: 'jsonb', default: {} })
-  metadata: Record<string, string>;
+  @Column({ name: 'group_id', type: 'text', nullable: true })
+  groupId: string | null;
 
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;
@@ -33,4 +28,22 @@ export class AgentEntity {
 
   @Column({ name: 'deleted_at', type: 'timestamptz', precision: 3, nullable: true })
   deletedAt: Date | null;
+}
+
+@Entity({ name: 'agent_groups' })
+export class AgentGroupEntity {
+  @PrimaryColumn({ type: 'text' })
+  id: string;
+
+  @Column({ name: 'account_id', type: 'text' })
+  accountId: string;
+
+  @Column({ type: 'jsonb' })
+  spec: GroupSpec;
+
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  updatedAt: Date;
 }

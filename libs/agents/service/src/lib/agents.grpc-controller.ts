@@ -1,86 +1,110 @@
 import { Controller } from '@nestjs/common';
 import { agentsV1 } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
-import { AgentEntity } from './agent.entity';
-import { AgentFields, AgentsRepository } from './agents.repository';
+import { AgentGroupEntity } from './agent.entity';
+import { AgentsDomain, AgentView } from './agents.domain';
 
 const { AgentsServiceControllerMethods } = agentsV1;
 
-function toMessage(a: AgentEntity): agentsV1.Agent {
+function toAgent(view: AgentView): agentsV1.Agent {
   return {
-    id: a.id,
-    account_id: a.accountId,
-    name: a.name,
-    description: a.description,
-    languages: a.languages.map((l) => ({ code: l.code })),
-    metadata: a.metadata,
-    created_at: a.createdAt.toISOString(),
-    updated_at: a.updatedAt.toISOString(),
+    id: view.entity.id,
+    account_id: view.entity.accountId,
+    spec_json: JSON.stringify(view.spec),
+    effective_json: JSON.stringify(view.effective),
+    created_at: view.entity.createdAt.toISOString(),
+    updated_at: view.entity.updatedAt.toISOString(),
   };
 }
 
-function fieldsOf(input: agentsV1.AgentInput | undefined): Partial<AgentFields> {
-  const fields: Partial<AgentFields> = {};
-  if (input?.name !== undefined) fields.name = input.name;
-  if (input?.description !== undefined) fields.description = input.description;
-  if (input?.languages) fields.languages = input.languages.entries.map((l) => ({ code: l.code }));
-  if (input?.metadata) fields.metadata = { ...input.metadata.entries };
-  return fields;
+function toGroup(group: AgentGroupEntity): agentsV1.AgentGroup {
+  return {
+    id: group.id,
+    account_id: group.accountId,
+    spec_json: JSON.stringify(group.spec),
+    created_at: group.createdAt.toISOString(),
+    updated_at: group.updatedAt.toISOString(),
+  };
 }
 
-/** Positions are `<created_at ISO>|<id>` as produced by the repository; anything else is refused. */
-function parsePosition(after: string): { createdAt: Date; id: string } | undefined {
-  if (!after) return undefined;
-  const [iso, id] = after.split('|');
-  const createdAt = new Date(iso);
-  if (!id || Number.isNaN(createdAt.getTime())) {
-    throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
+/** The documents cross gRPC as JSON text; anything that is not a JSON object is a caller bug. */
+function parse<T>(json: string): T {
+  try {
+    const value = JSON.parse(json || '{}');
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as T;
+  } catch {
+    // fall through
   }
-  return { createdAt, id };
+  throw new AppError('invalid_request', 'The document is not a JSON object.');
 }
+
+const clampLimit = (limit: number) => Math.min(Math.max(limit || 20, 1), 100);
 
 @Controller()
 @AgentsServiceControllerMethods()
 export class AgentsGrpcController implements agentsV1.AgentsServiceController {
-  constructor(private readonly agents: AgentsRepository) {}
+  constructor(private readonly domain: AgentsDomain) {}
 
   async createAgent(req: agentsV1.CreateAgentRequest): Promise<agentsV1.CreateAgentResponse> {
-    const { name, languages, description = '', metadata = {} } = fieldsOf(req.agent);
-    if (!name || !languages?.length) {
-      throw AppError.validation([
-        ...(name ? [] : [{ field: 'name', message: 'is required' }]),
-        ...(languages?.length ? [] : [{ field: 'languages', message: 'needs at least one language' }]),
-      ]);
-    }
-    const agent = await this.agents.create(req.account_id, { name, languages, description, metadata });
-    return { agent: toMessage(agent) };
+    return { agent: toAgent(await this.domain.createAgent(req.account_id, parse(req.spec_json))) };
   }
 
   async getAgent(req: agentsV1.GetAgentRequest): Promise<agentsV1.GetAgentResponse> {
-    const agent = await this.agents.find(req.account_id, req.id);
-    if (!agent) throw AppError.notFound('agent');
-    return { agent: toMessage(agent) };
+    return { agent: toAgent(await this.domain.getAgent(req.account_id, req.id)) };
   }
 
   async updateAgent(req: agentsV1.UpdateAgentRequest): Promise<agentsV1.UpdateAgentResponse> {
-    const fields = fieldsOf(req.patch);
-    const problems = [
-      ...(fields.name === '' ? [{ field: 'name', message: 'must not be empty' }] : []),
-      ...(fields.languages && !fields.languages.length ? [{ field: 'languages', message: 'needs at least one language' }] : []),
-    ];
-    if (problems.length) throw AppError.validation(problems);
-    const agent = await this.agents.update(req.account_id, req.id, fields);
-    if (!agent) throw AppError.notFound('agent');
-    return { agent: toMessage(agent) };
+    return { agent: toAgent(await this.domain.updateAgent(req.account_id, req.id, parse(req.patch_json))) };
   }
 
   async deleteAgent(req: agentsV1.DeleteAgentRequest): Promise<agentsV1.DeleteAgentResponse> {
-    if (!(await this.agents.softDelete(req.account_id, req.id))) throw AppError.notFound('agent');
+    await this.domain.deleteAgent(req.account_id, req.id);
     return { id: req.id, deleted: true };
   }
 
+  async restoreAgent(req: agentsV1.RestoreAgentRequest): Promise<agentsV1.RestoreAgentResponse> {
+    return { agent: toAgent(await this.domain.restoreAgent(req.account_id, req.id)) };
+  }
+
   async listAgents(req: agentsV1.ListAgentsRequest): Promise<agentsV1.ListAgentsResponse> {
-    const page = await this.agents.list(req.account_id, Math.min(Math.max(req.limit || 20, 1), 100), parsePosition(req.after));
-    return { data: page.items.map(toMessage), has_more: page.hasMore, next: page.next };
+    const page = await this.domain.listAgents(req.account_id, clampLimit(req.limit), req.after);
+    return { data: page.items.map(toAgent), has_more: page.hasMore, next: page.next };
+  }
+
+  async testPostCall(req: agentsV1.TestPostCallRequest): Promise<agentsV1.TestPostCallResponse> {
+    const transcript = req.transcript.map((t) => ({ role: t.role === 'assistant' ? ('assistant' as const) : ('user' as const), text: t.text }));
+    return { result_json: JSON.stringify(await this.domain.testPostCall(req.account_id, req.id, transcript)) };
+  }
+
+  async createAgentGroup(req: agentsV1.CreateAgentGroupRequest): Promise<agentsV1.CreateAgentGroupResponse> {
+    return { group: toGroup(await this.domain.createGroup(req.account_id, parse(req.spec_json))) };
+  }
+
+  async getAgentGroup(req: agentsV1.GetAgentGroupRequest): Promise<agentsV1.GetAgentGroupResponse> {
+    return { group: toGroup(await this.domain.getGroup(req.account_id, req.id)) };
+  }
+
+  async updateAgentGroup(req: agentsV1.UpdateAgentGroupRequest): Promise<agentsV1.UpdateAgentGroupResponse> {
+    return { group: toGroup(await this.domain.updateGroup(req.account_id, req.id, parse(req.patch_json))) };
+  }
+
+  async deleteAgentGroup(req: agentsV1.DeleteAgentGroupRequest): Promise<agentsV1.DeleteAgentGroupResponse> {
+    await this.domain.deleteGroup(req.account_id, req.id);
+    return { id: req.id, deleted: true };
+  }
+
+  async listAgentGroups(req: agentsV1.ListAgentGroupsRequest): Promise<agentsV1.ListAgentGroupsResponse> {
+    const page = await this.domain.listGroups(req.account_id, clampLimit(req.limit), req.after);
+    return { data: page.items.map(toGroup), has_more: page.hasMore, next: page.next };
+  }
+
+  async listGroupMembers(req: agentsV1.ListGroupMembersRequest): Promise<agentsV1.ListGroupMembersResponse> {
+    return { members_json: JSON.stringify(await this.domain.groupMembers(req.account_id, req.id)) };
+  }
+
+  listFunctions(): agentsV1.ListFunctionsResponse {
+    return {
+      data: this.domain.functions.map((f) => ({ name: f.name, description: f.description, parameters_json: JSON.stringify(f.parameters) })),
+    };
   }
 }

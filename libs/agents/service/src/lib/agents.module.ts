@@ -1,9 +1,40 @@
 import { Module } from '@nestjs/common';
+import { resolveSecretKey, ServiceConfig } from '@parley/config';
+import { OpenAiCompatibleLlm } from '@parley/llm';
+import { CONFIG } from '@parley/runtime';
+import { AgentsDomain, CATALOGUE, FUNCTIONS, POST_CALL_LLM } from './agents.domain';
 import { AgentsGrpcController } from './agents.grpc-controller';
 import { AgentsRepository } from './agents.repository';
+import { loadFunctions, RegisteredFunction } from './functions.catalogue';
+import { GroupsRepository } from './groups.repository';
+import { Sealer } from './spec/sealing';
+import { DeploymentCatalogue } from './spec/validate-agent';
+
+const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
 
 @Module({
   controllers: [AgentsGrpcController],
-  providers: [AgentsRepository],
+  providers: [
+    AgentsRepository,
+    GroupsRepository,
+    AgentsDomain,
+    { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c)) },
+    { provide: FUNCTIONS, inject: [CONFIG], useFactory: (c: ServiceConfig) => loadFunctions(c.FUNCTIONS_FILE) },
+    {
+      provide: CATALOGUE,
+      inject: [CONFIG, FUNCTIONS],
+      useFactory: (c: ServiceConfig, functions: RegisteredFunction[]): DeploymentCatalogue => ({
+        sttProviders: new Set(list(c.STT_PROVIDERS)),
+        ttsProviders: new Set(list(c.TTS_PROVIDERS)),
+        functions: new Set(functions.map((f) => f.name)),
+        internalHosts: list(c.INTERNAL_HOSTS),
+      }),
+    },
+    {
+      provide: POST_CALL_LLM,
+      inject: [CONFIG],
+      useFactory: (c: ServiceConfig) => new OpenAiCompatibleLlm({ name: 'post-call', baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY, timeoutMs: 30_000 }),
+    },
+  ],
 })
 export class AgentsModule {}

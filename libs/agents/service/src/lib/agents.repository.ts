@@ -1,23 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull } from 'typeorm';
+import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AgentChanged, SUBJECTS, Subject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
-import { newId } from '@parley/persistence';
+import { keysetPage, newId, Page, Position } from '@parley/persistence';
 import { AgentEntity } from './agent.entity';
+import { AgentSpec } from './spec/agent-spec';
+import { applyPatch } from './spec/agent-document';
 
-export interface AgentFields {
-  name: string;
-  description: string;
-  languages: { code: string }[];
-  metadata: Record<string, string>;
-}
+export type AgentPage = Page<AgentEntity>;
 
-export interface AgentPage {
-  items: AgentEntity[];
-  hasMore: boolean;
-  /** Position after the last item: `<created_at ISO>|<id>`; empty on the last page. */
-  next: string;
-}
+/** A change to a stored document: a patch, or a function of the current document (run under the row lock). */
+export type AgentChange = Partial<AgentSpec> | ((current: AgentSpec, manager: EntityManager) => AgentSpec | Promise<AgentSpec>);
 
 /**
  * Every query takes the account: scoping happens where data is read, so another account's agent is simply
@@ -30,17 +24,23 @@ export class AgentsRepository {
     private readonly relay: OutboxRelay,
   ) {}
 
-  async create(accountId: string, fields: AgentFields): Promise<AgentEntity> {
+  async create(accountId: string, spec: AgentSpec): Promise<AgentEntity> {
     const now = new Date();
     const agent = Object.assign(new AgentEntity(), {
       id: newId('agt'),
       accountId,
-      ...fields,
+      name: spec.name,
+      spec,
+      groupId: spec.group_id ?? null,
       createdAt: now,
       updatedAt: now,
       deletedAt: null,
     });
-    await this.inTransaction(SUBJECTS.agentCreated, agent, (m) => m.insert(AgentEntity, agent));
+    await this.transaction(async (m) => {
+      // The document's open-ended `value` fields defeat TypeORM's deep-partial typing; the entity is complete.
+      await m.insert(AgentEntity, agent as QueryDeepPartialEntity<AgentEntity>);
+      await this.event(m, SUBJECTS.agentCreated, agent);
+    });
     return agent;
   }
 
@@ -48,71 +48,89 @@ export class AgentsRepository {
     return this.dataSource.getRepository(AgentEntity).findOneBy({ id, accountId, deletedAt: IsNull() });
   }
 
-  async update(accountId: string, id: string, patch: Partial<AgentFields>): Promise<AgentEntity | null> {
-    let updated: AgentEntity | null = null;
-    await this.dataSource.transaction(async (m) => {
-      const current = await m
-        .getRepository(AgentEntity)
-        .createQueryBuilder('a')
-        .setLock('pessimistic_write')
-        .where('a.id = :id AND a.account_id = :accountId AND a.deleted_at IS NULL', { id, accountId })
-        .getOne();
-      if (!current) return;
-      updated = Object.assign(current, patch, { updatedAt: new Date() });
-      await m.save(AgentEntity, updated);
-      await this.event(m, SUBJECTS.agentUpdated, updated);
+  async update(accountId: string, id: string, change: AgentChange): Promise<AgentEntity | null> {
+    return this.mutate(accountId, id, false, async (agent, m) => {
+      agent.spec = typeof change === 'function' ? await change(agent.spec, m) : applyPatch(agent.spec, change);
+      agent.name = agent.spec.name;
+      agent.groupId = agent.spec.group_id ?? null;
+      return SUBJECTS.agentUpdated;
     });
-    if (updated) this.relay.nudge();
-    return updated;
   }
 
-  /** Soft delete: the row stays so call records keep referencing it. */
+  /** Soft delete: the row stays so call records keep referencing it, and restore can bring it back. */
   async softDelete(accountId: string, id: string): Promise<boolean> {
-    let deleted = false;
-    await this.dataSource.transaction(async (m) => {
-      const agent = await m.findOneBy(AgentEntity, { id, accountId, deletedAt: IsNull() });
-      if (!agent) return;
+    const deleted = await this.mutate(accountId, id, false, async (agent) => {
       agent.deletedAt = new Date();
-      await m.update(AgentEntity, { id, accountId }, { deletedAt: agent.deletedAt });
-      await this.event(m, SUBJECTS.agentDeleted, agent);
-      deleted = true;
+      return SUBJECTS.agentDeleted;
     });
-    if (deleted) this.relay.nudge();
-    return deleted;
+    return deleted !== null;
   }
 
-  /** Newest first, keyset-paginated on (created_at, id) so inserts and deletes never shift a page. */
-  async list(accountId: string, limit: number, after?: { createdAt: Date; id: string }): Promise<AgentPage> {
+  /** Brings a deleted agent back; an agent that is not deleted is returned unchanged. */
+  async restore(accountId: string, id: string): Promise<AgentEntity | null> {
+    return this.mutate(accountId, id, true, async (agent) => {
+      if (!agent.deletedAt) return undefined;
+      agent.deletedAt = null;
+      return SUBJECTS.agentCreated;
+    });
+  }
+
+  list(accountId: string, limit: number, after?: Position): Promise<AgentPage> {
     const qb = this.dataSource
       .getRepository(AgentEntity)
       .createQueryBuilder('a')
-      .where('a.account_id = :accountId AND a.deleted_at IS NULL', { accountId })
-      .orderBy('a.created_at', 'DESC')
-      .addOrderBy('a.id', 'DESC')
-      .limit(limit + 1);
-    if (after) qb.andWhere('(a.created_at, a.id) < (:createdAt, :afterId)', { createdAt: after.createdAt, afterId: after.id });
-    const rows = await qb.getMany();
-    const items = rows.slice(0, limit);
-    const hasMore = rows.length > limit;
-    const last = items.at(-1);
-    return { items, hasMore, next: hasMore && last ? `${last.createdAt.toISOString()}|${last.id}` : '' };
+      .where('a.account_id = :accountId AND a.deleted_at IS NULL', { accountId });
+    return keysetPage(qb, 'a', limit, after);
   }
 
-  private async inTransaction(subject: Subject<AgentChanged>, agent: AgentEntity, write: (m: EntityManager) => Promise<unknown>) {
-    await this.dataSource.transaction(async (m) => {
-      await write(m);
-      await this.event(m, subject, agent);
+  /** Live members of a group. */
+  members(accountId: string, groupId: string, manager: EntityManager = this.dataSource.manager): Promise<AgentEntity[]> {
+    return manager.getRepository(AgentEntity).find({
+      where: { accountId, groupId, deletedAt: IsNull() },
+      order: { createdAt: 'ASC', id: 'ASC' },
     });
+  }
+
+  /**
+   * Runs a change under the row lock and records its event in the same transaction. The change returns the
+   * event to publish, or undefined to leave the row as it was.
+   */
+  private async mutate(
+    accountId: string,
+    id: string,
+    includeDeleted: boolean,
+    change: (agent: AgentEntity, m: EntityManager) => Promise<Subject<AgentChanged> | undefined>,
+  ): Promise<AgentEntity | null> {
+    let result: AgentEntity | null = null;
+    let changed = false;
+    await this.dataSource.transaction(async (m) => {
+      const qb = m
+        .getRepository(AgentEntity)
+        .createQueryBuilder('a')
+        .setLock('pessimistic_write')
+        .where('a.id = :id AND a.account_id = :accountId', { id, accountId });
+      if (!includeDeleted) qb.andWhere('a.deleted_at IS NULL');
+      const agent = await qb.getOne();
+      if (!agent) return;
+      const subject = await change(agent, m);
+      result = agent;
+      if (!subject) return;
+      agent.updatedAt = new Date();
+      await m.save(AgentEntity, agent);
+      await this.event(m, subject, agent);
+      changed = true;
+    });
+    if (changed) this.relay.nudge();
+    return result;
+  }
+
+  private async transaction(work: (m: EntityManager) => Promise<void>): Promise<void> {
+    await this.dataSource.transaction(work);
     this.relay.nudge();
   }
 
   private event(m: EntityManager, subject: Subject<AgentChanged>, agent: AgentEntity): Promise<void> {
     const at = agent.deletedAt ?? agent.updatedAt;
-    return enqueueOutbox(
-      m,
-      subject,
-      { account_id: agent.accountId, agent_id: agent.id, at: at.toISOString() },
-      newId('msg'),
-    );
+    return enqueueOutbox(m, subject, { account_id: agent.accountId, agent_id: agent.id, at: at.toISOString() }, newId('msg'));
   }
 }

@@ -27,4 +27,33 @@ export class CreateAgents1763700000001 implements MigrationInterface {
   }
 }
 
-export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001];
+/** The whole agent becomes one document; groups arrive. Existing agents keep their fields inside the document. */
+export class AgentDocumentsAndGroups1763700000002 implements MigrationInterface {
+  name = 'AgentDocumentsAndGroups1763700000002';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE agents ADD COLUMN IF NOT EXISTS spec jsonb`);
+    await q.query(`ALTER TABLE agents ADD COLUMN IF NOT EXISTS group_id text`);
+    await q.query(`
+      UPDATE agents SET spec = jsonb_build_object('name', name, 'description', description, 'languages', languages, 'metadata', metadata)
+       WHERE spec IS NULL`);
+    await q.query(`ALTER TABLE agents ALTER COLUMN spec SET NOT NULL`);
+    await q.query(`ALTER TABLE agents DROP COLUMN IF EXISTS description, DROP COLUMN IF EXISTS languages, DROP COLUMN IF EXISTS metadata`);
+    await q.query(`CREATE INDEX IF NOT EXISTS agents_group ON agents (account_id, group_id) WHERE deleted_at IS NULL`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS agent_groups (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        spec jsonb NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS agent_groups_listing ON agent_groups (account_id, created_at DESC, id DESC)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS agent_groups`);
+  }
+}
+
+export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002];

@@ -8,6 +8,8 @@ import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
 import { AgentsController } from './agents/agents.controller';
+import { AgentGroupsController } from './agents/agent-groups.controller';
+import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
 import { AuthGuard } from './auth/auth.guard';
 import { CursorCodec } from './http/pagination';
@@ -33,7 +35,7 @@ import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
       },
     ]),
   ],
-  controllers: [OpsController, AgentsController, ApiKeysController, DocsController, ...PLANNED_CONTROLLERS],
+  controllers: [OpsController, AgentsController, AgentGroupsController, FunctionsController, ApiKeysController, DocsController, ...PLANNED_CONTROLLERS],
   providers: [
     ApiKeysRepository,
     AgentsClient,

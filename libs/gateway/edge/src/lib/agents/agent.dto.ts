@@ -1,58 +1,1066 @@
-import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsOptional, IsString, Length, MaxLength, ValidateNested } from 'class-validator';
-import { IsMetadata } from '../http/validation';
+import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions, ApiSchema, OmitType, PartialType, PickType } from '@nestjs/swagger';
+import { Allow } from 'class-validator';
+import {
+  IsFlag,
+  IsIntBetween,
+  IsMetadata,
+  IsNested,
+  IsNestedList,
+  IsNumberBetween,
+  IsOneOf,
+  IsOneOfList,
+  IsStringMap,
+  IsText,
+  IsTextList,
+  IsUrlOrEmpty,
+  IsZeroOrBetween,
+  MapLimits,
+  mapSchema,
+  textListSchema,
+  METADATA_LIMITS,
+  Optional,
+} from '../http/validators';
+
+/*
+ * The agent model at the gateway: request bodies are checked for SHAPE only (types, enums, ranges, lengths, nested
+ * blocks and unknown fields by path). Rules that relate fields to each other or to the deployment (silence hangup
+ * longer than the prompt, flow graph integrity, unique language codes, voice_id on later languages, configured
+ * provider names, tool name collisions, placeholders, kind-vs-block) belong to the agents service.
+ */
+
+export const AGENT_MODES = ['conversation', 'keypad', 'normal', 'webrtc'] as const;
+export const AUTONOMY_LEVELS = ['agentic', 'simple', 'custom'] as const;
+export const VOICEMAIL_ACTIONS = ['continue', 'hangup', 'message'] as const;
+export const LANGUAGE_DETECTION = ['off', 'follow'] as const;
+/** The fields a group's `defaults` fill and an agent's `overrides` can claim. */
+export const INHERITABLE_FIELDS = [
+  'model',
+  'models',
+  'temperature',
+  'max_tokens',
+  'speed',
+  'pitch',
+  'autonomy',
+  'capabilities',
+  'knowledge_base_ids',
+  'tools',
+  'record_calls',
+  'transcribe_calls',
+  'transfer_number',
+  'carrier',
+  'filler_phrase',
+  'webhook_url',
+] as const;
+export type InheritableField = (typeof INHERITABLE_FIELDS)[number];
+
+export const NODE_TYPES = ['llm', 'static', 'router'] as const;
+export const EDGE_TYPES = ['intent', 'expression', 'always', 'event'] as const;
+export const EXPRESSION_LOGIC = ['and', 'or'] as const;
+export const CONDITION_OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'contains', 'exists', 'not_exists'] as const;
+export const VARIABLE_TYPES = ['string', 'number', 'boolean'] as const;
+export const CAPTURE_TYPES = ['string', 'number', 'integer', 'boolean'] as const;
+export const EXTRACTION_TYPES = ['string', 'number', 'boolean', 'enum'] as const;
+export const TOOL_KINDS = ['calendar_availability', 'book_appointment', 'transfer_call', 'custom_function'] as const;
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean'] as const;
+export const PARAMETER_LOCATIONS = ['body', 'query', 'path'] as const;
+export const TURN_ROLES = ['user', 'assistant'] as const;
+
+/** Ids of other objects, model names, function names. */
+const REF = 200;
+const PROVIDER = 50;
+const LANGUAGE_CODE = 64;
+const NODE_ID = 100;
+const TOOL_NAME = /^[A-Za-z0-9_-]+$/;
+const TOOL_NAME_HINT = 'letters, digits, _ and - only';
+
+const PER_PROVIDER: MapLimits = { maxEntries: 50, keyMaxLength: PROVIDER, valueMaxLength: REF };
+const PER_LANGUAGE_LINE: MapLimits = { maxEntries: 50, keyMaxLength: LANGUAGE_CODE, valueMaxLength: 2000 };
+const PER_LANGUAGE_MESSAGE: MapLimits = { maxEntries: 50, keyMaxLength: LANGUAGE_CODE, valueMaxLength: 500 };
+const HEADERS: MapLimits = { maxEntries: 50, keyMaxLength: 200, valueMaxLength: 4000 };
+const VARIABLES: MapLimits = { maxEntries: 200, keyMaxLength: 200, values: VARIABLE_TYPES };
+const CAPTURES: MapLimits = { maxEntries: 50, keyMaxLength: 64, values: CAPTURE_TYPES };
+
+const metadataSchema = mapSchema(METADATA_LIMITS, 'String keys to string values, returned on read.');
+
+/** OpenAPI for "any JSON value" (a combinator without `nullable` keeps @nestjs/swagger from adding a type). */
+export const ANY_JSON: ApiPropertyOptions = {
+  oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'array', items: {} }, { type: 'object' }, { type: 'null' }],
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Languages
+// ---------------------------------------------------------------------------------------------------------------
 
 export class LanguageEntryDto {
-  @ApiProperty({ description: 'BCP-47 tag or a language name.', example: 'en-US', minLength: 1, maxLength: 64 })
-  @IsString()
-  @Length(1, 64)
+  @ApiProperty({
+    description:
+      'BCP-47 tag or a language name; `hi`, `hi-IN`, `hi_IN` and a language name all normalize to the same region tag. ' +
+      'One entry per language.',
+    example: 'en-US',
+    minLength: 1,
+    maxLength: LANGUAGE_CODE,
+  })
+  @IsText(LANGUAGE_CODE, { min: 1 })
   code: string;
+
+  @ApiPropertyOptional({ description: 'Spoken exactly as written when a call opens in this language.', maxLength: 2000 })
+  @Optional()
+  @IsText(2000)
+  greeting?: string;
+
+  @ApiPropertyOptional({
+    description: 'Asked of a quiet caller. Empty: the built-in line where one exists, otherwise the model produces one short sentence.',
+    maxLength: 500,
+  })
+  @Optional()
+  @IsText(500)
+  silence_prompt?: string;
+
+  @ApiPropertyOptional({
+    description: 'Recognizer tried first; read for the opening language; must be one the deployment configured.',
+    maxLength: PROVIDER,
+  })
+  @Optional()
+  @IsText(PROVIDER)
+  stt_provider?: string;
+
+  @ApiPropertyOptional({ description: 'Synthesizer tried first; must be one the deployment configured.', maxLength: PROVIDER })
+  @Optional()
+  @IsText(PROVIDER)
+  tts_provider?: string;
+
+  @ApiPropertyOptional({
+    description:
+      "Instructions while in this language; the only place instructions live. The first entry's is the agent's prompt; " +
+      'empty on a later entry derives one from it plus an instruction to speak that language.',
+    maxLength: 20000,
+  })
+  @Optional()
+  @IsText(20000)
+  system_prompt?: string;
+
+  @ApiPropertyOptional({
+    description:
+      'Voice at the first-choice synthesizer. Required on every entry except the first, which may leave it empty for the ' +
+      'deployment default.',
+    maxLength: REF,
+  })
+  @Optional()
+  @IsText(REF)
+  voice_id?: string;
+
+  @ApiPropertyOptional(
+    mapSchema(
+      PER_PROVIDER,
+      'Voice per synthesizer, keyed by provider name; without an entry a fallback synthesizer uses its own default voice.',
+    ),
+  )
+  @Optional()
+  @IsStringMap(PER_PROVIDER)
+  voices?: Record<string, string>;
 }
 
-const metadataSchema = {
-  type: 'object',
-  additionalProperties: { type: 'string', maxLength: 500 },
-  maxProperties: 50,
-  description: 'String keys to string values, returned on read.',
-} as const;
+// ---------------------------------------------------------------------------------------------------------------
+// Behaviour blocks
+// ---------------------------------------------------------------------------------------------------------------
 
-export class CreateAgentDto {
+export class CapabilitiesDto {
+  @ApiPropertyOptional({ description: 'Master switch over the functions in `tools`.' })
+  @Optional()
+  @IsFlag()
+  call_functions?: boolean;
+
+  @ApiPropertyOptional({ description: 'Offer the runtime-executed `end_call` tool.' })
+  @Optional()
+  @IsFlag()
+  end_call?: boolean;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 10,
+    default: 3,
+    description: 'Tool-call-and-regenerate rounds per turn. 1-10; 0 means 3.',
+  })
+  @Optional()
+  @IsZeroOrBetween(1, 10)
+  max_tool_rounds?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 2000,
+    description:
+      'Knowledge lookup time budget within a turn, in milliseconds. 50-2000; 0 means the deployment setting (then 250 ms). ' +
+      'On timeout the turn answers without grounding.',
+  })
+  @Optional()
+  @IsZeroOrBetween(50, 2000)
+  retrieval_timeout_ms?: number;
+
+  @ApiPropertyOptional({
+    description: 'Search the bases in `knowledge_base_ids` each turn and offer `search_knowledge_base`. Off: no lookup.',
+  })
+  @Optional()
+  @IsFlag()
+  search_knowledge?: boolean;
+
+  @ApiPropertyOptional({ description: 'Offer `transfer_call` (executed against the call itself).' })
+  @Optional()
+  @IsFlag()
+  transfer?: boolean;
+}
+
+export class ConversationDto {
+  @ApiPropertyOptional(
+    textListSchema(
+      { maxItems: 50, maxLength: 200 },
+      'Extra phrases that interrupt the agent on their own; matched against the whole utterance.',
+    ),
+  )
+  @Optional()
+  @IsTextList({ maxItems: 50, maxLength: 200 })
+  interrupt_phrases?: string[];
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 10,
+    default: 2,
+    description:
+      'Words the caller must say before the agent stops talking. 1-10; 0 means 2. ' +
+      'A stop word or a caller who keeps talking interrupts regardless.',
+  })
+  @Optional()
+  @IsZeroOrBetween(1, 10)
+  interrupt_words?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 7200,
+    description: 'Ends the call after a goodbye once this long, in seconds. 30-7200; 0 leaves it to the carrier limit.',
+  })
+  @Optional()
+  @IsZeroOrBetween(30, 7200)
+  max_call_seconds?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: -1,
+    maximum: 300,
+    default: 20,
+    description: 'Quiet time before goodbye and hangup, in seconds. 5-300 and longer than `silence_prompt_seconds`; 0 means 20; -1 never.',
+  })
+  @Optional()
+  @IsZeroOrBetween(5, 300, { never: true })
+  silence_hangup_seconds?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: -1,
+    maximum: 60,
+    default: 8,
+    description: 'Quiet time before asking if the caller is there, in seconds. 3-60; 0 means 8; -1 never.',
+  })
+  @Optional()
+  @IsZeroOrBetween(3, 60, { never: true })
+  silence_prompt_seconds?: number;
+
+  @ApiPropertyOptional({
+    enum: VOICEMAIL_ACTIONS,
+    default: 'continue',
+    description:
+      'Outbound call when an answering machine is reported. `continue`: carry on, the record says voicemail. ' +
+      '`hangup`: end at once, say nothing. `message`: say `voicemail_message`, then hang up.',
+  })
+  @Optional()
+  @IsOneOf(VOICEMAIL_ACTIONS)
+  voicemail?: (typeof VOICEMAIL_ACTIONS)[number];
+
+  @ApiPropertyOptional({ description: 'Said before hanging up when `voicemail` is `message`; supports `{{variables}}`.', maxLength: 2000 })
+  @Optional()
+  @IsText(2000)
+  voicemail_message?: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Conversation flow
+// ---------------------------------------------------------------------------------------------------------------
+
+@ApiSchema({ name: 'FlowConditionDto' })
+export class ConditionDto {
+  @ApiProperty({ description: 'Dotted path into the call variables.', minLength: 1, maxLength: REF, example: 'caller.age' })
+  @IsText(REF, { min: 1 })
+  variable: string;
+
+  @ApiProperty({ enum: CONDITION_OPERATORS, description: 'How `variable` is compared with `value`.' })
+  @IsOneOf(CONDITION_OPERATORS)
+  operator: (typeof CONDITION_OPERATORS)[number];
+
+  @ApiPropertyOptional({ ...ANY_JSON, description: 'Any JSON value to compare with; unused by `exists` and `not_exists`.' })
+  @Allow()
+  value?: unknown;
+}
+
+@ApiSchema({ name: 'FlowExpressionDto' })
+export class ExpressionDto {
+  @ApiPropertyOptional({
+    enum: EXPRESSION_LOGIC,
+    default: 'and',
+    description: 'Whether all conditions must hold (`and`) or any one (`or`).',
+  })
+  @Optional()
+  @IsOneOf(EXPRESSION_LOGIC)
+  logic?: (typeof EXPRESSION_LOGIC)[number];
+
+  // At least one condition is required, but that is a flow rule: the agents service reports it with the flow's
+  // other problems, all at once.
+  @ApiPropertyOptional({ type: [ConditionDto], maxItems: 20, description: 'The conditions combined by `logic` (at least one).' })
+  @Optional()
+  @IsNestedList(() => ConditionDto, { maxItems: 20 })
+  conditions?: ConditionDto[];
+}
+
+@ApiSchema({ name: 'FlowEdgeDto' })
+export class EdgeDto {
+  @ApiProperty({ description: 'Target node id.', minLength: 1, maxLength: NODE_ID })
+  @IsText(NODE_ID, { min: 1 })
+  to: string;
+
+  @ApiPropertyOptional({
+    enum: EDGE_TYPES,
+    default: 'intent',
+    description:
+      "`intent`: the model decides from the caller's words. `expression`: evaluated first. `always`: the catch-all. " +
+      '`event`: fires only when an outside system injects the named event.',
+  })
+  @Optional()
+  @IsOneOf(EDGE_TYPES)
+  type?: (typeof EDGE_TYPES)[number];
+
+  @ApiPropertyOptional({ description: 'Condition sentence; read by the router on intent edges, a label elsewhere.', maxLength: 1000 })
+  @Optional()
+  @IsText(1000)
+  when?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: -1_000_000,
+    maximum: 1_000_000,
+    description: 'Orders edges of the same type; lower fires first.',
+  })
+  @Optional()
+  @IsIntBetween(-1_000_000, 1_000_000)
+  priority?: number;
+
+  @ApiPropertyOptional(
+    mapSchema(
+      CAPTURES,
+      'Values extracted when an intent edge fires, name to JSON type; stored as call variables; all are required for the edge to fire.',
+    ),
+  )
+  @Optional()
+  @IsStringMap(CAPTURES)
+  capture?: Record<string, (typeof CAPTURE_TYPES)[number]>;
+
+  @ApiPropertyOptional({ description: 'Injected event an `event` edge waits for.', maxLength: 100 })
+  @Optional()
+  @IsText(100)
+  event?: string;
+
+  @ApiPropertyOptional({ type: ExpressionDto, description: 'What an `expression` edge evaluates.' })
+  @Optional()
+  @IsNested(() => ExpressionDto)
+  expression?: ExpressionDto;
+}
+
+@ApiSchema({ name: 'FlowNodeDto' })
+export class NodeDto {
+  @ApiProperty({ description: 'Unique node name.', minLength: 1, maxLength: NODE_ID, example: 'greet' })
+  @IsText(NODE_ID, { min: 1 })
+  id: string;
+
+  @ApiPropertyOptional({
+    enum: NODE_TYPES,
+    default: 'llm',
+    description:
+      '`llm`: the model answers under the agent prompt plus the node prompt. `static`: says a fixed line with no model. ' +
+      '`router`: never speaks and moves on in the same turn.',
+  })
+  @Optional()
+  @IsOneOf(NODE_TYPES)
+  type?: (typeof NODE_TYPES)[number];
+
+  @ApiPropertyOptional({ description: 'Node purpose; read by the router as objective when there is no prompt.', maxLength: 2000 })
+  @Optional()
+  @IsText(2000)
+  description?: string;
+
+  @ApiPropertyOptional({ description: "Instructions appended to the agent's system prompt while on this node.", maxLength: 20000 })
+  @Optional()
+  @IsText(20000)
+  prompt?: string;
+
+  @ApiPropertyOptional({ description: 'Line a static node says exactly, with `{{variables}}` filled.', maxLength: 2000 })
+  @Optional()
+  @IsText(2000)
+  say?: string;
+
+  @ApiPropertyOptional(mapSchema(PER_LANGUAGE_LINE, 'The `say` line per language code.'))
+  @Optional()
+  @IsStringMap(PER_LANGUAGE_LINE)
+  say_in?: Record<string, string>;
+
+  @ApiPropertyOptional(mapSchema(PER_LANGUAGE_LINE, 'One example reply per language code, appended to the prompt.'))
+  @Optional()
+  @IsStringMap(PER_LANGUAGE_LINE)
+  examples?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'Forces the model to call this tool on the node until it has run once per visit.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  tool?: string;
+
+  @ApiPropertyOptional(
+    textListSchema({ maxItems: 50, maxLength: REF }, "Tools visible on the node. Absent: all of the agent's; empty: none."),
+  )
+  @Optional()
+  @IsTextList({ maxItems: 50, maxLength: REF })
+  tools?: string[];
+
+  @ApiPropertyOptional(
+    textListSchema({ maxItems: 20, maxLength: REF }, "Knowledge bases used on this node, overriding the agent's; empty: no grounding."),
+  )
+  @Optional()
+  @IsTextList({ maxItems: 20, maxLength: REF })
+  knowledge_base_ids?: string[];
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 300,
+    default: 0,
+    description: 'Re-prompt after this much silence on the node, in seconds; 0 never.',
+  })
+  @Optional()
+  @IsIntBetween(0, 300)
+  repeat_after_silence_seconds?: number;
+
+  @ApiPropertyOptional({ type: [EdgeDto], maxItems: 50, description: 'Outgoing edges.' })
+  @Optional()
+  @IsNestedList(() => EdgeDto, { maxItems: 50 })
+  edges?: EdgeDto[];
+}
+
+@ApiSchema({ name: 'FlowRoutingDto' })
+export class RoutingDto {
+  @ApiPropertyOptional({ description: 'Model override for routing between intent edges.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  model?: string;
+
+  @ApiPropertyOptional({ description: 'Replaces the built-in routing instructions.', maxLength: 5000 })
+  @Optional()
+  @IsText(5000)
+  instructions?: string;
+}
+
+export class FlowDto {
+  @ApiPropertyOptional({ description: 'Id of the node a call opens on.', maxLength: NODE_ID })
+  @Optional()
+  @IsText(NODE_ID)
+  start?: string;
+
+  @ApiPropertyOptional({ type: [NodeDto], maxItems: 200, description: 'The nodes.' })
+  @Optional()
+  @IsNestedList(() => NodeDto, { maxItems: 200 })
+  nodes?: NodeDto[];
+
+  @ApiPropertyOptional({ type: RoutingDto, description: 'How the router chooses between intent edges.' })
+  @Optional()
+  @IsNested(() => RoutingDto)
+  routing?: RoutingDto;
+
+  @ApiPropertyOptional(
+    mapSchema(
+      VARIABLES,
+      'Declares the type of each variable an expression compares, keyed by dotted path; ' +
+        'numeric variables must be declared or comparison is textual.',
+    ),
+  )
+  @Optional()
+  @IsStringMap(VARIABLES)
+  variables?: Record<string, (typeof VARIABLE_TYPES)[number]>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Post-call analysis
+// ---------------------------------------------------------------------------------------------------------------
+
+export class ExtractionFieldDto {
+  @ApiProperty({
+    description: 'Storage key on the call: letters, digits, underscores; stable once live.',
+    pattern: '^[A-Za-z0-9_]{1,64}$',
+    example: 'callback_time',
+  })
+  @IsText(64, { min: 1, pattern: /^[A-Za-z0-9_]+$/, patternHint: 'letters, digits and underscores only' })
+  name: string;
+
+  @ApiProperty({
+    description: 'What to look for; the only instruction given besides the transcript.',
+    minLength: 1,
+    maxLength: 1000,
+  })
+  @IsText(1000, { min: 1 })
+  description: string;
+
+  @ApiPropertyOptional({ enum: EXTRACTION_TYPES, default: 'string', description: 'Type of the extracted value.' })
+  @Optional()
+  @IsOneOf(EXTRACTION_TYPES)
+  type?: (typeof EXTRACTION_TYPES)[number];
+
+  @ApiPropertyOptional(
+    textListSchema(
+      { maxItems: 50, maxLength: REF },
+      'Allowed values of an `enum` field; an `unclear` option is advised over leaving it empty.',
+    ),
+  )
+  @Optional()
+  @IsTextList({ maxItems: 50, maxLength: REF })
+  options?: string[];
+}
+
+export class PostCallDto {
+  @ApiPropertyOptional({
+    default: true,
+    description: 'Write a short neutral summary to the call record. On unless the block is sent with it off.',
+  })
+  @Optional()
+  @IsFlag()
+  summary?: boolean;
+
+  @ApiPropertyOptional({ description: "Model for the post-call pass; empty uses the deployment's post-call default.", maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  model?: string;
+
+  @ApiPropertyOptional({
+    type: [ExtractionFieldDto],
+    maxItems: 40,
+    description: 'Fields filled from the transcript and written onto the call under `name`.',
+  })
+  @Optional()
+  @IsNestedList(() => ExtractionFieldDto, { maxItems: 40 })
+  extraction?: ExtractionFieldDto[];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tool configs
+// ---------------------------------------------------------------------------------------------------------------
+
+export class ApiKeyInputDto {
+  @ApiProperty({ description: 'The credential; sealed on write, read back only as a hint.', minLength: 1, maxLength: 500, writeOnly: true })
+  @IsText(500, { min: 1 })
+  value: string;
+}
+
+@ApiSchema({ name: 'ToolCalendarDto' })
+export class CalendarDto {
+  @ApiPropertyOptional({ description: 'Calendar provider.', maxLength: PROVIDER })
+  @Optional()
+  @IsText(PROVIDER)
+  provider?: string;
+
+  @ApiPropertyOptional({ type: ApiKeyInputDto, description: "The provider's API key. Omitted on update keeps the stored key." })
+  @Optional()
+  @IsNested(() => ApiKeyInputDto)
+  api_key?: ApiKeyInputDto;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, description: 'The bookable event; carries length and schedule.' })
+  @Optional()
+  @IsIntBetween(1)
+  event_type_id?: number;
+
+  @ApiPropertyOptional({ description: 'Display only.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  event_type_slug?: string;
+
+  @ApiPropertyOptional({ description: 'Display only.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  event_type_title?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 1440,
+    description: 'Overrides the event length, in minutes; meaningful only on an event that offers a choice.',
+  })
+  @Optional()
+  @IsIntBetween(1, 1440)
+  duration_minutes?: number;
+
+  @ApiPropertyOptional({
+    description: "IANA zone of the caller; empty uses the agent's.",
+    maxLength: LANGUAGE_CODE,
+    example: 'Europe/Paris',
+  })
+  @Optional()
+  @IsText(LANGUAGE_CODE)
+  timezone?: string;
+}
+
+@ApiSchema({ name: 'ToolTransferDto' })
+export class TransferDto {
+  @ApiProperty({
+    description: 'E.164 number or `sip:` URI; fixed, never chosen by the model.',
+    minLength: 1,
+    maxLength: REF,
+    example: '+14155550100',
+  })
+  @IsText(REF, { min: 1 })
+  destination: string;
+
+  @ApiPropertyOptional({
+    maxLength: 2000,
+    description: 'Absolute URL posted the transfer details before the call moves; waited on at most 3 seconds. Empty: none.',
+  })
+  @Optional()
+  @IsUrlOrEmpty(2000)
+  webhook_url?: string;
+}
+
+@ApiSchema({ name: 'ToolParameterDto' })
+export class ParameterDto {
+  @ApiProperty({ description: 'Argument name: letters, digits, `_`, `-`.', pattern: '^[A-Za-z0-9_-]{1,64}$' })
+  @IsText(64, { min: 1, pattern: TOOL_NAME, patternHint: TOOL_NAME_HINT })
+  name: string;
+
+  @ApiProperty({ enum: PARAMETER_TYPES, description: 'JSON type of the argument.' })
+  @IsOneOf(PARAMETER_TYPES)
+  type: (typeof PARAMETER_TYPES)[number];
+
+  @ApiPropertyOptional({ description: 'What the model is told about the argument.', maxLength: 1000 })
+  @Optional()
+  @IsText(1000)
+  description?: string;
+
+  @ApiPropertyOptional({ default: false, description: 'Whether the model must supply it.' })
+  @Optional()
+  @IsFlag()
+  required?: boolean;
+
+  @ApiPropertyOptional(textListSchema({ maxItems: 50, maxLength: REF }, 'Values a string argument is restricted to.'))
+  @Optional()
+  @IsTextList({ maxItems: 50, maxLength: REF })
+  enum?: string[];
+
+  @ApiPropertyOptional({ enum: PARAMETER_LOCATIONS, default: 'body', description: 'Where the argument is sent.' })
+  @Optional()
+  @IsOneOf(PARAMETER_LOCATIONS)
+  in?: (typeof PARAMETER_LOCATIONS)[number];
+}
+
+@ApiSchema({ name: 'ToolRequestDto' })
+export class RequestDto {
+  @ApiProperty({
+    description:
+      'https (http on an internal endpoint); may carry `{{parameter}}` placeholders filled from path arguments, percent-escaped.',
+    minLength: 1,
+    maxLength: 2000,
+    example: 'https://api.example.com/orders/{{order_id}}',
+  })
+  @IsText(2000, { min: 1 })
+  url: string;
+
+  @ApiPropertyOptional({ enum: HTTP_METHODS, default: 'POST', description: 'HTTP method of the request.' })
+  @Optional()
+  @IsOneOf(HTTP_METHODS)
+  method?: (typeof HTTP_METHODS)[number];
+
+  @ApiPropertyOptional(mapSchema(HEADERS, 'Sent as is and readable; secrets belong in `secret_header_values`.'))
+  @Optional()
+  @IsStringMap(HEADERS)
+  headers?: Record<string, string>;
+
+  @ApiPropertyOptional({
+    ...mapSchema(
+      HEADERS,
+      'Headers sealed on write and never read back (see `secret_header_names`); present replaces all, absent leaves them alone.',
+    ),
+    writeOnly: true,
+  })
+  @Optional()
+  @IsStringMap(HEADERS)
+  secret_header_values?: Record<string, string>;
+
+  @ApiPropertyOptional({
+    description: 'Raw body with `{{parameter}}` placeholders; empty sends body parameters as a JSON object.',
+    maxLength: 20000,
+  })
+  @Optional()
+  @IsText(20000)
+  body_template?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 30, default: 8, description: 'Seconds to wait for the answer.' })
+  @Optional()
+  @IsIntBetween(1, 30)
+  timeout_seconds?: number;
+
+  @ApiPropertyOptional({
+    type: [ParameterDto],
+    maxItems: 50,
+    description: 'The arguments the model may pass. The argument schema is closed: an argument not listed is refused.',
+  })
+  @Optional()
+  @IsNestedList(() => ParameterDto, { maxItems: 50 })
+  parameters?: ParameterDto[];
+}
+
+export class ToolConfigDto {
+  @ApiProperty({ enum: TOOL_KINDS, description: 'Decides which block (`calendar`, `transfer`, `request`) applies.' })
+  @IsOneOf(TOOL_KINDS)
+  kind: (typeof TOOL_KINDS)[number];
+
+  @ApiProperty({
+    description: 'Letters, digits, `_`, `-` only. Cannot be `end_call`, `search_knowledge_base`, or the name of a registered function.',
+    pattern: '^[A-Za-z0-9_-]{1,64}$',
+    example: 'book_visit',
+  })
+  @IsText(64, { min: 1, pattern: TOOL_NAME, patternHint: TOOL_NAME_HINT })
+  name: string;
+
+  @ApiProperty({ description: 'The whole of what the model is told about when to use the tool.', minLength: 1, maxLength: 2000 })
+  @IsText(2000, { min: 1 })
+  description: string;
+
+  @ApiPropertyOptional(mapSchema(PER_LANGUAGE_MESSAGE, 'Spoken while the tool runs, per language code; falls back to `filler_phrase`.'))
+  @Optional()
+  @IsStringMap(PER_LANGUAGE_MESSAGE)
+  pre_tool_message?: Record<string, string>;
+
+  @ApiPropertyOptional({ type: CalendarDto, description: 'For `calendar_availability` and `book_appointment`.' })
+  @Optional()
+  @IsNested(() => CalendarDto)
+  calendar?: CalendarDto;
+
+  @ApiPropertyOptional({ type: TransferDto, description: 'For `transfer_call`.' })
+  @Optional()
+  @IsNested(() => TransferDto)
+  transfer?: TransferDto;
+
+  @ApiPropertyOptional({ type: RequestDto, description: 'For `custom_function`.' })
+  @Optional()
+  @IsNested(() => RequestDto)
+  request?: RequestDto;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agent input
+// ---------------------------------------------------------------------------------------------------------------
+
+export class AgentInputDto {
   @ApiProperty({ description: 'Human label.', minLength: 1, maxLength: 200, example: 'Front desk' })
-  @IsString()
-  @Length(1, 200)
+  @IsText(200, { min: 1 })
   name: string;
 
   @ApiPropertyOptional({ description: 'What the agent is for.', maxLength: 2000 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(2000)
+  @Optional()
+  @IsText(2000)
   description?: string;
 
-  @ApiProperty({ type: [LanguageEntryDto], description: 'Every language spoken; the first is the one calls open in.', minItems: 1 })
-  @IsArray()
-  @ArrayMinSize(1)
-  @ArrayMaxSize(20)
-  @ValidateNested({ each: true })
-  @Type(() => LanguageEntryDto)
+  @ApiPropertyOptional({
+    enum: AGENT_MODES,
+    default: 'conversation',
+    description:
+      '`conversation`: listens and answers with a model. `keypad`: answers only configured keypresses, no recognizer, no model. ' +
+      '`normal`: reads the greeting then puts the caller through to `transfer_number`, no AI. ' +
+      '`webrtc`: introduces two browsers, audio runs directly between them.',
+  })
+  @Optional()
+  @IsOneOf(AGENT_MODES)
+  mode?: (typeof AGENT_MODES)[number];
+
+  @ApiPropertyOptional({
+    enum: AUTONOMY_LEVELS,
+    default: 'agentic',
+    description:
+      'Meaningful only in `conversation` mode. ' +
+      '`agentic`: a model that searches knowledge bases before answering and calls tools in `tools`. ' +
+      '`simple`: no model; a person takes the call in a browser. `custom`: a model limited to what `capabilities` switches on.',
+  })
+  @Optional()
+  @IsOneOf(AUTONOMY_LEVELS)
+  autonomy?: (typeof AUTONOMY_LEVELS)[number];
+
+  @ApiPropertyOptional({
+    type: CapabilitiesDto,
+    description:
+      'Read only when `autonomy` is `custom`; stored and returned whatever the autonomy. Sending it replaces the whole block. ' +
+      'Omitted on a `custom` agent: call control only (`end_call` and `transfer` on, the rest off).',
+  })
+  @Optional()
+  @IsNested(() => CapabilitiesDto)
+  capabilities?: CapabilitiesDto;
+
+  @ApiPropertyOptional({
+    type: ConversationDto,
+    description: 'Listening behaviour; sending replaces the whole block; 0 inside means default.',
+  })
+  @Optional()
+  @IsNested(() => ConversationDto)
+  conversation?: ConversationDto;
+
+  @ApiPropertyOptional({ description: 'Spoken while a tool runs.', maxLength: 500 })
+  @Optional()
+  @IsText(500)
+  filler_phrase?: string;
+
+  @ApiPropertyOptional({
+    type: FlowDto,
+    description: 'Conversation flow. Send `{}` to remove. Validated in full; all problems reported together under `flow.<path>`.',
+  })
+  @Optional()
+  @IsNested(() => FlowDto)
+  flow?: FlowDto;
+
+  @ApiPropertyOptional({ description: 'Agent group the agent belongs to, if any.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  group_id?: string;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 60,
+    default: 7,
+    description: 'Keypad menu wait for a keypress before prompting again, in seconds; 0 means 7.',
+  })
+  @Optional()
+  @IsIntBetween(0, 60)
+  keypad_timeout_seconds?: number;
+
+  @ApiPropertyOptional({ description: 'Grounds answers in this knowledge base.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  knowledge_base_id?: string;
+
+  @ApiPropertyOptional(textListSchema({ maxItems: 20, maxLength: REF }, 'Knowledge bases answers are grounded in.'))
+  @Optional()
+  @IsTextList({ maxItems: 20, maxLength: REF })
+  knowledge_base_ids?: string[];
+
+  @ApiPropertyOptional({
+    enum: LANGUAGE_DETECTION,
+    description: 'Whether the agent moves to another of its languages when the caller speaks it. Meaningless with one language.',
+  })
+  @Optional()
+  @IsOneOf(LANGUAGE_DETECTION)
+  language_detection?: (typeof LANGUAGE_DETECTION)[number];
+
+  @ApiProperty({
+    type: [LanguageEntryDto],
+    minItems: 1,
+    maxItems: 20,
+    description:
+      'Every language spoken; the first is the one calls open in. No prompt, language, voice or greeting field exists on the agent itself.',
+  })
+  @IsNestedList(() => LanguageEntryDto, { minItems: 1, maxItems: 20 })
   languages: LanguageEntryDto[];
 
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 10,
+    default: 2,
+    description: 'Keypad menu silence rounds before goodbye and hangup; 0 means 2.',
+  })
+  @Optional()
+  @IsIntBetween(0, 10)
+  max_no_input?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 4000,
+    description: 'Reply length cap in tokens, 1-4000; 0 means the deployment default.',
+  })
+  @Optional()
+  @IsZeroOrBetween(1, 4000)
+  max_tokens?: number;
+
+  @ApiPropertyOptional({ description: 'The language model to use.', maxLength: REF })
+  @Optional()
+  @IsText(REF)
+  model?: string;
+
+  @ApiPropertyOptional(mapSchema(PER_PROVIDER, 'Model per language provider name; overrides `model` for that provider.'))
+  @Optional()
+  @IsStringMap(PER_PROVIDER)
+  models?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'Spoken by a keypad agent when nothing is pressed, before the menu is read again.', maxLength: 500 })
+  @Optional()
+  @IsText(500)
+  no_input?: string;
+
+  @ApiPropertyOptional({
+    enum: INHERITABLE_FIELDS,
+    isArray: true,
+    uniqueItems: true,
+    description: "Inheritable fields where this agent's value wins over its group's.",
+  })
+  @Optional()
+  @IsOneOfList(INHERITABLE_FIELDS)
+  overrides?: InheritableField[];
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 4, description: "Pitch multiplier 0.25-4; 0 means the deployment's own." })
+  @Optional()
+  @IsZeroOrBetween(0.25, 4, { integer: false })
+  pitch?: number;
+
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: 4,
+    description: "Speech speed multiplier 0.25-4; 0 means the deployment's own; applies to whichever voice speaks, in every language.",
+  })
+  @Optional()
+  @IsZeroOrBetween(0.25, 4, { integer: false })
+  speed?: number;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 2, description: 'Sampling temperature 0-2.' })
+  @Optional()
+  @IsNumberBetween(0, 2)
+  temperature?: number;
+
+  @ApiPropertyOptional({
+    type: PostCallDto,
+    description: 'Post-call analysis. Absent means summary only. Sending replaces the whole block.',
+  })
+  @Optional()
+  @IsNested(() => PostCallDto)
+  post_call?: PostCallDto;
+
+  @ApiPropertyOptional({ description: 'Whether calls are recorded to audio.' })
+  @Optional()
+  @IsFlag()
+  record_calls?: boolean;
+
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
+      'Needs the clients to send a copy of their microphone over the realtime socket.',
+  })
+  @Optional()
+  @IsFlag()
+  transcribe_calls?: boolean;
+
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 300,
+    default: 30,
+    description:
+      'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
+      'Read by `webrtc` agents and by `simple` agents on an inbound call.',
+  })
+  @Optional()
+  @IsIntBetween(0, 300)
+  ring_seconds?: number;
+
+  @ApiPropertyOptional({ type: [ToolConfigDto], maxItems: 50, description: 'Tools the agent carries itself; replaces the whole list.' })
+  @Optional()
+  @IsNestedList(() => ToolConfigDto, { maxItems: 50 })
+  tool_configs?: ToolConfigDto[];
+
+  @ApiPropertyOptional(textListSchema({ maxItems: 50, maxLength: REF }, 'Names of registered functions the agent may call.'))
+  @Optional()
+  @IsTextList({ maxItems: 50, maxLength: REF })
+  tools?: string[];
+
+  @ApiPropertyOptional({
+    maxLength: 2000,
+    description: "Absolute URL that overrides the tenant's webhooks for this agent's events. Empty: none.",
+  })
+  @Optional()
+  @IsUrlOrEmpty(2000)
+  webhook_url?: string;
+
+  @ApiPropertyOptional({ description: 'Carrier the agent places and takes calls through.', maxLength: PROVIDER })
+  @Optional()
+  @IsText(PROVIDER)
+  carrier?: string;
+
+  @ApiPropertyOptional({ description: 'Number (or SIP URI) callers are put through to.', maxLength: 64, example: '+14155550100' })
+  @Optional()
+  @IsText(64)
+  transfer_number?: string;
+
   @ApiPropertyOptional(metadataSchema)
-  @IsOptional()
+  @Optional()
   @IsMetadata()
   metadata?: Record<string, string>;
 }
 
-/** PATCH: scalars merge; lists and nested blocks are replaced whole. */
-export class UpdateAgentDto extends PartialType(CreateAgentDto) {}
+/** PATCH: every field optional (absent leaves it alone; `null` is refused); scalars merge, lists and blocks replace. */
+export class AgentPatchDto extends PartialType(AgentInputDto, { skipNullProperties: false }) {}
 
-export class AgentDto {
+/** Names the controller imported before the full agent model; same classes. */
+export { AgentInputDto as CreateAgentDto, AgentPatchDto as UpdateAgentDto };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agent output
+// ---------------------------------------------------------------------------------------------------------------
+
+export class ApiKeyHintDto {
+  @ApiProperty({ description: 'The last few characters of the stored key.', example: '…x7Qa', readOnly: true })
+  hint: string;
+}
+
+@ApiSchema({ name: 'ToolCalendarOutputDto' })
+export class CalendarOutputDto extends OmitType(CalendarDto, ['api_key'] as const) {
+  @ApiPropertyOptional({ type: ApiKeyHintDto, description: 'The stored key, as a hint only.' })
+  api_key?: ApiKeyHintDto;
+}
+
+@ApiSchema({ name: 'ToolRequestOutputDto' })
+export class RequestOutputDto extends OmitType(RequestDto, ['secret_header_values'] as const) {
+  @ApiPropertyOptional({ type: [String], readOnly: true, description: 'Names of the sealed headers: which credentials the tool carries.' })
+  secret_header_names?: string[];
+}
+
+export class ToolConfigOutputDto extends OmitType(ToolConfigDto, ['calendar', 'request'] as const) {
+  @ApiPropertyOptional({ type: CalendarOutputDto, description: 'For `calendar_availability` and `book_appointment`.' })
+  calendar?: CalendarOutputDto;
+
+  @ApiPropertyOptional({ type: RequestOutputDto, description: 'For `custom_function`.' })
+  request?: RequestOutputDto;
+}
+
+/** The inheritable fields as calls use them. */
+export class EffectiveConfigDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) {}
+
+export class AgentDto extends OmitType(AgentInputDto, ['tool_configs'] as const) {
   @ApiProperty({ example: 'agt_3xQ9…' }) id: string;
   @ApiProperty({ enum: ['agent'] }) object: 'agent';
-  @ApiProperty() name: string;
-  @ApiProperty() description: string;
-  @ApiProperty({ type: [LanguageEntryDto] }) languages: LanguageEntryDto[];
-  @ApiProperty(metadataSchema) metadata: Record<string, string>;
+
+  @ApiPropertyOptional({
+    type: [ToolConfigOutputDto],
+    description: 'Tools the agent carries itself; credentials come back as `calendar.api_key.hint` and `request.secret_header_names`.',
+  })
+  tool_configs?: ToolConfigOutputDto[];
+
+  @ApiPropertyOptional({
+    type: EffectiveConfigDto,
+    readOnly: true,
+    description: 'Read-only: the configuration calls use, after group inheritance and defaults.',
+  })
+  effective?: EffectiveConfigDto;
+
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time' }) updated_at: string;
 }
@@ -69,4 +1077,41 @@ export class DeletedAgentDto {
   @ApiProperty() id: string;
   @ApiProperty({ enum: ['agent'] }) object: 'agent';
   @ApiProperty({ enum: [true] }) deleted: true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Post-call test
+// ---------------------------------------------------------------------------------------------------------------
+
+@ApiSchema({ name: 'TranscriptTurnDto' })
+export class TurnDto {
+  @ApiProperty({ enum: TURN_ROLES, description: 'Who spoke: the caller (`user`) or the agent (`assistant`).' })
+  @IsOneOf(TURN_ROLES)
+  role: (typeof TURN_ROLES)[number];
+
+  @ApiProperty({ description: 'What was said.', maxLength: 10000 })
+  @IsText(10000)
+  text: string;
+}
+
+export class PostCallTestInputDto {
+  @ApiProperty({ type: [TurnDto], minItems: 1, maxItems: 2000, description: "A transcript to run the agent's post-call settings over." })
+  @IsNestedList(() => TurnDto, { minItems: 1, maxItems: 2000 })
+  transcript: TurnDto[];
+}
+
+export class PostCallTestResultDto {
+  @ApiProperty({ enum: ['post_call_test'] }) object: 'post_call_test';
+
+  @ApiProperty({ type: 'string', nullable: true, description: 'The summary, or null when `post_call.summary` is off.' })
+  summary: string | null;
+
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The extraction fields found, keyed by `name`.',
+  })
+  extracted: Record<string, unknown>;
+
+  @ApiProperty({ description: 'The model that ran the pass.' }) model: string;
 }

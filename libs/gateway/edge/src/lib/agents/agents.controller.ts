@@ -1,33 +1,31 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { agentsV1 } from '@parley/contracts';
-import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Principal } from '../auth/api-keys.repository';
+import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
-import { AgentDto, AgentListDto, CreateAgentDto, DeletedAgentDto, UpdateAgentDto } from './agent.dto';
+import {
+  AgentDto,
+  AgentInputDto,
+  AgentListDto,
+  AgentPatchDto,
+  DeletedAgentDto,
+  PostCallTestInputDto,
+  PostCallTestResultDto,
+} from './agent.dto';
 import { AgentsClient } from './agents.client';
 
-function present(a: agentsV1.Agent | undefined): AgentDto {
+/** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
+export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
   if (!a) throw new Error('agents service answered without an agent');
   return {
     id: a.id,
     object: 'agent',
-    name: a.name,
-    description: a.description,
-    languages: a.languages.map((l) => ({ code: l.code })),
-    metadata: a.metadata,
+    ...JSON.parse(a.spec_json),
+    effective: JSON.parse(a.effective_json || '{}'),
     created_at: a.created_at,
     updated_at: a.updated_at,
-  };
-}
-
-function toInput(dto: Partial<CreateAgentDto>): agentsV1.AgentInput {
-  return {
-    name: dto.name,
-    description: dto.description,
-    languages: dto.languages && { entries: dto.languages.map((l) => ({ code: l.code })) },
-    metadata: dto.metadata && { entries: dto.metadata },
   };
 }
 
@@ -47,7 +45,7 @@ export class AgentsController {
     const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after }, md));
     return {
       object: 'list',
-      data: page.data.map(present),
+      data: page.data.map(presentAgent),
       has_more: page.has_more,
       ...(page.has_more && page.next ? { next_cursor: this.cursors.encode('agents', who.accountId, page.next) } : {}),
     };
@@ -61,41 +59,78 @@ export class AgentsController {
     problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
   @ApiCreatedResponse({ type: AgentDto })
-  async create(@CurrentPrincipal() who: Principal, @Body() body: CreateAgentDto): Promise<AgentDto> {
+  async create(@CurrentPrincipal() who: Principal, @Body() body: AgentInputDto): Promise<AgentDto> {
     const res = await this.agents.call('createAgent', (s, md) =>
-      s.createAgent({ account_id: who.accountId, agent: toInput(body) }, md),
+      s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(body) }, md),
     );
-    return present(res.agent);
+    return presentAgent(res.agent);
   }
 
   @Get(':id')
-  @Operation({ summary: 'Retrieve an agent', permission: 'agents:read', problems: ['not_found'] })
+  @Operation({ summary: 'Retrieve an agent, with its effective configuration', permission: 'agents:read', problems: ['not_found'] })
   @ApiOkResponse({ type: AgentDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
     const res = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: who.accountId, id }, md));
-    return present(res.agent);
+    return presentAgent(res.agent);
   }
 
   @Patch(':id')
   @Operation({
     summary: 'Update an agent: scalars merge, lists and blocks are replaced whole',
+    description: 'Send `flow: {}` to remove the flow. Credentials omitted from a tool keep their stored values.',
     permission: 'agents:write',
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiOkResponse({ type: AgentDto })
-  async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: UpdateAgentDto): Promise<AgentDto> {
+  async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: AgentPatchDto): Promise<AgentDto> {
     const res = await this.agents.call('updateAgent', (s, md) =>
-      s.updateAgent({ account_id: who.accountId, id, patch: toInput(body) }, md),
+      s.updateAgent({ account_id: who.accountId, id, patch_json: JSON.stringify(body) }, md),
     );
-    return present(res.agent);
+    return presentAgent(res.agent);
   }
 
   @Delete(':id')
   @HttpCode(200)
-  @Operation({ summary: 'Delete an agent (soft: calls keep referencing it)', permission: 'agents:create', problems: ['not_found'] })
+  @Operation({
+    summary: 'Delete an agent',
+    description: 'Soft delete: the agent leaves lists and reads (404), calls keep referencing it, and restore brings it back.',
+    permission: 'agents:create',
+    problems: ['not_found'],
+  })
   @ApiOkResponse({ type: DeletedAgentDto })
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedAgentDto> {
     const res = await this.agents.call('deleteAgent', (s, md) => s.deleteAgent({ account_id: who.accountId, id }, md));
     return { id: res.id, object: 'agent', deleted: true };
+  }
+
+  @Post(':id/restore')
+  @HttpCode(200)
+  @Operation({
+    summary: 'Restore a deleted agent',
+    description: 'No body. Returns the agent; restoring an agent that is not deleted returns it unchanged.',
+    permission: 'agents:create',
+    idempotent: true,
+    problems: ['not_found'],
+  })
+  @ApiOkResponse({ type: AgentDto })
+  async restore(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
+    const res = await this.agents.call('restoreAgent', (s, md) => s.restoreAgent({ account_id: who.accountId, id }, md));
+    return presentAgent(res.agent);
+  }
+
+  @Post(':id/post_call/test')
+  @HttpCode(200)
+  @Operation({
+    summary: "Run the agent's post-call analysis on a transcript",
+    description: 'Nothing is stored. Uses the agent’s post_call settings and the deployment’s language model.',
+    permission: 'agents:write',
+    problems: ['not_found', 'validation_error'],
+  })
+  @ApiOkResponse({ type: PostCallTestResultDto })
+  async testPostCall(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: PostCallTestInputDto): Promise<PostCallTestResultDto> {
+    const res = await this.agents.call('testPostCall', (s, md) =>
+      s.testPostCall({ account_id: who.accountId, id, transcript: body.transcript.map((t) => ({ role: t.role, text: t.text })) }, md),
+    );
+    return { object: 'post_call_test', ...JSON.parse(res.result_json) };
   }
 }

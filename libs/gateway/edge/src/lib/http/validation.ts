@@ -1,8 +1,11 @@
 import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
-import { registerDecorator, validate, ValidationError } from 'class-validator';
+import { validate, ValidationError } from 'class-validator';
 import { FieldProblem } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
+
+/** Kept importable from here; the shared field validators live in `./validators`. */
+export { IsMetadata } from './validators';
 
 const UNKNOWN = 'whitelistValidation';
 
@@ -50,23 +53,4 @@ export class BodyValidationPipe implements PipeTransform {
     if (invalid.length) throw AppError.validation(invalid);
     return instance;
   }
-}
-
-/** `metadata`: string keys to string values (at most 50 pairs, keys ≤ 40 chars, values ≤ 500 chars). */
-export function IsMetadata() {
-  return (target: object, propertyName: string) =>
-    registerDecorator({
-      name: 'isMetadata',
-      target: target.constructor,
-      propertyName,
-      validator: {
-        validate: (value: unknown) =>
-          typeof value === 'object' &&
-          value !== null &&
-          !Array.isArray(value) &&
-          Object.keys(value).length <= 50 &&
-          Object.entries(value).every(([k, v]) => k.length >= 1 && k.length <= 40 && typeof v === 'string' && v.length <= 500),
-        defaultMessage: () => `${propertyName} must map at most 50 keys (1-40 chars) to string values of at most 500 chars`,
-      },
-    });
 }

@@ -26,18 +26,6 @@ const LIST = { list: true };
  * `not_implemented` until then, so clients can discover the whole surface today.
  */
 export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
-  Agents: [
-    r('post', '/v1/agents/{id}/restore', 'agents:create', 'Restore a deleted agent', ID),
-    r('post', '/v1/agents/{id}/post_call/test', 'agents:write', "Run the agent's post-call analysis on a transcript"),
-  ],
-  'Agent groups': [
-    r('get', '/v1/agent_groups', 'agents:read', 'List agent groups', LIST),
-    r('post', '/v1/agent_groups', 'agents:write', 'Create an agent group', ID),
-    r('get', '/v1/agent_groups/{id}', 'agents:read', 'Retrieve an agent group'),
-    r('patch', '/v1/agent_groups/{id}', 'agents:write', 'Update an agent group'),
-    r('delete', '/v1/agent_groups/{id}', 'agents:write', 'Delete an agent group'),
-    r('get', '/v1/agent_groups/{id}/members', 'agents:read', "The group's members and how they differ from its defaults"),
-  ],
   'Knowledge bases': [
     r('get', '/v1/knowledge_bases', 'knowledge:read', 'List knowledge bases', LIST),
     r('post', '/v1/knowledge_bases', 'knowledge:write', 'Create a knowledge base', ID),
@@ -76,7 +64,6 @@ export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
     r('get', '/v1/workflows/{id}/runs', 'agents:read', 'List runs of a workflow', LIST),
     r('post', '/v1/workflows/{id}/runs', 'agents:write', 'Run a workflow', ID),
   ],
-  Functions: [r('get', '/v1/functions', 'agents:read', 'List the registered functions agents may call', LIST)],
   Webhooks: [
     r('get', '/v1/webhook_endpoints', 'agents:read', 'List webhook endpoints (secrets redacted)', LIST),
     r('post', '/v1/webhook_endpoints', 'agents:write', 'Create a webhook endpoint', ID),

@@ -9,51 +9,25 @@ import type { Metadata } from "@grpc/grpc-js";
 import { GrpcMethod, GrpcStreamMethod } from "@nestjs/microservices";
 import { Observable } from "rxjs";
 
-export interface LanguageEntry {
-  code: string;
-}
-
 export interface Agent {
   id: string;
   account_id: string;
-  name: string;
-  description: string;
-  languages: LanguageEntry[];
-  metadata: { [key: string]: string };
+  /** The public fields as JSON: secrets redacted (calendar.api_key as {hint}; request.secret_header_names). */
+  spec_json: string;
+  /** The inheritable fields after group inheritance and defaults, as JSON. */
+  effective_json: string;
   /** RFC 3339, UTC, millisecond precision. */
   created_at: string;
   updated_at: string;
 }
 
-export interface Agent_MetadataEntry {
-  key: string;
-  value: string;
-}
-
-/** Presence matters on update (absent = keep), so every field is optional and lists/maps are wrapped. */
-export interface LanguageList {
-  entries: LanguageEntry[];
-}
-
-export interface StringMap {
-  entries: { [key: string]: string };
-}
-
-export interface StringMap_EntriesEntry {
-  key: string;
-  value: string;
-}
-
-export interface AgentInput {
-  name?: string | undefined;
-  description?: string | undefined;
-  languages?: LanguageList | undefined;
-  metadata?: StringMap | undefined;
-}
-
 export interface CreateAgentRequest {
   account_id: string;
-  agent: AgentInput | undefined;
+  spec_json: string;
+}
+
+export interface CreateAgentResponse {
+  agent: Agent | undefined;
 }
 
 export interface GetAgentRequest {
@@ -61,10 +35,19 @@ export interface GetAgentRequest {
   id: string;
 }
 
+export interface GetAgentResponse {
+  agent: Agent | undefined;
+}
+
+/** PATCH semantics: top-level scalars merge; lists and nested blocks are replaced whole. */
 export interface UpdateAgentRequest {
   account_id: string;
   id: string;
-  patch: AgentInput | undefined;
+  patch_json: string;
+}
+
+export interface UpdateAgentResponse {
+  agent: Agent | undefined;
 }
 
 export interface DeleteAgentRequest {
@@ -75,6 +58,15 @@ export interface DeleteAgentRequest {
 export interface DeleteAgentResponse {
   id: string;
   deleted: boolean;
+}
+
+export interface RestoreAgentRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface RestoreAgentResponse {
+  agent: Agent | undefined;
 }
 
 /**
@@ -93,16 +85,103 @@ export interface ListAgentsResponse {
   next: string;
 }
 
-export interface CreateAgentResponse {
-  agent: Agent | undefined;
+export interface TranscriptTurn {
+  role: string;
+  text: string;
 }
 
-export interface GetAgentResponse {
-  agent: Agent | undefined;
+export interface TestPostCallRequest {
+  account_id: string;
+  id: string;
+  transcript: TranscriptTurn[];
 }
 
-export interface UpdateAgentResponse {
-  agent: Agent | undefined;
+export interface TestPostCallResponse {
+  /** JSON: {"summary": string|null, "extracted": {...}, "model": string} */
+  result_json: string;
+}
+
+export interface AgentGroup {
+  id: string;
+  account_id: string;
+  /** name, description, color, defaults, metadata as JSON. */
+  spec_json: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CreateAgentGroupRequest {
+  account_id: string;
+  spec_json: string;
+}
+
+export interface CreateAgentGroupResponse {
+  group: AgentGroup | undefined;
+}
+
+export interface GetAgentGroupRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface GetAgentGroupResponse {
+  group: AgentGroup | undefined;
+}
+
+export interface UpdateAgentGroupRequest {
+  account_id: string;
+  id: string;
+  patch_json: string;
+}
+
+export interface UpdateAgentGroupResponse {
+  group: AgentGroup | undefined;
+}
+
+export interface DeleteAgentGroupRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface DeleteAgentGroupResponse {
+  id: string;
+  deleted: boolean;
+}
+
+export interface ListAgentGroupsRequest {
+  account_id: string;
+  limit: number;
+  after: string;
+}
+
+export interface ListAgentGroupsResponse {
+  data: AgentGroup[];
+  has_more: boolean;
+  next: string;
+}
+
+export interface ListGroupMembersRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface ListGroupMembersResponse {
+  /** JSON of the public agent_group_members shape. */
+  members_json: string;
+}
+
+export interface RegisteredFunction {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  parameters_json: string;
+}
+
+export interface ListFunctionsRequest {
+}
+
+export interface ListFunctionsResponse {
+  data: RegisteredFunction[];
 }
 
 export interface AgentsServiceClient {
@@ -114,7 +193,25 @@ export interface AgentsServiceClient {
 
   deleteAgent(request: DeleteAgentRequest, metadata?: Metadata): Observable<DeleteAgentResponse>;
 
+  restoreAgent(request: RestoreAgentRequest, metadata?: Metadata): Observable<RestoreAgentResponse>;
+
   listAgents(request: ListAgentsRequest, metadata?: Metadata): Observable<ListAgentsResponse>;
+
+  testPostCall(request: TestPostCallRequest, metadata?: Metadata): Observable<TestPostCallResponse>;
+
+  createAgentGroup(request: CreateAgentGroupRequest, metadata?: Metadata): Observable<CreateAgentGroupResponse>;
+
+  getAgentGroup(request: GetAgentGroupRequest, metadata?: Metadata): Observable<GetAgentGroupResponse>;
+
+  updateAgentGroup(request: UpdateAgentGroupRequest, metadata?: Metadata): Observable<UpdateAgentGroupResponse>;
+
+  deleteAgentGroup(request: DeleteAgentGroupRequest, metadata?: Metadata): Observable<DeleteAgentGroupResponse>;
+
+  listAgentGroups(request: ListAgentGroupsRequest, metadata?: Metadata): Observable<ListAgentGroupsResponse>;
+
+  listGroupMembers(request: ListGroupMembersRequest, metadata?: Metadata): Observable<ListGroupMembersResponse>;
+
+  listFunctions(request: ListFunctionsRequest, metadata?: Metadata): Observable<ListFunctionsResponse>;
 }
 
 export interface AgentsServiceController {
@@ -138,15 +235,75 @@ export interface AgentsServiceController {
     metadata?: Metadata,
   ): Promise<DeleteAgentResponse> | Observable<DeleteAgentResponse> | DeleteAgentResponse;
 
+  restoreAgent(
+    request: RestoreAgentRequest,
+    metadata?: Metadata,
+  ): Promise<RestoreAgentResponse> | Observable<RestoreAgentResponse> | RestoreAgentResponse;
+
   listAgents(
     request: ListAgentsRequest,
     metadata?: Metadata,
   ): Promise<ListAgentsResponse> | Observable<ListAgentsResponse> | ListAgentsResponse;
+
+  testPostCall(
+    request: TestPostCallRequest,
+    metadata?: Metadata,
+  ): Promise<TestPostCallResponse> | Observable<TestPostCallResponse> | TestPostCallResponse;
+
+  createAgentGroup(
+    request: CreateAgentGroupRequest,
+    metadata?: Metadata,
+  ): Promise<CreateAgentGroupResponse> | Observable<CreateAgentGroupResponse> | CreateAgentGroupResponse;
+
+  getAgentGroup(
+    request: GetAgentGroupRequest,
+    metadata?: Metadata,
+  ): Promise<GetAgentGroupResponse> | Observable<GetAgentGroupResponse> | GetAgentGroupResponse;
+
+  updateAgentGroup(
+    request: UpdateAgentGroupRequest,
+    metadata?: Metadata,
+  ): Promise<UpdateAgentGroupResponse> | Observable<UpdateAgentGroupResponse> | UpdateAgentGroupResponse;
+
+  deleteAgentGroup(
+    request: DeleteAgentGroupRequest,
+    metadata?: Metadata,
+  ): Promise<DeleteAgentGroupResponse> | Observable<DeleteAgentGroupResponse> | DeleteAgentGroupResponse;
+
+  listAgentGroups(
+    request: ListAgentGroupsRequest,
+    metadata?: Metadata,
+  ): Promise<ListAgentGroupsResponse> | Observable<ListAgentGroupsResponse> | ListAgentGroupsResponse;
+
+  listGroupMembers(
+    request: ListGroupMembersRequest,
+    metadata?: Metadata,
+  ): Promise<ListGroupMembersResponse> | Observable<ListGroupMembersResponse> | ListGroupMembersResponse;
+
+  listFunctions(
+    request: ListFunctionsRequest,
+    metadata?: Metadata,
+  ): Promise<ListFunctionsResponse> | Observable<ListFunctionsResponse> | ListFunctionsResponse;
 }
 
 export function AgentsServiceControllerMethods() {
   return function (constructor: Function) {
-    const grpcMethods: string[] = ["createAgent", "getAgent", "updateAgent", "deleteAgent", "listAgents"];
+    const grpcMethods: string[] = [
+      "createAgent",
+      "getAgent",
+      "updateAgent",
+      "deleteAgent",
+      "restoreAgent",
+      "listAgents",
+      "testPostCall",
+      "createAgentGroup",
+      "getAgentGroup",
+      "updateAgentGroup",
+      "deleteAgentGroup",
+      "listAgentGroups",
+      "listGroupMembers",
+      "listFunctions",
+    ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
       GrpcMethod("AgentsService", method)(constructor.prototype[method], method, descriptor);

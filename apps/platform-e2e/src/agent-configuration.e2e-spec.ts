@@ -1,0 +1,286 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeOpenAiServer } from '@parley/llm';
+import { ApiClient, RunningPlatform } from '@parley/testing';
+
+const KEY = 'vsk_agentcfg_owner_key_000001';
+
+const base = { name: 'Config', languages: [{ code: 'en-US' }] };
+const lookup = {
+  kind: 'custom_function',
+  name: 'lookup',
+  description: 'Look an order up',
+  request: {
+    url: 'https://api.example.com/orders/{{order_id}}',
+    method: 'GET',
+    parameters: [{ name: 'order_id', type: 'string', required: true, in: 'path' }],
+  },
+};
+
+describe('agent configuration: rules, secrets, flows, groups, functions and post-call', () => {
+  let platform: RunningPlatform;
+  let api: ApiClient;
+  const llm = new FakeOpenAiServer();
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-fns-'));
+    const functionsFile = join(dir, 'functions.json');
+    writeFileSync(
+      functionsFile,
+      JSON.stringify([
+        {
+          name: 'check_stock',
+          description: 'Stock level of a product',
+          parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] },
+          url: 'https://fns.example.com/stock',
+        },
+      ]),
+    );
+    const llmUrl = await llm.start();
+    platform = await RunningPlatform.start({
+      bootstrapKeys: [`acme:owner:${KEY}`],
+      env: { FUNCTIONS_FILE: functionsFile, INTERNAL_HOSTS: 'tools.internal', LLM_BASE_URL: llmUrl, LLM_API_KEY: 'sk-test' },
+    });
+    api = platform.api(KEY);
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+    await llm.stop();
+  });
+
+  const create = (fields: object) => api.post('/v1/agents', { ...base, ...fields });
+
+  describe('rules the service checks, each accepted and refused with its field path (422)', () => {
+    const cases: [string, object, object, string][] = [
+      ['duplicate language', { languages: [{ code: 'en' }, { code: 'es', voice_id: 'v' }] }, { languages: [{ code: 'en' }, { code: 'en-GB', voice_id: 'v' }] }, 'languages[1].code'],
+      ['voice on later languages', { languages: [{ code: 'en' }, { code: 'fr', voice_id: 'v1' }] }, { languages: [{ code: 'en' }, { code: 'fr' }] }, 'languages[1].voice_id'],
+      ['configured recognizer', { languages: [{ code: 'en', stt_provider: 'deepgram' }] }, { languages: [{ code: 'en', stt_provider: 'whisperx' }] }, 'languages[0].stt_provider'],
+      ['configured synthesizer', { languages: [{ code: 'en', tts_provider: 'local' }] }, { languages: [{ code: 'en', tts_provider: 'acme-tts' }] }, 'languages[0].tts_provider'],
+      ['voices keyed by configured synthesizers', { languages: [{ code: 'en', voices: { elevenlabs: 'x' } }] }, { languages: [{ code: 'en', voices: { nope: 'x' } }] }, 'languages[0].voices.nope'],
+      ['a real language', { languages: [{ code: 'Hindi' }] }, { languages: [{ code: 'klingonish' }] }, 'languages[0].code'],
+      ['hang-up after the prompt', { conversation: { silence_prompt_seconds: 8, silence_hangup_seconds: 20 } }, { conversation: { silence_prompt_seconds: 10, silence_hangup_seconds: 10 } }, 'conversation.silence_hangup_seconds'],
+      ['default prompt against a short hang-up', { conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: 5 } }, { conversation: { silence_hangup_seconds: 5 } }, 'conversation.silence_hangup_seconds'],
+      ['voicemail message text', { conversation: { voicemail: 'message', voicemail_message: 'Hi {{name}}' } }, { conversation: { voicemail: 'message' } }, 'conversation.voicemail_message'],
+      ['registered functions only', { tools: ['check_stock'] }, { tools: ['launch_rockets'] }, 'tools[0]'],
+      ['tool names not reserved', { tool_configs: [lookup] }, { tool_configs: [{ ...lookup, name: 'end_call' }] }, 'tool_configs[0].name'],
+      ['tool names not a function', { tool_configs: [lookup] }, { tool_configs: [{ ...lookup, name: 'check_stock' }] }, 'tool_configs[0].name'],
+      ['tool names unique', { tool_configs: [lookup, { ...lookup, name: 'lookup2' }] }, { tool_configs: [lookup, lookup] }, 'tool_configs[1].name'],
+      ['block matches kind', { tool_configs: [lookup] }, { tool_configs: [{ ...lookup, transfer: { destination: '+15550100000' } }] }, 'tool_configs[0].transfer'],
+      ['https tool URL', { tool_configs: [{ ...lookup, request: { ...lookup.request, url: 'http://tools.internal/o/{{order_id}}' } }] }, { tool_configs: [{ ...lookup, request: { ...lookup.request, url: 'http://api.example.com/o/{{order_id}}' } }] }, 'tool_configs[0].request.url'],
+      ['placeholders name parameters', { tool_configs: [lookup] }, { tool_configs: [{ ...lookup, request: { ...lookup.request, url: 'https://api.example.com/{{order_id}}/{{other}}' } }] }, 'tool_configs[0].request.url'],
+      ['path parameters in the URL', { tool_configs: [lookup] }, { tool_configs: [{ ...lookup, request: { ...lookup.request, url: 'https://api.example.com/orders' } }] }, 'tool_configs[0].request.parameters[0].in'],
+      ['transfer destination', { tool_configs: [{ kind: 'transfer_call', name: 'xfer', description: 'd', transfer: { destination: 'sip:desk@pbx.example.com' } }] }, { tool_configs: [{ kind: 'transfer_call', name: 'xfer', description: 'd', transfer: { destination: '555-0100' } }] }, 'tool_configs[0].transfer.destination'],
+      ['calendar key', { tool_configs: [{ kind: 'calendar_availability', name: 'cal', description: 'd', calendar: { api_key: { value: 'cal_live_123456' }, event_type_id: 7 } }] }, { tool_configs: [{ kind: 'calendar_availability', name: 'cal', description: 'd', calendar: { event_type_id: 7 } }] }, 'tool_configs[0].calendar.api_key'],
+      ['enum options', { post_call: { extraction: [{ name: 'mood', description: 'mood', type: 'enum', options: ['happy', 'unclear'] }] } }, { post_call: { extraction: [{ name: 'mood', description: 'mood', type: 'enum' }] } }, 'post_call.extraction[0].options'],
+      ['existing group', {}, { group_id: 'grp_missing' }, 'group_id'],
+      ['transfer number', { transfer_number: '+15550100000' }, { transfer_number: '0100' }, 'transfer_number'],
+    ];
+
+    it.each(cases)('%s', async (_rule, accepted, refused, field) => {
+      const ok = await create(accepted);
+      expect({ status: ok.status, body: ok.body }).toMatchObject({ status: 201 });
+      const bad = await create(refused);
+      expect(bad.status).toBe(422);
+      expect(bad.body.code).toBe('validation_error');
+      expect(bad.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    });
+  });
+
+  it('normalises hi, hi-IN, hi_IN and Hindi to one region tag', async () => {
+    for (const code of ['hi', 'hi-IN', 'hi_IN', 'Hindi']) {
+      expect((await create({ languages: [{ code }] })).body.languages[0].code).toBe('hi-IN');
+    }
+  });
+
+  it('reports every flow problem at once under flow.<path>, and {} removes the flow', async () => {
+    const bad = await create({
+      flow: {
+        start: 'nowhere',
+        variables: {},
+        nodes: [
+          { id: 'a', edges: [{ to: 'b', type: 'event' }, { to: 'ghost' }] },
+          { id: 'a', type: 'static' },
+          { id: 'b', tool: 'no_such_tool', edges: [{ to: 'a', type: 'expression', expression: { conditions: [{ variable: 'age', operator: 'gt', value: 3 }] } }] },
+          { id: 'c', edges: [{ to: 'a', type: 'expression', expression: { conditions: [] } }, { to: 'a', type: 'expression', expression: { conditions: [{ variable: 'x', operator: 'exists', value: 1 }] } }] },
+        ],
+      },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(
+      [
+        'flow.start',
+        'flow.nodes[0].edges[0].event',
+        'flow.nodes[0].edges[1].to',
+        'flow.nodes[1].id',
+        'flow.nodes[1].say',
+        'flow.nodes[2].tool',
+        'flow.nodes[2].edges[0].expression.conditions[0].variable',
+        'flow.nodes[3].edges[0].expression.conditions',
+        'flow.nodes[3].edges[1].expression.conditions[0].value',
+      ].sort(),
+    );
+
+    const flow = {
+      start: 'greet',
+      variables: { age: 'number' },
+      nodes: [
+        { id: 'greet', type: 'static', say: 'Hello {{name}}', edges: [{ to: 'route', type: 'always' }] },
+        {
+          id: 'route',
+          type: 'router',
+          edges: [
+            { to: 'adult', type: 'expression', expression: { conditions: [{ variable: 'age', operator: 'gte', value: 18 }] } },
+            { to: 'help', type: 'event', event: 'escalate' },
+            { to: 'help', type: 'intent', when: 'wants help', capture: { topic: 'string' } },
+          ],
+        },
+        { id: 'adult', prompt: 'Talk to an adult', tools: ['end_call'] },
+        { id: 'help', tool: 'check_stock' },
+      ],
+    };
+    const ok = await create({ tools: ['check_stock'], flow });
+    expect(ok.status).toBe(201);
+    expect(ok.body.flow).toEqual(flow);
+    const removed = await api.patch(`/v1/agents/${ok.body.id}`, { flow: {} });
+    expect(removed.body.flow).toBeUndefined();
+  });
+
+  it('seals credentials: a calendar key reads back as a hint, secret headers only by name, and both survive an update that omits them', async () => {
+    const created = await create({
+      tool_configs: [
+        { kind: 'book_appointment', name: 'book', description: 'Book', calendar: { api_key: { value: 'cal_live_secret_9876' }, event_type_id: 42 } },
+        { ...lookup, request: { ...lookup.request, headers: { 'X-Team': 'ops' }, secret_header_values: { Authorization: 'Bearer s3cr3t' } } },
+      ],
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.tool_configs[0].calendar.api_key).toEqual({ hint: '9876' });
+    expect(created.body.tool_configs[1].request.secret_header_names).toEqual(['Authorization']);
+    expect(created.body.tool_configs[1].request.timeout_seconds).toBe(8);
+    expect(JSON.stringify(created.body)).not.toContain('s3cr3t');
+    expect(JSON.stringify(created.body)).not.toContain('cal_live_secret');
+
+    const sent = created.body.tool_configs.map((t: Record<string, any>) => {
+      const copy = structuredClone(t);
+      if (copy.calendar) delete copy.calendar.api_key;
+      if (copy.request) delete copy.request.secret_header_names;
+      return copy;
+    });
+    sent[0].description = 'Book a slot';
+    const updated = await api.patch(`/v1/agents/${created.body.id}`, { tool_configs: sent });
+    expect(updated.status).toBe(200);
+    expect(updated.body.tool_configs[0].calendar.api_key).toEqual({ hint: '9876' });
+    expect(updated.body.tool_configs[1].request.secret_header_names).toEqual(['Authorization']);
+
+    sent[1].request.secret_header_values = { 'X-Api-Key': 'k2' };
+    const replaced = await api.patch(`/v1/agents/${created.body.id}`, { tool_configs: sent });
+    expect(replaced.body.tool_configs[1].request.secret_header_names).toEqual(['X-Api-Key']);
+  });
+
+  it('gives a custom agent without capabilities call control only, and keeps the block it was sent', async () => {
+    const bare = await create({ autonomy: 'custom' });
+    expect(bare.body.capabilities).toBeUndefined();
+    expect(bare.body.effective.capabilities).toMatchObject({ end_call: true, transfer: true, call_functions: false, search_knowledge: false, max_tool_rounds: 3 });
+    const agentic = await create({ autonomy: 'agentic', capabilities: { call_functions: false } });
+    expect(agentic.body.capabilities).toEqual({ call_functions: false });
+    expect(agentic.body.effective.capabilities.call_functions).toBe(true);
+  });
+
+  it('merges scalars and replaces lists and blocks on PATCH', async () => {
+    const a = await create({ description: 'd', conversation: { interrupt_words: 3, voicemail: 'hangup' }, metadata: { a: '1', b: '2' } });
+    const b = await api.patch(`/v1/agents/${a.body.id}`, { conversation: { interrupt_words: 4 }, metadata: { c: '3' } });
+    expect(b.body.description).toBe('d');
+    expect(b.body.conversation).toEqual({ interrupt_words: 4 });
+    expect(b.body.metadata).toEqual({ c: '3' });
+  });
+
+  it('deletes softly and restores', async () => {
+    const a = await create({});
+    await api.delete(`/v1/agents/${a.body.id}`);
+    expect((await api.get(`/v1/agents/${a.body.id}`)).status).toBe(404);
+    const restored = await api.post(`/v1/agents/${a.body.id}/restore`);
+    expect(restored.status).toBe(200);
+    expect(restored.body.id).toBe(a.body.id);
+    expect((await api.get(`/v1/agents/${a.body.id}`)).status).toBe(200);
+    expect((await api.post('/v1/agents/agt_missing/restore')).status).toBe(404);
+  });
+
+  describe('groups and inheritance', () => {
+    it('flows defaults to members unless overridden, follows changes, and lists exactly the differing fields', async () => {
+      const group = await api.post('/v1/agent_groups', { name: 'Sales', color: 'teal', defaults: { model: 'gpt-group', temperature: 0.3, record_calls: true } });
+      expect(group.status).toBe(201);
+      expect(group.body).toMatchObject({ object: 'agent_group', color: 'teal' });
+      const follower = await create({ name: 'Follower', group_id: group.body.id, model: 'ignored-own-model' });
+      const rebel = await create({ name: 'Rebel', group_id: group.body.id, model: 'gpt-own', temperature: 0.3, overrides: ['model', 'temperature'] });
+      expect(follower.body.effective).toMatchObject({ model: 'gpt-group', temperature: 0.3, record_calls: true });
+      expect(rebel.body.effective).toMatchObject({ model: 'gpt-own', temperature: 0.3, record_calls: true });
+
+      await api.patch(`/v1/agent_groups/${group.body.id}`, { defaults: { model: 'gpt-group-2', temperature: 0.3, record_calls: true } });
+      expect((await api.get(`/v1/agents/${follower.body.id}`)).body.effective.model).toBe('gpt-group-2');
+      expect((await api.get(`/v1/agents/${rebel.body.id}`)).body.effective.model).toBe('gpt-own');
+
+      const members = await api.get(`/v1/agent_groups/${group.body.id}/members`);
+      expect(members.body).toEqual({
+        object: 'agent_group_members',
+        group_id: group.body.id,
+        differing: 1,
+        members: [
+          { agent_id: follower.body.id, name: 'Follower', overrides: [], differences: [] },
+          { agent_id: rebel.body.id, name: 'Rebel', overrides: ['model', 'temperature'], differences: [{ field: 'model', agent: 'gpt-own', group: 'gpt-group-2' }] },
+        ],
+      });
+
+      const refused = await api.delete(`/v1/agent_groups/${group.body.id}`);
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('conflict');
+    });
+
+    it('validates group defaults like agent fields', async () => {
+      const bad = await api.post('/v1/agent_groups', { name: 'G', defaults: { tools: ['nope'] } });
+      expect(bad.status).toBe(422);
+      expect(bad.body.errors[0].field).toBe('defaults.tools[0]');
+      const empty = await api.post('/v1/agent_groups', { name: 'Empty' });
+      expect((await api.delete(`/v1/agent_groups/${empty.body.id}`)).status).toBe(200);
+    });
+  });
+
+  it('lists the registered functions', async () => {
+    const res = await api.get('/v1/functions');
+    expect(res.body).toEqual({
+      object: 'list',
+      has_more: false,
+      data: [
+        {
+          object: 'function',
+          name: 'check_stock',
+          description: 'Stock level of a product',
+          parameters: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'] },
+        },
+      ],
+    });
+  });
+
+  it('tests post-call analysis through the language model, with typed extracted values', async () => {
+    llm.reply(() => JSON.stringify({ summary: 'Caller booked a table.', extracted: { party_size: '4', vip: 'yes', mood: 'Happy' } }));
+    const agent = await create({
+      post_call: {
+        model: 'gpt-analysis',
+        extraction: [
+          { name: 'party_size', description: 'How many people', type: 'number' },
+          { name: 'vip', description: 'Is the caller a VIP', type: 'boolean' },
+          { name: 'mood', description: 'Caller mood', type: 'enum', options: ['happy', 'angry', 'unclear'] },
+        ],
+      },
+    });
+    const res = await api.post(`/v1/agents/${agent.body.id}/post_call/test`, {
+      transcript: [
+        { role: 'assistant', text: 'Hello, how can I help?' },
+        { role: 'user', text: 'A table for four please, I am a VIP.' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ object: 'post_call_test', summary: 'Caller booked a table.', extracted: { party_size: 4, vip: true, mood: 'happy' } });
+    expect(llm.requests.at(-1)?.body.model).toBe('gpt-analysis');
+  });
+});

@@ -1,0 +1,177 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { ServiceConfig } from '@parley/config';
+import { LlmProvider } from '@parley/llm';
+import { decodePosition, Page, Position } from '@parley/persistence';
+import { analysePostCall, PostCallResult, TranscriptTurn } from '@parley/post-call';
+import { AppError } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+import { AgentEntity, AgentGroupEntity } from './agent.entity';
+import { AgentsRepository } from './agents.repository';
+import { RegisteredFunction } from './functions.catalogue';
+import { GroupsRepository } from './groups.repository';
+import { applyPatch, EffectiveConfig, groupDifferences, presentAgent, resolveEffective, sealSecrets } from './spec/agent-document';
+import { AgentSpec, GroupSpec } from './spec/agent-spec';
+import { Sealer } from './spec/sealing';
+import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/validate-agent';
+
+export const CATALOGUE = Symbol('CATALOGUE');
+export const FUNCTIONS = Symbol('FUNCTIONS');
+export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
+
+export interface AgentView {
+  entity: AgentEntity;
+  spec: ReturnType<typeof presentAgent>;
+  effective: EffectiveConfig;
+}
+
+export function parseAfter(after: string): Position | undefined {
+  try {
+    return decodePosition(after);
+  } catch {
+    throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
+  }
+}
+
+/** The agents service's behaviour: validation, sealing, inheritance and the post-call test. */
+@Injectable()
+export class AgentsDomain {
+  constructor(
+    private readonly agents: AgentsRepository,
+    private readonly groups: GroupsRepository,
+    private readonly sealer: Sealer,
+    @Inject(CATALOGUE) private readonly catalogue: DeploymentCatalogue,
+    @Inject(FUNCTIONS) readonly functions: RegisteredFunction[],
+    @Inject(POST_CALL_LLM) private readonly llm: LlmProvider,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {}
+
+  async createAgent(accountId: string, input: AgentSpec): Promise<AgentView> {
+    const spec = await this.check(accountId, applyPatch({} as AgentSpec, input));
+    return this.view(await this.agents.create(accountId, sealSecrets(spec, this.sealer)));
+  }
+
+  async getAgent(accountId: string, id: string): Promise<AgentView> {
+    const agent = await this.agents.find(accountId, id);
+    if (!agent) throw AppError.notFound('agent');
+    return this.view(agent);
+  }
+
+  async updateAgent(accountId: string, id: string, patch: Partial<AgentSpec>): Promise<AgentView> {
+    const agent = await this.agents.update(accountId, id, async (current, m) =>
+      sealSecrets(await this.check(accountId, applyPatch(current, patch), m), this.sealer),
+    );
+    if (!agent) throw AppError.notFound('agent');
+    return this.view(agent);
+  }
+
+  async deleteAgent(accountId: string, id: string): Promise<void> {
+    if (!(await this.agents.softDelete(accountId, id))) throw AppError.notFound('agent');
+  }
+
+  async restoreAgent(accountId: string, id: string): Promise<AgentView> {
+    const agent = await this.agents.restore(accountId, id);
+    if (!agent) throw AppError.notFound('agent');
+    return this.view(agent);
+  }
+
+  async listAgents(accountId: string, limit: number, after: string): Promise<Page<AgentView>> {
+    const page = await this.agents.list(accountId, limit, parseAfter(after));
+    const groups = await this.groupsById(accountId, page.items.map((a) => a.groupId));
+    return { ...page, items: page.items.map((a) => this.present(a, a.groupId ? groups.get(a.groupId) : undefined)) };
+  }
+
+  /** Runs the agent's post-call settings on a transcript given by the caller, through the LLM provider. */
+  async testPostCall(accountId: string, id: string, transcript: TranscriptTurn[]): Promise<PostCallResult> {
+    const { spec } = await this.getAgent(accountId, id);
+    const settings = spec.post_call ?? {};
+    try {
+      return await analysePostCall(
+        this.llm,
+        {
+          summary: settings.summary ?? true,
+          model: settings.model || this.config.POST_CALL_MODEL,
+          extraction: (settings.extraction ?? []).map((f) => ({ ...f, type: f.type ?? 'string' })),
+        },
+        transcript,
+      );
+    } catch (error) {
+      throw new AppError('service_unavailable', `The language model did not answer usably: ${(error as Error).message}`);
+    }
+  }
+
+  async createGroup(accountId: string, input: GroupSpec): Promise<AgentGroupEntity> {
+    this.checkGroup(input);
+    return this.groups.create(accountId, input);
+  }
+
+  async getGroup(accountId: string, id: string): Promise<AgentGroupEntity> {
+    const group = await this.groups.find(accountId, id);
+    if (!group) throw AppError.notFound('agent group');
+    return group;
+  }
+
+  async updateGroup(accountId: string, id: string, patch: Partial<GroupSpec>): Promise<AgentGroupEntity> {
+    const group = await this.groups.update(accountId, id, patch, (spec) => this.checkGroup(spec));
+    if (!group) throw AppError.notFound('agent group');
+    return group;
+  }
+
+  async deleteGroup(accountId: string, id: string): Promise<void> {
+    if (!(await this.groups.delete(accountId, id))) throw AppError.notFound('agent group');
+  }
+
+  listGroups(accountId: string, limit: number, after: string): Promise<Page<AgentGroupEntity>> {
+    return this.groups.list(accountId, limit, parseAfter(after));
+  }
+
+  async groupMembers(accountId: string, id: string) {
+    const group = await this.getGroup(accountId, id);
+    const members = (await this.agents.members(accountId, id)).map((agent) => {
+      const spec = presentAgent(agent.spec);
+      return { agent_id: agent.id, name: spec.name, overrides: spec.overrides ?? [], differences: groupDifferences(agent.spec, group.spec) };
+    });
+    return {
+      object: 'agent_group_members',
+      group_id: id,
+      members,
+      differing: members.filter((m) => m.differences.length > 0).length,
+    };
+  }
+
+  private async check(accountId: string, spec: AgentSpec, manager?: EntityManager): Promise<AgentSpec> {
+    const problems = [
+      ...(spec.name ? [] : [{ field: 'name', message: 'is required' }]),
+      ...(spec.languages?.length ? [] : [{ field: 'languages', message: 'needs at least one language' }]),
+      ...validateAgent(spec, this.catalogue),
+    ];
+    if (spec.group_id && !(await this.groups.find(accountId, spec.group_id, manager))) {
+      problems.push({ field: 'group_id', message: 'names no agent group of this account' });
+    }
+    if (problems.length) throw AppError.validation(problems);
+    return spec;
+  }
+
+  private checkGroup(spec: GroupSpec): void {
+    const problems = validateGroup(spec, this.catalogue);
+    if (problems.length) throw AppError.validation(problems);
+  }
+
+  private async groupsById(accountId: string, ids: (string | null)[]): Promise<Map<string, GroupSpec>> {
+    const map = new Map<string, GroupSpec>();
+    for (const id of new Set(ids.filter((x): x is string => !!x))) {
+      const group = await this.groups.find(accountId, id);
+      if (group) map.set(id, group.spec);
+    }
+    return map;
+  }
+
+  private async view(agent: AgentEntity): Promise<AgentView> {
+    const group = agent.groupId ? await this.groups.find(agent.accountId, agent.groupId) : null;
+    return this.present(agent, group?.spec);
+  }
+
+  private present(agent: AgentEntity, group: GroupSpec | undefined): AgentView {
+    return { entity: agent, spec: presentAgent(agent.spec), effective: resolveEffective(agent.spec, group) };
+  }
+}

@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager, IsNull } from 'typeorm';
+import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { keysetPage, newId, Page, Position } from '@parley/persistence';
+import { AppError } from '@parley/rpc';
+import { AgentEntity, AgentGroupEntity } from './agent.entity';
+import { applyPatch } from './spec/agent-document';
+import { GroupSpec } from './spec/agent-spec';
+
+/** Agent groups, scoped to the account like agents. */
+@Injectable()
+export class GroupsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async create(accountId: string, spec: GroupSpec): Promise<AgentGroupEntity> {
+    const now = new Date();
+    const group = Object.assign(new AgentGroupEntity(), { id: newId('grp'), accountId, spec, createdAt: now, updatedAt: now });
+    await this.dataSource.getRepository(AgentGroupEntity).insert(group as QueryDeepPartialEntity<AgentGroupEntity>);
+    return group;
+  }
+
+  find(accountId: string, id: string, manager: EntityManager = this.dataSource.manager): Promise<AgentGroupEntity | null> {
+    return manager.getRepository(AgentGroupEntity).findOneBy({ id, accountId });
+  }
+
+  async update(accountId: string, id: string, patch: Partial<GroupSpec>, check: (spec: GroupSpec) => void): Promise<AgentGroupEntity | null> {
+    return this.dataSource.transaction(async (m) => {
+      const group = await m
+        .getRepository(AgentGroupEntity)
+        .createQueryBuilder('g')
+        .setLock('pessimistic_write')
+        .where('g.id = :id AND g.account_id = :accountId', { id, accountId })
+        .getOne();
+      if (!group) return null;
+      group.spec = applyPatch(group.spec, patch);
+      check(group.spec);
+      group.updatedAt = new Date();
+      await m.save(AgentGroupEntity, group);
+      return group;
+    });
+  }
+
+  /**
+   * Deleting a group that still has members is refused (409): it would silently change what those agents do on
+   * their next call. Move or delete the members first.
+   */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    return this.dataSource.transaction(async (m) => {
+      const group = await m
+        .getRepository(AgentGroupEntity)
+        .createQueryBuilder('g')
+        .setLock('pessimistic_write')
+        .where('g.id = :id AND g.account_id = :accountId', { id, accountId })
+        .getOne();
+      if (!group) return false;
+      const members = await m.getRepository(AgentEntity).countBy({ accountId, groupId: id, deletedAt: IsNull() });
+      if (members > 0) {
+        throw new AppError('conflict', `The group still has ${members} member agent(s); move or delete them first.`, undefined, { members });
+      }
+      await m.delete(AgentGroupEntity, { id, accountId });
+      return true;
+    });
+  }
+
+  list(accountId: string, limit: number, after?: Position): Promise<Page<AgentGroupEntity>> {
+    const qb = this.dataSource.getRepository(AgentGroupEntity).createQueryBuilder('g').where('g.account_id = :accountId', { accountId });
+    return keysetPage(qb, 'g', limit, after);
+  }
+}

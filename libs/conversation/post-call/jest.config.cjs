@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'post-call',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo, Socket } from 'node:net';
+
+/** The JSON body of a `POST /v1/chat/completions` as received (only the fields the fake looks at are typed). */
+export interface FakeChatCompletionBody {
+  model: string;
+  messages: Array<{ role: string; content: unknown }>;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  temperature?: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  response_format?: { type: string };
+  [key: string]: unknown;
+}
+
+/** One chat-completion request the server received. */
+export interface FakeOpenAiRequest {
+  method: string;
+  /** Path and query, e.g. `/v1/chat/completions`. */
+  path: string;
+  /** Header names in lower case, as node:http gives them. */
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body. */
+  body: FakeChatCompletionBody;
+}
+
+/**
+ * What a handler answers: the assistant's text; the text with the model to report and/or the finish reason; or a
+ * raw HTTP answer (status and JSON body, e.g. `{ status: 500, body: { error: { message: 'boom' } } }`).
+ */
+export type FakeOpenAiReply =
+  | string
+  | { content: string; model?: string; finishReason?: string }
+  | { status: number; body: unknown };
+
+export type FakeOpenAiHandler = (
+  body: FakeChatCompletionBody,
+  request: FakeOpenAiRequest,
+) => FakeOpenAiReply | Promise<FakeOpenAiReply>;
+
+export interface FakeOpenAiServerOptions {
+  /** Ids listed by `GET /v1/models`. Default `['fake-model']`. */
+  models?: string[];
+}
+
+/**
+ * A real HTTP server on 127.0.0.1 (random port) speaking OpenAI's chat-completions wire protocol, so tests run
+ * the real `openai` SDK end to end: `POST /v1/chat/completions` (JSON, or server-sent events with `stream: true`)
+ * and `GET /v1/models`. Answers are scripted with `reply()`; the default answer is `ok`.
+ */
+export class FakeOpenAiServer {
+  /** Every chat-completion request received (with a JSON body), in order. */
+  readonly requests: FakeOpenAiRequest[] = [];
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly models: string[];
+  private handler: FakeOpenAiHandler = () => 'ok';
+  private base: string | undefined;
+
+  constructor(options: FakeOpenAiServerOptions = {}) {
+    this.models = options.models ?? ['fake-model'];
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent) sendJson(res, 500, errorBody(`fake server failure: ${String(error)}`, 'server_error'));
+        else res.destroy();
+      });
+    });
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  /** Starts listening; resolves to the base URL to give a client, e.g. `http://127.0.0.1:40123/v1`. */
+  async start(): Promise<string> {
+    if (this.base) return this.base;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(0, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.base = `http://127.0.0.1:${port}/v1`;
+    return this.base;
+  }
+
+  /** The base URL (after `start()`). */
+  get baseURL(): string {
+    if (!this.base) throw new Error('FakeOpenAiServer: not started');
+    return this.base;
+  }
+
+  /** Stops the server, cutting open connections (requests still waiting on a handler included). */
+  async stop(): Promise<void> {
+    if (!this.base) return;
+    this.base = undefined;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  /** Scripts the answers to chat completions from now on. */
+  reply(handler: FakeOpenAiHandler): this {
+    this.handler = handler;
+    return this;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const method = req.method ?? 'GET';
+    const path = req.url ?? '/';
+    const route = path.split('?')[0];
+
+    if (method === 'GET' && route === '/v1/models') {
+      return sendJson(res, 200, {
+        object: 'list',
+        data: this.models.map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'parley-fake' })),
+      });
+    }
+    if (method === 'POST' && route === '/v1/chat/completions') {
+      let completion: FakeChatCompletionBody;
+      try {
+        completion = JSON.parse(raw) as FakeChatCompletionBody;
+      } catch {
+        return sendJson(res, 400, errorBody('We could not parse the JSON body of your request.', 'invalid_request_error'));
+      }
+      if (typeof completion !== 'object' || completion === null) {
+        return sendJson(res, 400, errorBody('The body must be a JSON object.', 'invalid_request_error'));
+      }
+      const request: FakeOpenAiRequest = { method, path, headers: req.headers, body: completion };
+      this.requests.push(request);
+      if (typeof completion.model !== 'string' || !Array.isArray(completion.messages)) {
+        return sendJson(res, 400, errorBody('`model` and `messages` are required.', 'invalid_request_error'));
+      }
+      const answer = await this.handler(completion, request);
+      if (typeof answer === 'object' && 'status' in answer) return sendJson(res, answer.status, answer.body);
+      const reply = typeof answer === 'string' ? { content: answer } : answer;
+      return completion.stream ? sendStream(res, completion, reply) : sendJson(res, 200, chatCompletion(completion, reply));
+    }
+    return sendJson(res, 404, errorBody(`Unknown request URL: ${method} ${route}.`, 'invalid_request_error'));
+  }
+}
+
+type Reply = { content: string; model?: string; finishReason?: string };
+
+function chatCompletion(request: FakeChatCompletionBody, reply: Reply) {
+  return {
+    id: completionId(),
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: reply.model ?? request.model,
+    system_fingerprint: 'fp_parley_fake',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: reply.content, refusal: null },
+        logprobs: null,
+        finish_reason: reply.finishReason ?? 'stop',
+      },
+    ],
+    usage: usage(request, reply.content),
+  };
+}
+
+function sendStream(res: ServerResponse, request: FakeChatCompletionBody, reply: Reply): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const id = completionId();
+  const created = Math.floor(Date.now() / 1000);
+  const model = reply.model ?? request.model;
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null, extra: Record<string, unknown> = {}) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    system_fingerprint: 'fp_parley_fake',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    ...extra,
+  });
+  const write = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
+
+  write(chunk({ role: 'assistant', content: '', refusal: null }, null));
+  // Word-sized pieces, whitespace kept, so the concatenated deltas equal the content exactly.
+  for (const piece of reply.content.match(/\s*\S+\s*/g) ?? (reply.content ? [reply.content] : [])) {
+    write(chunk({ content: piece }, null));
+  }
+  write(chunk({}, reply.finishReason ?? 'stop'));
+  if (request.stream_options?.include_usage) {
+    write({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usage(request, reply.content) });
+  }
+  res.end('data: [DONE]\n\n');
+}
+
+function usage(request: FakeChatCompletionBody, content: string) {
+  const prompt = request.messages.reduce((n, m) => n + estimateTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)), 0);
+  const completion = estimateTokens(content);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+// Roughly four characters a token, as OpenAI's own rule of thumb.
+function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+function completionId(): string {
+  return `chatcmpl-${randomBytes(12).toString('base64url')}`;
+}
+
+function errorBody(message: string, type: string) {
+  return { error: { message, type, param: null, code: null } };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
