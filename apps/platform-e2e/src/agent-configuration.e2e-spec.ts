@@ -1,6 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { FakeOpenAiServer } from '@parley/llm';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 
@@ -242,6 +243,67 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
       expect(bad.body.errors[0].field).toBe('defaults.tools[0]');
       const empty = await api.post('/v1/agent_groups', { name: 'Empty' });
       expect((await api.delete(`/v1/agent_groups/${empty.body.id}`)).status).toBe(200);
+    });
+  });
+
+  it('publishes an OpenAPI document from which a generated client type-checks a full agent', async () => {
+    const input = {
+      name: 'Full',
+      description: 'Every field',
+      mode: 'conversation',
+      autonomy: 'custom',
+      capabilities: { call_functions: true, end_call: true, max_tool_rounds: 4, retrieval_timeout_ms: 300, search_knowledge: false, transfer: true },
+      conversation: { interrupt_phrases: ['stop'], interrupt_words: 3, max_call_seconds: 600, silence_prompt_seconds: 8, silence_hangup_seconds: 30, voicemail: 'message', voicemail_message: 'Call us back, {{name}}' },
+      filler_phrase: 'One moment',
+      flow: { start: 'a', variables: { n: 'number' }, routing: { model: 'router', instructions: 'route' }, nodes: [{ id: 'a', type: 'static', say: 'Hi', edges: [{ to: 'a', type: 'expression', priority: 1, expression: { logic: 'or', conditions: [{ variable: 'n', operator: 'gt', value: 1 }] } }] }] },
+      keypad_timeout_seconds: 7,
+      knowledge_base_ids: ['kb_1'],
+      language_detection: 'follow',
+      languages: [
+        { code: 'en-US', greeting: 'Hello', silence_prompt: 'Still there?', stt_provider: 'deepgram', tts_provider: 'elevenlabs', system_prompt: 'Be kind', voice_id: 'v1', voices: { local: 'en' } },
+        { code: 'es', voice_id: 'v2' },
+      ],
+      max_no_input: 2,
+      max_tokens: 400,
+      model: 'gpt-4o',
+      models: { openai: 'gpt-4o' },
+      no_input: 'Press a key',
+      overrides: ['model'],
+      pitch: 1,
+      speed: 1.1,
+      temperature: 0.4,
+      post_call: { summary: true, model: 'm', extraction: [{ name: 'x', description: 'x', type: 'enum', options: ['a', 'unclear'] }] },
+      record_calls: true,
+      transcribe_calls: false,
+      ring_seconds: 30,
+      tool_configs: [
+        { ...lookup, pre_tool_message: { 'en-US': 'Looking' }, request: { ...lookup.request, headers: { 'X-A': 'b' }, secret_header_values: { 'X-Key': 'k' }, timeout_seconds: 5 } },
+        { kind: 'book_appointment', name: 'book', description: 'b', calendar: { provider: 'cal.com', api_key: { value: 'cal_1234' }, event_type_id: 1, event_type_slug: 's', event_type_title: 't', duration_minutes: 30, timezone: 'Europe/Paris' } },
+        { kind: 'transfer_call', name: 'xfer', description: 'x', transfer: { destination: '+15550100000', webhook_url: 'https://hooks.example.com/t' } },
+      ],
+      tools: ['check_stock'],
+      webhook_url: 'https://hooks.example.com/agent',
+      carrier: 'twilio',
+      transfer_number: '+15550100001',
+      metadata: { team: 'ops' },
+    };
+    const created = await api.post('/v1/agents', input);
+    expect(created.status).toBe(201);
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-client-'));
+    writeFileSync(join(dir, 'openapi.json'), JSON.stringify((await platform.api().get('/openapi.json')).body));
+    const root = resolve(__dirname, '..', '..', '..');
+    execFileSync(join(root, 'node_modules/.bin/openapi-typescript'), [join(dir, 'openapi.json'), '-o', join(dir, 'api.ts'), '--default-non-nullable', 'false'], { stdio: 'pipe' });
+    writeFileSync(
+      join(dir, 'client.ts'),
+      [
+        "import type { components } from './api';",
+        `export const input: components['schemas']['AgentInputDto'] = ${JSON.stringify(input)};`,
+        `export const agent: components['schemas']['AgentDto'] = ${JSON.stringify(created.body)};`,
+        '',
+      ].join('\n'),
+    );
+    execFileSync(join(root, 'node_modules/.bin/tsc'), ['--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--moduleResolution', 'node', join(dir, 'client.ts')], {
+      stdio: 'pipe',
     });
   });
 
