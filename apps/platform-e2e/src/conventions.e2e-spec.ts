@@ -32,9 +32,11 @@ describe('API conventions and security', () => {
 
   afterAll(() => platform?.stop());
 
+  // The interface's 62 routes; API keys and secret rotation are additions beyond it.
+  const ADDITIONS = ['/v1/webhook_endpoints/{id}/rotate_secret'];
   const versionedOperations = () =>
     Object.entries(openapi.paths)
-      .filter(([path]) => path.startsWith('/v1/') && !path.startsWith('/v1/api_keys'))
+      .filter(([path]) => path.startsWith('/v1/') && !path.startsWith('/v1/api_keys') && !ADDITIONS.includes(path))
       .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
   describe('OpenAPI', () => {

@@ -30,3 +30,9 @@ export const HEALTH_V1: GrpcContract = {
   service: 'Health',
   protoFile: 'grpc/health/v1/health.proto',
 };
+
+export const WEBHOOKS_V1: GrpcContract = {
+  package: 'parley.webhooks.v1',
+  service: 'WebhooksService',
+  protoFile: 'parley/webhooks/v1/webhooks.proto',
+};

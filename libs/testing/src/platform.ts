@@ -78,6 +78,11 @@ export class RunningPlatform {
     return platform;
   }
 
+  /** The platform's database (every service's schema), for tests that inspect what the services stored. */
+  get databaseUrl(): string {
+    return this.database.url;
+  }
+
   api(key?: string): ApiClient {
     return new ApiClient(this.baseUrl, key);
   }

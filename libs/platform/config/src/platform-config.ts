@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Transform } from 'class-transformer';
 import {
   IsIn,
@@ -24,6 +25,62 @@ function IsBootstrapKeys() {
         validate: (value: unknown) => typeof value === 'string' && parseBootstrapKeys(value).problems.length === 0,
         defaultMessage: (args: ValidationArguments) =>
           parseBootstrapKeys(String(args.value)).problems.join('; ') || 'must be a string',
+      },
+    });
+}
+
+/**
+ * Problems with an EGRESS_ALLOWLIST value: the rules of parseEgressAllowlist in @parley/egress, repeated here
+ * because config imports no other workspace library (host names, IP addresses and CIDR ranges, comma separated).
+ */
+function egressAllowlistProblems(value: string): string[] {
+  const label = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/;
+  const address = (text: string) => {
+    const bracketed = text.startsWith('[') && text.endsWith(']');
+    const family = isIP(bracketed ? text.slice(1, -1) : text);
+    return text.includes('%') || (bracketed && family !== 6) ? 0 : family;
+  };
+  const problem = (raw: string): string | undefined => {
+    if (raw.includes('://')) return 'is a URL; give only the host';
+    if (raw.includes('/')) {
+      const slash = raw.lastIndexOf('/');
+      const family = address(raw.slice(0, slash));
+      const bits = raw.slice(slash + 1);
+      const ok = family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+      return ok ? undefined : 'is not a valid CIDR range (address/prefix length)';
+    }
+    if (address(raw)) return undefined;
+    if (raw.includes('*')) return 'has a wildcard; list each host';
+    if (raw.includes('%') && isIP(raw.replace(/^\[|\]$/g, ''))) return 'has an IPv6 zone id, which is not supported';
+    if (raw.includes(':')) return 'has a port or scheme; give only the host';
+    const host = raw.toLowerCase().replace(/\.+$/, '');
+    const labels = host.split('.');
+    if (host.length > 253 || !labels.every((l) => label.test(l))) return 'is not a host name, IP address or CIDR range';
+    if (/^(0x[0-9a-f]*|[0-9]+)$/.test(labels[labels.length - 1])) {
+      return 'is a numeric address spelling; write IPv4 addresses as four decimal numbers (127.0.0.1)';
+    }
+    return undefined;
+  };
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .flatMap((raw, i) => {
+      const found = problem(raw);
+      return found ? [`entry ${i + 1} ("${raw}") ${found}`] : [];
+    });
+}
+
+function IsEgressAllowlist() {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isEgressAllowlist',
+      target: target.constructor,
+      propertyName,
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && egressAllowlistProblems(value).length === 0,
+        defaultMessage: (args: ValidationArguments) =>
+          egressAllowlistProblems(String(args.value)).join('; ') || 'must be a string',
       },
     });
 }
@@ -106,6 +163,14 @@ export class ServiceConfig {
   /** Hosts that agent tools may call over plain http (everything else needs https). */
   @IsString()
   INTERNAL_HOSTS: string = '';
+
+  /**
+   * Hosts, IP addresses and CIDR ranges exempt from the outbound-request guard (@parley/egress) that webhook
+   * deliveries and tool calls pass; for development and tests only (a receiver on 127.0.0.1).
+   */
+  @IsEgressAllowlist()
+  @Transform(({ value }) => (value === undefined ? '' : String(value)))
+  EGRESS_ALLOWLIST: string = '';
 
   /** JSON file declaring the registered functions agents may call (see README); unset = none. */
   @IsOptional()

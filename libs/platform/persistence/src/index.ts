@@ -2,3 +2,4 @@ export * from './database-url';
 export * from './service-database';
 export * from './ids';
 export * from './keyset';
+export * from './sealing';

@@ -1,12 +1,17 @@
-import { Module } from '@nestjs/common';
+import { WEBHOOKS_V1 } from '@parley/contracts';
 import { ServiceDefinition } from '@parley/runtime';
+import { EndpointEntity } from './lib/entities';
+import { CreateWebhooks1763700000201 } from './lib/migrations';
+import { WebhookDispatcherModule } from './lib/webhooks.module';
 
-/** Signed webhook deliveries (webhooks issue). */
-@Module({})
-export class WebhookDispatcherModule {}
+export { WebhookDispatcherModule };
+export * from './lib/signing';
+export { envelope } from './lib/delivery.engine';
 
+/** Webhook endpoints and signed, at-least-once delivery of every customer-facing event. */
 export const webhookDispatcherService: ServiceDefinition = {
   name: 'webhook-dispatcher',
   module: WebhookDispatcherModule,
-  grpc: { contracts: [], url: (c) => c.WEBHOOKS_GRPC_URL },
+  grpc: { contracts: [WEBHOOKS_V1], url: (c) => c.WEBHOOKS_GRPC_URL },
+  database: { schema: 'webhooks', entities: [EndpointEntity], migrations: [CreateWebhooks1763700000201] },
 };

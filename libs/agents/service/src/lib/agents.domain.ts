@@ -12,7 +12,7 @@ import { RegisteredFunction } from './functions.catalogue';
 import { GroupsRepository } from './groups.repository';
 import { applyPatch, EffectiveConfig, groupDifferences, presentAgent, resolveEffective, sealSecrets } from './spec/agent-document';
 import { AgentSpec, GroupSpec } from './spec/agent-spec';
-import { Sealer } from './spec/sealing';
+import { Sealer } from '@parley/persistence';
 import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/validate-agent';
 
 export const CATALOGUE = Symbol('CATALOGUE');

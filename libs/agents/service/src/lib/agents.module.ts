@@ -7,7 +7,7 @@ import { AgentsGrpcController } from './agents.grpc-controller';
 import { AgentsRepository } from './agents.repository';
 import { loadFunctions, RegisteredFunction } from './functions.catalogue';
 import { GroupsRepository } from './groups.repository';
-import { Sealer } from './spec/sealing';
+import { Sealer } from '@parley/persistence';
 import { DeploymentCatalogue } from './spec/validate-agent';
 
 const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);

@@ -4,7 +4,8 @@ import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { AgentEntity } from './agent.entity';
-import { AgentFields, AgentsRepository } from './agents.repository';
+import { AgentsRepository } from './agents.repository';
+import { AgentSpec as AgentFields } from './spec/agent-spec';
 import { AGENTS_MIGRATIONS } from './migrations';
 
 const ACME = 'acct_acme';

@@ -2,7 +2,7 @@ import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import { DataSource } from 'typeorm';
-import { AGENTS_V1 } from '@parley/contracts';
+import { AGENTS_V1, WEBHOOKS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
@@ -24,6 +24,8 @@ import { IdempotencyStore } from './edge/idempotency.store';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimitGuard } from './edge/rate-limit';
 import { QueryGuard } from './http/query.guard';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
+import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
+import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
 
 @Module({
   imports: [
@@ -33,12 +35,27 @@ import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
         inject: [CONFIG],
         useFactory: (config: GatewayConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, config.AGENTS_GRPC_URL),
       },
+      {
+        name: WEBHOOKS_GRPC,
+        inject: [CONFIG],
+        useFactory: (config: GatewayConfig) => grpcClientProvider(WEBHOOKS_GRPC, WEBHOOKS_V1, config.WEBHOOKS_GRPC_URL),
+      },
     ]),
   ],
-  controllers: [OpsController, AgentsController, AgentGroupsController, FunctionsController, ApiKeysController, DocsController, ...PLANNED_CONTROLLERS],
+  controllers: [
+    OpsController,
+    AgentsController,
+    AgentGroupsController,
+    FunctionsController,
+    WebhookEndpointsController,
+    ApiKeysController,
+    DocsController,
+    ...PLANNED_CONTROLLERS,
+  ],
   providers: [
     ApiKeysRepository,
     AgentsClient,
+    WebhooksClient,
     IdempotencyStore,
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
     {

@@ -1,7 +1,7 @@
 import { applyPatch, groupDifferences, presentAgent, resolveEffective, sealSecrets } from './agent-document';
 import { AgentSpec } from './agent-spec';
 import { normalizeLanguage } from './languages';
-import { Sealer } from './sealing';
+import { Sealer } from '@parley/persistence';
 
 const sealer = new Sealer('unit-test-secret-key-that-is-long-enough');
 

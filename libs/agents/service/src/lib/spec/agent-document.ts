@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AgentSpec, Capabilities, GroupSpec, INHERITABLE_FIELDS, InheritableField, SealedSecret, SPEC_VERSION, ToolConfig } from './agent-spec';
-import { Sealer } from './sealing';
+import { Sealer } from '@parley/persistence';
 
 const isSealed = (v: unknown): v is SealedSecret => !!v && typeof v === 'object' && 'sealed' in v;
 

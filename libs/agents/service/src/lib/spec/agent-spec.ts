@@ -1,3 +1,5 @@
+import { SealedSecret } from '@parley/persistence';
+
 /**
  * The agent document as stored (the public Agent fields; secrets sealed in place). The gateway validates the
  * shape of what clients send; this service owns the rules that need the whole document or the deployment.
@@ -80,11 +82,6 @@ export interface Flow {
   variables?: Record<string, string>;
 }
 
-/** A secret as stored: sealed with the deployment key, plus what may be shown. */
-export interface SealedSecret {
-  sealed: string;
-  hint: string;
-}
 
 export interface ToolParameter {
   name: string;
@@ -176,6 +173,8 @@ export interface AgentSpec {
   transfer_number?: string;
   metadata?: Record<string, string>;
 }
+
+export type { SealedSecret };
 
 export const SPEC_VERSION = 2;
 

@@ -332,7 +332,7 @@ describe('agent DTO fixtures', () => {
     expect(dto.flow).toBeInstanceOf(FlowDto);
     expect(dto.flow?.nodes?.[2]).toBeInstanceOf(NodeDto);
     expect(dto.flow?.nodes?.[2].edges?.[0]).toBeInstanceOf(EdgeDto);
-    expect(dto.flow?.nodes?.[2].edges?.[0].expression?.conditions[0]).toBeInstanceOf(ConditionDto);
+    expect(dto.flow?.nodes?.[2].edges?.[0].expression?.conditions?.[0]).toBeInstanceOf(ConditionDto);
     expect(dto.tool_configs?.[2]).toBeInstanceOf(ToolConfigDto);
     expect(dto.tool_configs?.[2].request?.parameters?.[0]).toBeInstanceOf(ParameterDto);
     // What the controller forwards: the body as sent (nothing added, nothing dropped).

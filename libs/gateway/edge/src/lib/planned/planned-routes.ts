@@ -64,16 +64,6 @@ export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
     r('get', '/v1/workflows/{id}/runs', 'agents:read', 'List runs of a workflow', LIST),
     r('post', '/v1/workflows/{id}/runs', 'agents:write', 'Run a workflow', ID),
   ],
-  Webhooks: [
-    r('get', '/v1/webhook_endpoints', 'agents:read', 'List webhook endpoints (secrets redacted)', LIST),
-    r('post', '/v1/webhook_endpoints', 'agents:write', 'Create a webhook endpoint', ID),
-    r('put', '/v1/webhook_endpoints', 'agents:write', 'Declare a webhook endpoint by URL'),
-    r('get', '/v1/webhook_endpoints/{id}', 'agents:read', 'Retrieve a webhook endpoint'),
-    r('patch', '/v1/webhook_endpoints/{id}', 'agents:write', 'Update a webhook endpoint'),
-    r('delete', '/v1/webhook_endpoints/{id}', 'agents:write', 'Delete a webhook endpoint'),
-    r('get', '/v1/webhook_endpoints/{id}/deliveries', 'agents:read', 'Delivery attempts of an endpoint', LIST),
-    r('post', '/v1/webhook_endpoints/{id}/test', 'agents:write', 'Send a synthetic delivery', ID),
-  ],
   Analytics: [
     r('post', '/v1/analytics/csat', 'calls:write', 'Record a satisfaction rating', ID),
     r('get', '/v1/analytics/overview', 'analytics:read', 'Usage and quality overview'),

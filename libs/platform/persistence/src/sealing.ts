@@ -1,5 +1,10 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { SealedSecret } from './agent-spec';
+
+/** A secret as stored: sealed with the deployment key, plus what may be shown. */
+export interface SealedSecret {
+  sealed: string;
+  hint: string;
+}
 
 const VERSION = 'v1';
 
@@ -10,8 +15,9 @@ const VERSION = 'v1';
 export class Sealer {
   private readonly key: Buffer;
 
-  constructor(secret: string) {
-    this.key = Buffer.from(hkdfSync('sha256', secret, 'parley', 'agents:sealed-credentials', 32));
+  /** `purpose` separates keys per use, so a value sealed for one use never opens in another. */
+  constructor(secret: string, purpose = 'agents:sealed-credentials') {
+    this.key = Buffer.from(hkdfSync('sha256', secret, 'parley', purpose, 32));
   }
 
   seal(plain: string): SealedSecret {

@@ -1,0 +1,238 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { WebhookEvent } from '@parley/contracts';
+import { EgressPolicy, safeFetch } from '@parley/egress';
+import { serviceLogger } from '@parley/observability';
+import { newId } from '@parley/persistence';
+import { EGRESS_POLICY, EndpointsDomain, httpAllowed } from './endpoints.domain';
+import { EndpointEntity } from './entities';
+import { attemptDuration, commitToFirstAttempt, deliveriesTotal, disabledEndpoints, queueDepth, queueOldestAge } from './metrics';
+import { DELIVERY_TIMEOUT_MS, DISABLE_AFTER_FAILURES, HEADER, MAX_ATTEMPTS, RETRY_DELAYS_MS, signatureHeader, subscribes } from './signing';
+
+export interface Clock {
+  now(): Date;
+}
+export const CLOCK = Symbol('CLOCK');
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface AttemptResult {
+  delivered: boolean;
+  status: number;
+  error?: string;
+  durationMs: number;
+}
+
+/** At most this many attempts run at once towards one endpoint, so a slow receiver cannot starve others. */
+const PER_ENDPOINT_CONCURRENCY = 8;
+const LEASE_MS = DELIVERY_TIMEOUT_MS + 20_000;
+
+/** The public envelope: exactly what receivers get, byte for byte on every attempt. */
+export function envelope(event: WebhookEvent): string {
+  return JSON.stringify({ id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data });
+}
+
+/**
+ * Signed, at-least-once delivery. Events fan out into one row per subscribed endpoint (idempotent on the event
+ * id, so a redelivered event adds nothing); a worker in every replica claims due rows with a lease and
+ * SKIP LOCKED, sends them, and writes the next attempt time to the database — the schedule survives restarts.
+ */
+@Injectable()
+export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = serviceLogger('webhook-dispatcher');
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private gaugesAt = 0;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly endpoints: EndpointsDomain,
+    @Inject(EGRESS_POLICY) private readonly egress: EgressPolicy,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.clock === systemClock) this.schedule(0);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Fans an event out to the account's subscribed, enabled endpoints. */
+  async accept(event: WebhookEvent): Promise<number> {
+    const endpoints: EndpointEntity[] = await this.dataSource
+      .getRepository(EndpointEntity)
+      .findBy({ accountId: event.account_id, enabled: true });
+    const targets = endpoints.filter((e) => subscribes(e.events, event.type));
+    if (!targets.length) return 0;
+    const body = envelope(event);
+    const now = this.clock.now();
+    const values = targets.flatMap((t) => [newId('whd'), event.id, event.type, t.id, body, now]);
+    const rows = targets.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`);
+    await this.dataSource.query(
+      `INSERT INTO deliveries (id, event_id, event_type, endpoint_id, body, next_attempt_at) VALUES ${rows.join(', ')}
+       ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+      values,
+    );
+    this.nudge();
+    return targets.length;
+  }
+
+  nudge(): void {
+    if (this.stopped || this.clock !== systemClock) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .then((n) => {
+          if (n > 0) this.again = true;
+        })
+        .catch((error) => this.log.warn({ err: error }, 'delivery pass failed'))
+        .finally(() => {
+          this.running = undefined;
+          const more = this.again;
+          this.again = false;
+          this.schedule(more ? 0 : 200);
+        });
+    }, ms);
+  }
+
+  /** Claims due deliveries and starts their attempts; resolves once they finished. Returns how many. */
+  async pass(): Promise<number> {
+    const now = this.clock.now();
+    const claimed: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }[] =
+      await this.dataSource.query(
+        `WITH due AS (
+           SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+            WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND e.enabled AND (d.locked_until IS NULL OR d.locked_until < $1)
+            ORDER BY d.next_attempt_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED
+         ), ranked AS (
+           SELECT id, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at) AS rank,
+                  (SELECT count(*) FROM deliveries x WHERE x.endpoint_id = due.endpoint_id AND x.state = 'pending' AND x.locked_until >= $1) AS busy
+             FROM due
+         ), claimed AS (
+           UPDATE deliveries d SET locked_until = $2 FROM ranked
+            WHERE d.id = ranked.id AND ranked.rank + ranked.busy <= $3
+           RETURNING d.id, d.event_id, d.event_type, d.endpoint_id, d.body, d.attempts, d.created_at
+         )
+         SELECT * FROM claimed`,
+        [now, new Date(now.getTime() + LEASE_MS), PER_ENDPOINT_CONCURRENCY],
+      );
+    await Promise.all(claimed.map((d) => this.track(this.attempt(d))));
+    if (Date.now() - this.gaugesAt > 5_000) {
+      this.gaugesAt = Date.now();
+      await this.refreshGauges(now);
+    }
+    return claimed.length;
+  }
+
+  private track(work: Promise<void>): Promise<void> {
+    this.inFlight.add(work);
+    return work.finally(() => this.inFlight.delete(work));
+  }
+
+  private async attempt(d: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }) {
+    const endpoint = await this.dataSource.getRepository(EndpointEntity).findOneBy({ id: d.endpoint_id });
+    if (!endpoint) return;
+    const attempt = d.attempts + 1;
+    if (attempt === 1) commitToFirstAttempt.observe((Date.now() - new Date(JSON.parse(d.body).created_at).getTime()) / 1000);
+    const result = await this.send(endpoint, d.body, d.event_id, d.event_type, attempt);
+    const now = this.clock.now();
+    const retry = !result.delivered && attempt < MAX_ATTEMPTS;
+    const nextAt = retry ? new Date(now.getTime() + RETRY_DELAYS_MS[attempt - 1]) : null;
+    const state = result.delivered ? 'succeeded' : retry ? 'pending' : 'failed';
+    deliveriesTotal.inc({ outcome: result.delivered ? 'succeeded' : retry ? 'retrying' : 'failed' });
+    await this.dataSource.transaction(async (m) => {
+      await m.query(`UPDATE deliveries SET attempts = $2, state = $3, next_attempt_at = COALESCE($4, next_attempt_at), locked_until = NULL WHERE id = $1`, [
+        d.id,
+        attempt,
+        state,
+        nextAt,
+      ]);
+      await m.query(
+        `INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [newId('wha'), d.id, d.endpoint_id, d.event_id, d.event_type, attempt, result.status || null, result.error ?? null, result.durationMs, result.delivered, nextAt, now],
+      );
+      if (result.delivered) {
+        await m.query(`UPDATE endpoints SET consecutive_failures = 0 WHERE id = $1`, [d.endpoint_id]);
+        return;
+      }
+      // Every failed attempt counts; the 20th in a row disables the endpoint, with the reason.
+      await m.query(
+        `UPDATE endpoints SET consecutive_failures = consecutive_failures + 1,
+                enabled = CASE WHEN consecutive_failures + 1 >= $2 THEN false ELSE enabled END,
+                disabled_reason = CASE WHEN consecutive_failures + 1 >= $2 AND enabled
+                  THEN $3 ELSE disabled_reason END,
+                updated_at = CASE WHEN consecutive_failures + 1 >= $2 AND enabled THEN $4 ELSE updated_at END
+          WHERE id = $1`,
+        [d.endpoint_id, DISABLE_AFTER_FAILURES, `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(result)}`, now],
+      );
+    });
+  }
+
+  /** One signed POST; also used by the test route (attempt 1, nothing recorded). */
+  async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number): Promise<AttemptResult> {
+    const now = this.clock.now();
+    const t = Math.floor(now.getTime() / 1000);
+    const secrets = await this.endpoints.activeSecrets(endpoint.id, now);
+    const started = performance.now();
+    const end = attemptDuration.startTimer();
+    try {
+      const res = await safeFetch(
+        endpoint.url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'Parley-Webhooks/1',
+            [HEADER.signature]: signatureHeader(body, secrets, t),
+            [HEADER.timestamp]: String(t),
+            [HEADER.eventId]: eventId,
+            [HEADER.eventType]: eventType,
+            [HEADER.attempt]: String(attempt),
+          },
+          body,
+          timeoutMs: DELIVERY_TIMEOUT_MS,
+          maxRedirects: 0,
+          allowHttp: httpAllowed(endpoint.url, this.egress),
+        },
+        this.egress,
+      );
+      await res.arrayBuffer().catch(() => undefined);
+      const delivered = res.status >= 200 && res.status < 300;
+      return { delivered, status: res.status, durationMs: Math.round(performance.now() - started), ...(delivered ? {} : { error: `HTTP ${res.status}` }) };
+    } catch (error) {
+      return { delivered: false, status: 0, error: String((error as Error).message ?? error).slice(0, 500), durationMs: Math.round(performance.now() - started) };
+    } finally {
+      end();
+    }
+  }
+
+  private async refreshGauges(now: Date): Promise<void> {
+    const [row] = await this.dataSource.query(
+      `SELECT (SELECT count(*) FROM deliveries WHERE state = 'pending')::int AS depth,
+              (SELECT EXTRACT(EPOCH FROM ($1::timestamptz - min(next_attempt_at))) FROM deliveries WHERE state = 'pending' AND next_attempt_at <= $1) AS age,
+              (SELECT count(*) FROM endpoints WHERE NOT enabled AND disabled_reason IS NOT NULL)::int AS disabled`,
+      [now],
+    );
+    queueDepth.set(row.depth);
+    queueOldestAge.set(Number(row.age ?? 0));
+    disabledEndpoints.set(row.disabled);
+  }
+}
+
+function describe(result: AttemptResult): string {
+  return result.error ?? `HTTP ${result.status}`;
+}

@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { webhooksV1 } from '@parley/contracts';
+import { checkEgressUrl, EgressPolicy, EgressRefused } from '@parley/egress';
+import { decodePosition, keysetPage, newId, Page, Position, Sealer } from '@parley/persistence';
+import { AppError } from '@parley/rpc';
+import { EndpointEntity } from './entities';
+
+export const EGRESS_POLICY = Symbol('EGRESS_POLICY');
+
+export interface EndpointFields {
+  url?: string;
+  events?: string[];
+  description?: string;
+  enabled?: boolean;
+  metadata?: Record<string, string>;
+}
+
+export function fieldsOf(input: webhooksV1.EndpointInput | undefined): EndpointFields {
+  const f: EndpointFields = {};
+  if (input?.url !== undefined) f.url = input.url;
+  if (input?.events) f.events = input.events.items;
+  if (input?.description !== undefined) f.description = input.description;
+  if (input?.enabled !== undefined) f.enabled = input.enabled;
+  if (input?.metadata) f.metadata = { ...input.metadata.entries };
+  return f;
+}
+
+export function parseAfter(after: string): Position | undefined {
+  try {
+    return decodePosition(after);
+  } catch {
+    throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
+  }
+}
+
+const newSecret = () => `whsec_${randomBytes(24).toString('base64url')}`;
+
+/** Webhook endpoints and their signing secrets, scoped to the account where they are read. */
+@Injectable()
+export class EndpointsDomain {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sealer: Sealer,
+    @Inject(EGRESS_POLICY) private readonly egress: EgressPolicy,
+  ) {}
+
+  async create(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; secret: string }> {
+    await this.checkUrl(fields.url);
+    return this.dataSource.transaction(async (m) => {
+      if (await m.findOneBy(EndpointEntity, { accountId, url: fields.url })) {
+        throw new AppError('conflict', 'An endpoint with this URL already exists; update it, or declare it with PUT.');
+      }
+      return this.insert(m, accountId, fields);
+    });
+  }
+
+  /** PUT: the endpoint with this URL is made to be exactly the given state (created when absent). */
+  async declare(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
+    await this.checkUrl(fields.url);
+    return this.dataSource.transaction(async (m) => {
+      await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${fields.url}`]);
+      const existing = await m.findOneBy(EndpointEntity, { accountId, url: fields.url });
+      if (!existing) return { ...(await this.insert(m, accountId, fields)), created: true };
+      Object.assign(existing, {
+        events: fields.events ?? ['*'],
+        description: fields.description ?? '',
+        enabled: fields.enabled ?? true,
+        metadata: fields.metadata ?? {},
+        updatedAt: new Date(),
+      });
+      if (existing.enabled) Object.assign(existing, { disabledReason: null, consecutiveFailures: 0 });
+      await m.save(EndpointEntity, existing);
+      return { endpoint: existing, created: false };
+    });
+  }
+
+  async get(accountId: string, id: string, m: EntityManager = this.dataSource.manager): Promise<EndpointEntity> {
+    const endpoint = await m.findOneBy(EndpointEntity, { id, accountId });
+    if (!endpoint) throw AppError.notFound('webhook endpoint');
+    return endpoint;
+  }
+
+  async update(accountId: string, id: string, patch: EndpointFields): Promise<EndpointEntity> {
+    if (patch.url !== undefined) await this.checkUrl(patch.url);
+    return this.dataSource.transaction(async (m) => {
+      const endpoint = await this.get(accountId, id, m);
+      if (patch.url !== undefined && patch.url !== endpoint.url && (await m.findOneBy(EndpointEntity, { accountId, url: patch.url }))) {
+        throw new AppError('conflict', 'Another endpoint of this account already has this URL.');
+      }
+      const reEnabled = patch.enabled === true && !endpoint.enabled;
+      Object.assign(endpoint, patch, { updatedAt: new Date() });
+      // Re-enabling starts afresh: the failure count resets and pending deliveries resume.
+      if (reEnabled) Object.assign(endpoint, { disabledReason: null, consecutiveFailures: 0 });
+      if (patch.enabled === false) endpoint.disabledReason = null;
+      await m.save(EndpointEntity, endpoint);
+      return endpoint;
+    });
+  }
+
+  async delete(accountId: string, id: string): Promise<void> {
+    const result = await this.dataSource.query(`WITH d AS (DELETE FROM endpoints WHERE id = $1 AND account_id = $2 RETURNING id) SELECT id FROM d`, [
+      id,
+      accountId,
+    ]);
+    if (!result.length) throw AppError.notFound('webhook endpoint');
+  }
+
+  list(accountId: string, limit: number, after: string): Promise<Page<EndpointEntity>> {
+    const qb = this.dataSource.getRepository(EndpointEntity).createQueryBuilder('e').where('e.account_id = :accountId', { accountId });
+    return keysetPage(qb, 'e', limit, parseAfter(after));
+  }
+
+  /** A new secret; the current ones keep signing beside it for `overlapSeconds`. */
+  async rotateSecret(accountId: string, id: string, overlapSeconds: number): Promise<{ endpoint: EndpointEntity; secret: string; previousExpiresAt: Date }> {
+    return this.dataSource.transaction(async (m) => {
+      const endpoint = await this.get(accountId, id, m);
+      const previousExpiresAt = new Date(Date.now() + overlapSeconds * 1000);
+      await m.query(
+        `UPDATE endpoint_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2) WHERE endpoint_id = $1`,
+        [id, previousExpiresAt],
+      );
+      const secret = newSecret();
+      await m.query(`INSERT INTO endpoint_secrets (endpoint_id, sealed) VALUES ($1, $2)`, [id, this.sealer.seal(secret).sealed]);
+      return { endpoint, secret, previousExpiresAt };
+    });
+  }
+
+  /** Secrets that sign a delivery now, newest first. */
+  async activeSecrets(endpointId: string, at: Date): Promise<string[]> {
+    const rows: { sealed: string }[] = await this.dataSource.query(
+      `SELECT sealed FROM endpoint_secrets WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC`,
+      [endpointId, at],
+    );
+    return rows.map((r) => this.sealer.unseal({ sealed: r.sealed, hint: '' }));
+  }
+
+  private async insert(m: EntityManager, accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; secret: string }> {
+    const now = new Date();
+    const endpoint = Object.assign(new EndpointEntity(), {
+      id: newId('whep'),
+      accountId,
+      url: fields.url,
+      events: fields.events ?? ['*'],
+      description: fields.description ?? '',
+      enabled: fields.enabled ?? true,
+      metadata: fields.metadata ?? {},
+      disabledReason: null,
+      consecutiveFailures: 0,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await m.insert(EndpointEntity, endpoint as QueryDeepPartialEntity<EndpointEntity>);
+    const secret = newSecret();
+    await m.query(`INSERT INTO endpoint_secrets (endpoint_id, sealed) VALUES ($1, $2)`, [endpoint.id, this.sealer.seal(secret).sealed]);
+    return { endpoint, secret };
+  }
+
+  /** Registration-time egress check: https (http only to allow-listed hosts), never a private or local target. */
+  private async checkUrl(url: string | undefined): Promise<void> {
+    if (!url) throw AppError.validation([{ field: 'url', message: 'is required' }]);
+    try {
+      await checkEgressUrl(url, this.egress, { allowHttp: httpAllowed(url, this.egress) });
+    } catch (error) {
+      if (error instanceof EgressRefused) throw AppError.validation([{ field: 'url', message: error.message }]);
+      throw error;
+    }
+  }
+}
+
+/** Plain http only towards hosts the operator allow-listed (development and tests). */
+export function httpAllowed(url: string, policy: EgressPolicy): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return policy.allowlist.some((entry) => entry === host || entry === `${host}/32` || entry === `${host}/128`);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,16 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+@Entity({ name: 'endpoints' })
+export class EndpointEntity {
+  @PrimaryColumn({ type: 'text' }) id: string;
+  @Column({ name: 'account_id', type: 'text' }) accountId: string;
+  @Column({ type: 'text' }) url: string;
+  @Column({ type: 'jsonb' }) events: string[];
+  @Column({ type: 'text' }) description: string;
+  @Column({ type: 'boolean' }) enabled: boolean;
+  @Column({ type: 'jsonb' }) metadata: Record<string, string>;
+  @Column({ name: 'disabled_reason', type: 'text', nullable: true }) disabledReason: string | null;
+  @Column({ name: 'consecutive_failures', type: 'int' }) consecutiveFailures: number;
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 }) createdAt: Date;
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 }) updatedAt: Date;
+}

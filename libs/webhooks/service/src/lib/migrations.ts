@@ -1,0 +1,69 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+export class CreateWebhooks1763700000201 implements MigrationInterface {
+  name = 'CreateWebhooks1763700000201';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS endpoints (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        url text NOT NULL,
+        events jsonb NOT NULL,
+        description text NOT NULL DEFAULT '',
+        enabled boolean NOT NULL DEFAULT true,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        disabled_reason text,
+        consecutive_failures int NOT NULL DEFAULT 0,
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL,
+        UNIQUE (account_id, url)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS endpoints_listing ON endpoints (account_id, created_at DESC, id DESC)`);
+    // Secrets are sealed at rest; several are active during a rotation's overlap.
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS endpoint_secrets (
+        endpoint_id text NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
+        sealed text NOT NULL,
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        expires_at timestamptz(3)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS endpoint_secrets_endpoint ON endpoint_secrets (endpoint_id)`);
+    // One row per (event, endpoint): the durable delivery schedule.
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS deliveries (
+        id text PRIMARY KEY,
+        event_id text NOT NULL,
+        event_type text NOT NULL,
+        endpoint_id text NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
+        body text NOT NULL,
+        attempts int NOT NULL DEFAULT 0,
+        state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'succeeded', 'failed')),
+        next_attempt_at timestamptz(3) NOT NULL,
+        locked_until timestamptz(3),
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        UNIQUE (event_id, endpoint_id)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending'`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS delivery_attempts (
+        id text PRIMARY KEY,
+        delivery_id text NOT NULL REFERENCES deliveries(id) ON DELETE CASCADE,
+        endpoint_id text NOT NULL,
+        event_id text NOT NULL,
+        event_type text NOT NULL,
+        attempt int NOT NULL,
+        status_code int,
+        error text,
+        duration_ms int NOT NULL,
+        succeeded boolean NOT NULL,
+        next_attempt_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS delivery_attempts_listing ON delivery_attempts (endpoint_id, created_at DESC, id DESC)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS delivery_attempts, deliveries, endpoint_secrets, endpoints`);
+  }
+}

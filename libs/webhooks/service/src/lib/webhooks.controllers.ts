@@ -1,0 +1,131 @@
+import { Controller } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { STREAMS, WebhookEvent, webhooksV1 } from '@parley/contracts';
+import { DataSource } from 'typeorm';
+import { encodePosition, newId } from '@parley/persistence';
+import { DeliveryEngine } from './delivery.engine';
+import { EndpointsDomain, fieldsOf, parseAfter } from './endpoints.domain';
+import { EndpointEntity } from './entities';
+
+const { WebhooksServiceControllerMethods } = webhooksV1;
+
+function toEndpoint(e: EndpointEntity): webhooksV1.Endpoint {
+  return {
+    id: e.id,
+    account_id: e.accountId,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    enabled: e.enabled,
+    metadata: e.metadata,
+    disabled_reason: e.disabledReason ?? '',
+    consecutive_failures: e.consecutiveFailures,
+    created_at: e.createdAt.toISOString(),
+    updated_at: e.updatedAt.toISOString(),
+  };
+}
+
+const clampLimit = (limit: number) => Math.min(Math.max(limit || 20, 1), 100);
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
+
+/** Every customer-facing event of the bus (stream PARLEY_WEBHOOK_EVENTS) enters delivery here. */
+@Controller()
+export class WebhookEventsConsumer {
+  constructor(private readonly engine: DeliveryEngine) {}
+
+  @EventPattern(STREAMS.webhookEvents.subjects[0])
+  async onEvent(@Payload() event: WebhookEvent): Promise<void> {
+    await this.engine.accept(event);
+  }
+}
+
+@Controller()
+@WebhooksServiceControllerMethods()
+export class WebhooksGrpcController implements webhooksV1.WebhooksServiceController {
+  constructor(
+    private readonly endpoints: EndpointsDomain,
+    private readonly engine: DeliveryEngine,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  async createEndpoint(req: webhooksV1.CreateEndpointRequest): Promise<webhooksV1.CreateEndpointResponse> {
+    const { endpoint, secret } = await this.endpoints.create(req.account_id, fieldsOf(req.endpoint));
+    return { endpoint: toEndpoint(endpoint), secret };
+  }
+
+  async declareEndpoint(req: webhooksV1.DeclareEndpointRequest): Promise<webhooksV1.DeclareEndpointResponse> {
+    const { endpoint, created, secret } = await this.endpoints.declare(req.account_id, fieldsOf(req.endpoint));
+    return { endpoint: toEndpoint(endpoint), created, secret: secret ?? '' };
+  }
+
+  async getEndpoint(req: webhooksV1.GetEndpointRequest): Promise<webhooksV1.GetEndpointResponse> {
+    return { endpoint: toEndpoint(await this.endpoints.get(req.account_id, req.id)) };
+  }
+
+  async updateEndpoint(req: webhooksV1.UpdateEndpointRequest): Promise<webhooksV1.UpdateEndpointResponse> {
+    const endpoint = await this.endpoints.update(req.account_id, req.id, fieldsOf(req.patch));
+    if (endpoint.enabled) this.engine.nudge();
+    return { endpoint: toEndpoint(endpoint) };
+  }
+
+  async deleteEndpoint(req: webhooksV1.DeleteEndpointRequest): Promise<webhooksV1.DeleteEndpointResponse> {
+    await this.endpoints.delete(req.account_id, req.id);
+    return { id: req.id, deleted: true };
+  }
+
+  async listEndpoints(req: webhooksV1.ListEndpointsRequest): Promise<webhooksV1.ListEndpointsResponse> {
+    const page = await this.endpoints.list(req.account_id, clampLimit(req.limit), req.after);
+    return { data: page.items.map(toEndpoint), has_more: page.hasMore, next: page.next };
+  }
+
+  async rotateSecret(req: webhooksV1.RotateSecretRequest): Promise<webhooksV1.RotateSecretResponse> {
+    const { endpoint, secret, previousExpiresAt } = await this.endpoints.rotateSecret(req.account_id, req.id, req.overlap_seconds);
+    return { endpoint: toEndpoint(endpoint), secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
+  }
+
+  async listDeliveries(req: webhooksV1.ListDeliveriesRequest): Promise<webhooksV1.ListDeliveriesResponse> {
+    await this.endpoints.get(req.account_id, req.id);
+    const limit = clampLimit(req.limit);
+    const after = parseAfter(req.after);
+    const rows: Record<string, unknown>[] = await this.dataSource.query(
+      `SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at
+         FROM delivery_attempts
+        WHERE endpoint_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [req.id, after?.createdAt ?? null, after?.id ?? '', limit + 1],
+    );
+    const items = rows.slice(0, limit);
+    const last = items.at(-1);
+    const hasMore = rows.length > limit;
+    return {
+      data: items.map((r) => ({
+        id: String(r['id']),
+        event_id: String(r['event_id']),
+        event_type: String(r['event_type']),
+        attempt: Number(r['attempt']),
+        status_code: Number(r['status_code'] ?? 0),
+        error: String(r['error'] ?? ''),
+        duration_ms: Number(r['duration_ms']),
+        succeeded: Boolean(r['succeeded']),
+        created_at: iso(r['created_at'] as Date),
+        next_attempt_at: iso(r['next_attempt_at'] as Date | null),
+      })),
+      has_more: hasMore,
+      next: hasMore && last ? encodePosition({ createdAt: new Date(last['created_at'] as Date), id: String(last['id']) }) : '',
+    };
+  }
+
+  async testEndpoint(req: webhooksV1.TestEndpointRequest): Promise<webhooksV1.TestEndpointResponse> {
+    const endpoint = await this.endpoints.get(req.account_id, req.id);
+    const id = newId('evt');
+    const body = JSON.stringify({
+      id,
+      type: 'webhook_endpoint.test',
+      call_id: null,
+      created_at: new Date().toISOString(),
+      data: { endpoint_id: endpoint.id, message: 'A test delivery from Parley.' },
+    });
+    const result = await this.engine.send(endpoint, body, id, 'webhook_endpoint.test', 1);
+    return { delivered: result.delivered, response_code: result.status, error: result.error ?? '' };
+  }
+}
