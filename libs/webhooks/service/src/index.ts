@@ -1,7 +1,7 @@
 import { WEBHOOKS_V1 } from '@parley/contracts';
 import { ServiceDefinition } from '@parley/runtime';
 import { EndpointEntity } from './lib/entities';
-import { CreateWebhooks1763700000201 } from './lib/migrations';
+import { WEBHOOKS_MIGRATIONS } from './lib/migrations';
 import { WebhookDispatcherModule } from './lib/webhooks.module';
 
 export { WebhookDispatcherModule };
@@ -13,5 +13,5 @@ export const webhookDispatcherService: ServiceDefinition = {
   name: 'webhook-dispatcher',
   module: WebhookDispatcherModule,
   grpc: { contracts: [WEBHOOKS_V1], url: (c) => c.WEBHOOKS_GRPC_URL },
-  database: { schema: 'webhooks', entities: [EndpointEntity], migrations: [CreateWebhooks1763700000201] },
+  database: { schema: 'webhooks', entities: [EndpointEntity], migrations: WEBHOOKS_MIGRATIONS },
 };

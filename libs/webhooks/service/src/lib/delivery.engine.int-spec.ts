@@ -10,7 +10,7 @@ import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { Clock, DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
 import { EndpointEntity } from './entities';
-import { CreateWebhooks1763700000201 } from './migrations';
+import { WEBHOOKS_MIGRATIONS } from './migrations';
 
 interface Received {
   body: string;
@@ -75,7 +75,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ds = await openServiceDatabase(db.url, { schema: 'webhooks', entities: [EndpointEntity], migrations: [CreateWebhooks1763700000201] });
+    ds = await openServiceDatabase(db.url, { schema: 'webhooks', entities: [EndpointEntity], migrations: WEBHOOKS_MIGRATIONS });
     receiver = new Receiver();
     await receiver.start();
   });
@@ -203,6 +203,20 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     await engine.accept(e);
     await engine.pass();
     expect(receiver.received).toHaveLength(1);
+  });
+
+  it("sends an agent's events to its own webhook_url instead of the tenant's endpoints, and other agents' events to the tenant's", async () => {
+    const hooks = { webhookUrl: async (_account: string, agent: string) => (agent === 'agt_own' ? `${receiver.url}/agent` : undefined) };
+    engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
+    await endpoints.create('acme', { url: `${receiver.url}/tenant` });
+    await engine.accept({ ...event('call.started'), agent_id: 'agt_own' });
+    await engine.accept({ ...event('call.started'), agent_id: 'agt_other' });
+    await engine.pass();
+    expect(receiver.received).toHaveLength(2);
+    const owned = await ds.getRepository(EndpointEntity).findOneByOrFail({ url: `${receiver.url}/agent` });
+    expect(owned.ownerAgentId).toBe('agt_own');
+    const byEndpoint = await ds.query(`SELECT e.url, d.event_id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id ORDER BY e.url`);
+    expect(byEndpoint.map((r: { url: string }) => r.url)).toEqual([`${receiver.url}/agent`, `${receiver.url}/tenant`]);
   });
 
   it('signs with every active secret during a rotation overlap', async () => {

@@ -1,5 +1,6 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { DataSource, IsNull } from 'typeorm';
+import { AgentWebhooks } from './agent-webhooks';
 import { WebhookEvent } from '@parley/contracts';
 import { EgressPolicy, safeFetch } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
@@ -51,6 +52,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     private readonly endpoints: EndpointsDomain,
     @Inject(EGRESS_POLICY) private readonly egress: EgressPolicy,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Optional() private readonly agentWebhooks?: AgentWebhooks,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -64,12 +66,12 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Fans an event out to the account's subscribed, enabled endpoints. */
+  /**
+   * Fans an event out: to the agent's own `webhook_url` when it has one (that overrides the tenant's endpoints
+   * for its events), otherwise to the account's subscribed, enabled endpoints.
+   */
   async accept(event: WebhookEvent): Promise<number> {
-    const endpoints: EndpointEntity[] = await this.dataSource
-      .getRepository(EndpointEntity)
-      .findBy({ accountId: event.account_id, enabled: true });
-    const targets = endpoints.filter((e) => subscribes(e.events, event.type));
+    const targets = (await this.targets(event)).filter((e) => e.enabled && subscribes(e.events, event.type));
     if (!targets.length) return 0;
     const body = envelope(event);
     const now = this.clock.now();
@@ -82,6 +84,18 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     );
     this.nudge();
     return targets.length;
+  }
+
+  private async targets(event: WebhookEvent): Promise<EndpointEntity[]> {
+    const url = event.agent_id && this.agentWebhooks ? await this.agentWebhooks.webhookUrl(event.account_id, event.agent_id) : undefined;
+    if (url && event.agent_id) {
+      try {
+        return [await this.endpoints.forAgentWebhook(event.account_id, event.agent_id, url)];
+      } catch (error) {
+        this.log.warn({ err: error, agent_id: event.agent_id }, 'agent webhook_url refused; using the tenant endpoints');
+      }
+    }
+    return this.dataSource.getRepository(EndpointEntity).findBy({ accountId: event.account_id, ownerAgentId: IsNull() });
   }
 
   nudge(): void {

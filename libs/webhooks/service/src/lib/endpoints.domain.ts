@@ -137,7 +137,27 @@ export class EndpointsDomain {
     return rows.map((r) => this.sealer.unseal({ sealed: r.sealed, hint: '' }));
   }
 
-  private async insert(m: EntityManager, accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; secret: string }> {
+  /**
+   * The endpoint that carries an agent's events to its `webhook_url`: the account's endpoint with that URL if
+   * there is one, otherwise one made for the agent (listed like any endpoint; rotate its secret to read one).
+   */
+  async forAgentWebhook(accountId: string, agentId: string, url: string): Promise<EndpointEntity> {
+    return this.dataSource.transaction(async (m) => {
+      await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${url}`]);
+      const existing = await m.findOneBy(EndpointEntity, { accountId, url });
+      if (existing) return existing;
+      await this.checkUrl(url);
+      const { endpoint } = await this.insert(m, accountId, { url, description: `webhook_url of agent ${agentId}` }, agentId);
+      return endpoint;
+    });
+  }
+
+  private async insert(
+    m: EntityManager,
+    accountId: string,
+    fields: EndpointFields,
+    ownerAgentId: string | null = null,
+  ): Promise<{ endpoint: EndpointEntity; secret: string }> {
     const now = new Date();
     const endpoint = Object.assign(new EndpointEntity(), {
       id: newId('whep'),
@@ -149,6 +169,7 @@ export class EndpointsDomain {
       metadata: fields.metadata ?? {},
       disabledReason: null,
       consecutiveFailures: 0,
+      ownerAgentId,
       createdAt: now,
       updatedAt: now,
     });

@@ -11,6 +11,8 @@ export class EndpointEntity {
   @Column({ type: 'jsonb' }) metadata: Record<string, string>;
   @Column({ name: 'disabled_reason', type: 'text', nullable: true }) disabledReason: string | null;
   @Column({ name: 'consecutive_failures', type: 'int' }) consecutiveFailures: number;
+  /** Set on the endpoint made for an agent's `webhook_url`: it receives only that agent's events. */
+  @Column({ name: 'owner_agent_id', type: 'text', nullable: true }) ownerAgentId: string | null;
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 }) createdAt: Date;
   @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 }) updatedAt: Date;
 }

@@ -67,3 +67,21 @@ export class CreateWebhooks1763700000201 implements MigrationInterface {
     await q.query(`DROP TABLE IF EXISTS delivery_attempts, deliveries, endpoint_secrets, endpoints`);
   }
 }
+
+/**
+ * An agent's `webhook_url` gets an endpoint of its own (so it has a secret, retries and history), owned by the
+ * agent: it receives that agent's events only, and tenant-wide fan-out skips it.
+ */
+export class AgentOwnedEndpoints1763700000202 implements MigrationInterface {
+  name = 'AgentOwnedEndpoints1763700000202';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints ADD COLUMN IF NOT EXISTS owner_agent_id text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints DROP COLUMN IF EXISTS owner_agent_id`);
+  }
+}
+
+export const WEBHOOKS_MIGRATIONS = [CreateWebhooks1763700000201, AgentOwnedEndpoints1763700000202];

@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { STREAMS, WebhookEvent, webhooksV1 } from '@parley/contracts';
+import { AgentChanged, STREAMS, SUBJECTS, WebhookEvent, webhooksV1 } from '@parley/contracts';
+import { AgentWebhooks } from './agent-webhooks';
 import { DataSource } from 'typeorm';
 import { encodePosition, newId } from '@parley/persistence';
 import { DeliveryEngine } from './delivery.engine';
@@ -31,11 +32,25 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
 /** Every customer-facing event of the bus (stream PARLEY_WEBHOOK_EVENTS) enters delivery here. */
 @Controller()
 export class WebhookEventsConsumer {
-  constructor(private readonly engine: DeliveryEngine) {}
+  constructor(
+    private readonly engine: DeliveryEngine,
+    private readonly agentWebhooks: AgentWebhooks,
+  ) {}
 
   @EventPattern(STREAMS.webhookEvents.subjects[0])
   async onEvent(@Payload() event: WebhookEvent): Promise<void> {
     await this.engine.accept(event);
+  }
+
+  /** An agent's webhook_url may have changed: look it up afresh next time. */
+  @EventPattern(SUBJECTS.agentUpdated.name)
+  onAgentUpdated(@Payload() change: AgentChanged): void {
+    this.agentWebhooks.forget(change.account_id, change.agent_id);
+  }
+
+  @EventPattern(SUBJECTS.agentDeleted.name)
+  onAgentDeleted(@Payload() change: AgentChanged): void {
+    this.agentWebhooks.forget(change.account_id, change.agent_id);
   }
 }
 

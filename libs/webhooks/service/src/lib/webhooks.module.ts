@@ -1,4 +1,8 @@
 import { Module } from '@nestjs/common';
+import { ClientsModule } from '@nestjs/microservices';
+import { AGENTS_V1 } from '@parley/contracts';
+import { grpcClientProvider } from '@parley/rpc';
+import { AGENTS_GRPC, AgentWebhooks } from './agent-webhooks';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
 import { Sealer } from '@parley/persistence';
@@ -8,10 +12,16 @@ import { EGRESS_POLICY, EndpointsDomain } from './endpoints.domain';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
 
 @Module({
+  imports: [
+    ClientsModule.registerAsync([
+      { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
+    ]),
+  ],
   controllers: [WebhooksGrpcController, WebhookEventsConsumer],
   providers: [
     EndpointsDomain,
     DeliveryEngine,
+    AgentWebhooks,
     { provide: CLOCK, useValue: systemClock },
     { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c), 'webhooks:endpoint-secrets') },
     { provide: EGRESS_POLICY, inject: [CONFIG], useFactory: (c: ServiceConfig) => parseEgressAllowlist(c.EGRESS_ALLOWLIST ?? '').policy },
