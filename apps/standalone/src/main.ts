@@ -14,7 +14,7 @@ import { webhookDispatcherService } from '@parley/webhooks-service';
  * the embedded PostgreSQL and in-process bus unless DATABASE_URL / NATS_URL say otherwise.
  */
 void runProcess(GatewayConfig, async (config) => {
-  const bus = await createBus(config.NATS_URL, 'parley-standalone');
+  const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
   for (const def of [agentsService, callsService, mediaWorkerService, webhookDispatcherService]) {
     started.push(await startService(def, config, { standalone: true, bus }));

@@ -36,3 +36,9 @@ export const WEBHOOKS_V1: GrpcContract = {
   service: 'WebhooksService',
   protoFile: 'parley/webhooks/v1/webhooks.proto',
 };
+
+export const CALLS_V1: GrpcContract = {
+  package: 'parley.calls.v1',
+  service: 'CallsService',
+  protoFile: 'parley/calls/v1/calls.proto',
+};

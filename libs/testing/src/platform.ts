@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -63,7 +64,8 @@ export class RunningPlatform {
       SECRET_KEY: 'e2e-secret-key-for-signing-cursors-000001',
       BOOTSTRAP_KEYS: (options.bootstrapKeys ?? []).join(','),
       LOG_LEVEL: process.env['E2E_LOG_LEVEL'] ?? 'warn',
-      ...(process.env['NATS_URL'] ? { NATS_URL: process.env['NATS_URL'] } : {}),
+      // Each platform gets its own NATS namespace: runs sharing the server never consume each other's events.
+      ...(process.env['NATS_URL'] ? { NATS_URL: process.env['NATS_URL'], NATS_NAMESPACE: `t${randomBytes(5).toString('hex')}` } : {}),
       ...options.env,
     };
     const platform = new RunningPlatform(mode, `http://127.0.0.1:${port}`, env, database);
@@ -76,6 +78,11 @@ export class RunningPlatform {
       throw new Error(`${(error as Error).message}\n${platform.logs()}`);
     }
     return platform;
+  }
+
+  /** The NATS namespace of this platform's subjects and streams (empty without NATS). */
+  get natsNamespace(): string {
+    return this.env['NATS_NAMESPACE'] ?? '';
   }
 
   /** The platform's database (every service's schema), for tests that inspect what the services stored. */

@@ -1,15 +1,18 @@
-import { Module } from '@nestjs/common';
-import { CreateOutbox1763700000000, OutboxRecord } from '@parley/messaging';
+import { CALLS_V1 } from '@parley/contracts';
+import { OutboxRecord } from '@parley/messaging';
 import { ServiceDefinition } from '@parley/runtime';
+import { CallsModule } from './lib/calls.module';
+import { CallEntity } from './lib/entities';
+import { CALLS_MIGRATIONS } from './lib/migrations';
 
-/** Call records and the call state machine arrive with the calls issue; the service already owns its schema. */
-@Module({})
-export class CallsModule {}
+export { CallsModule };
+export * from './lib/call-state';
 
+/** Call records and the call state machine; its events reach webhooks through the outbox. */
 export const callsService: ServiceDefinition = {
   name: 'calls',
   module: CallsModule,
-  grpc: { contracts: [], url: (c) => c.CALLS_GRPC_URL },
-  database: { schema: 'calls', entities: [OutboxRecord], migrations: [CreateOutbox1763700000000] },
+  grpc: { contracts: [CALLS_V1], url: (c) => c.CALLS_GRPC_URL },
+  database: { schema: 'calls', entities: [CallEntity, OutboxRecord], migrations: CALLS_MIGRATIONS },
   outbox: true,
 };

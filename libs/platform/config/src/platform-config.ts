@@ -113,6 +113,10 @@ export class ServiceConfig {
   })
   NATS_URL?: string;
 
+  /** Prefix of every NATS subject, stream and consumer, for deployments sharing one NATS server; empty = none. */
+  @Matches(/^([a-z0-9][a-z0-9_-]{0,31})?$/, { message: 'NATS_NAMESPACE must be up to 32 of a-z, 0-9, _ and -' })
+  NATS_NAMESPACE: string = '';
+
   /** Port of the liveness/readiness/metrics server of a non-gateway service; unset = none (standalone). */
   @IsOptional()
   @IsInt()
@@ -188,6 +192,17 @@ export class ServiceConfig {
   /** Model of the post-call analysis when an agent does not name one. */
   @IsString()
   POST_CALL_MODEL: string = 'gpt-4o-mini';
+
+  /** Live calls (queued, ringing, in progress) an account may have at once; above it POST /v1/calls answers 402. */
+  @IsInt()
+  @Min(1)
+  MAX_CONCURRENT_CALLS: number = 10;
+
+  /** A live call with no progress for this long is failed with reason no_media. */
+  @IsInt()
+  @Min(10)
+  @Max(86400)
+  CALL_STUCK_SECONDS: number = 120;
 
   /** How long shutdown waits for in-flight work before closing, in milliseconds. */
   @IsInt()

@@ -10,6 +10,6 @@ export function sharedInProcessBus(): InProcessBus {
   return shared;
 }
 
-export async function createBus(natsUrl: string | undefined, name: string): Promise<Bus> {
-  return natsUrl ? JetStreamBus.connect(natsUrl, name) : sharedInProcessBus();
+export async function createBus(natsUrl: string | undefined, name: string, namespace = ''): Promise<Bus> {
+  return natsUrl ? JetStreamBus.connect(natsUrl, name, namespace) : sharedInProcessBus();
 }

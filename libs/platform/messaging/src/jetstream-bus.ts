@@ -35,9 +35,14 @@ export class JetStreamBus implements Bus {
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
+    private readonly ns: Namespace,
   ) {}
 
-  static async connect(servers: string, name: string, streams: StreamDef[] = Object.values(STREAMS)): Promise<JetStreamBus> {
+  /**
+   * `namespace` keeps deployments that share one NATS server apart: it prefixes every subject, stream and
+   * durable consumer name (empty = none).
+   */
+  static async connect(servers: string, name: string, namespace = '', streams: StreamDef[] = Object.values(STREAMS)): Promise<JetStreamBus> {
     const nc = await connect({
       servers: servers.split(','),
       name,
@@ -45,29 +50,32 @@ export class JetStreamBus implements Bus {
       reconnectTimeWait: 500,
     });
     const jsm = await nc.jetstreamManager();
-    for (const stream of streams) await ensureStream(jsm, stream);
-    return new JetStreamBus(nc, nc.jetstream(), jsm);
+    const ns = new Namespace(namespace);
+    for (const stream of streams) await ensureStream(jsm, stream, ns);
+    return new JetStreamBus(nc, nc.jetstream(), jsm, ns);
   }
 
   async publish(subject: string, payload: unknown, options: PublishOptions): Promise<void> {
     const h = natsHeaders();
     for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v);
-    await this.js.publish(subject, codec.encode(payload), { msgID: options.id, headers: h });
+    await this.js.publish(this.ns.subject(subject), codec.encode(payload), { msgID: options.id, headers: h });
   }
 
   async subscribe(subject: string, durable: string, handler: BusHandler): Promise<void> {
     const stream = Object.values(STREAMS).find((s) => s.subjects.some((p) => subjectMatches(p, subject.replace(/>$/, 'x'))));
     if (!stream) throw new Error(`no stream stores subject ${subject}`);
-    await this.jsm.consumers.add(stream.name, {
+    const streamName = this.ns.stream(stream.name);
+    durable = this.ns.stream(durable);
+    await this.jsm.consumers.add(streamName, {
       durable_name: durable,
-      filter_subject: subject,
+      filter_subject: this.ns.subject(subject),
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(30_000),
       max_deliver: -1,
       max_ack_pending: 1000,
     });
-    const consumer = await this.js.consumers.get(stream.name, durable);
+    const consumer = await this.js.consumers.get(streamName, durable);
     const messages = await consumer.consume({ max_messages: 256 });
     this.consumers.push(messages);
     void (async () => {
@@ -76,8 +84,8 @@ export class JetStreamBus implements Bus {
         for (const [k, v] of m.headers ?? []) headers[k] = v[0];
         try {
           await handler({
-            id: m.headers?.get('Nats-Msg-Id') || `${stream.name}:${m.seq}`,
-            subject: m.subject,
+            id: m.headers?.get('Nats-Msg-Id') || `${streamName}:${m.seq}`,
+            subject: this.ns.strip(m.subject),
             payload: codec.decode(m.data),
             headers,
             deliveryCount: m.info.deliveryCount,
@@ -104,19 +112,36 @@ export class JetStreamBus implements Bus {
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, stream: StreamDef): Promise<void> {
+class Namespace {
+  constructor(private readonly prefix: string) {}
+
+  subject(subject: string): string {
+    return this.prefix ? `${this.prefix}.${subject}` : subject;
+  }
+
+  strip(subject: string): string {
+    return this.prefix && subject.startsWith(`${this.prefix}.`) ? subject.slice(this.prefix.length + 1) : subject;
+  }
+
+  /** Stream and consumer names cannot contain dots. */
+  stream(name: string): string {
+    return this.prefix ? `${this.prefix.replace(/\W/g, '_')}_${name}` : name;
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, stream: StreamDef, ns: Namespace): Promise<void> {
   const config = {
-    name: stream.name,
+    name: ns.stream(stream.name),
     description: stream.description,
-    subjects: [...stream.subjects],
+    subjects: stream.subjects.map((s) => ns.subject(s)),
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     max_age: nanos(7 * 24 * 3600 * 1000),
     duplicate_window: nanos(10 * 60 * 1000),
   };
   try {
-    await jsm.streams.info(stream.name);
-    await jsm.streams.update(stream.name, config);
+    await jsm.streams.info(config.name);
+    await jsm.streams.update(config.name, config);
   } catch (error) {
     if (!/stream not found/i.test(String((error as Error).message))) throw error;
     await jsm.streams.add(config);

@@ -47,7 +47,7 @@ export async function startService<C extends ServiceConfig>(
   const log = serviceLogger(def.name);
   ensureProcessMetrics();
   const health = new HealthRegistry();
-  const bus = options.bus ?? (await createBus(config.NATS_URL, `parley-${def.name}`));
+  const bus = options.bus ?? (await createBus(config.NATS_URL, `parley-${def.name}`, config.NATS_NAMESPACE));
   health.register('bus', () => bus.isHealthy());
 
   let dataSource: DataSource | undefined;

@@ -2,12 +2,14 @@ import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import { DataSource } from 'typeorm';
-import { AGENTS_V1, WEBHOOKS_V1 } from '@parley/contracts';
+import { AGENTS_V1, CALLS_V1, WEBHOOKS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
 import { AgentsController } from './agents/agents.controller';
+import { CallsClient, CALLS_GRPC } from './calls/calls.client';
+import { CallsController } from './calls/calls.controller';
 import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
@@ -36,6 +38,11 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
         useFactory: (config: GatewayConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, config.AGENTS_GRPC_URL),
       },
       {
+        name: CALLS_GRPC,
+        inject: [CONFIG],
+        useFactory: (config: GatewayConfig) => grpcClientProvider(CALLS_GRPC, CALLS_V1, config.CALLS_GRPC_URL),
+      },
+      {
         name: WEBHOOKS_GRPC,
         inject: [CONFIG],
         useFactory: (config: GatewayConfig) => grpcClientProvider(WEBHOOKS_GRPC, WEBHOOKS_V1, config.WEBHOOKS_GRPC_URL),
@@ -45,6 +52,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
   controllers: [
     OpsController,
     AgentsController,
+    CallsController,
     AgentGroupsController,
     FunctionsController,
     WebhookEndpointsController,
@@ -55,6 +63,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
   providers: [
     ApiKeysRepository,
     AgentsClient,
+    CallsClient,
     WebhooksClient,
     IdempotencyStore,
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },

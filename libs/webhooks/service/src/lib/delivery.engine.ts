@@ -26,6 +26,8 @@ export interface AttemptResult {
 /** At most this many attempts run at once towards one endpoint, so a slow receiver cannot starve others. */
 const PER_ENDPOINT_CONCURRENCY = 8;
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 20_000;
+/** Attempts this replica runs at once; the loop waits for them before claiming more. */
+const MAX_IN_FLIGHT = 256;
 
 /** The public envelope: exactly what receivers get, byte for byte on every attempt. */
 export function envelope(event: WebhookEvent): string {
@@ -108,7 +110,9 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.running = this.pass()
+      // The loop does not wait for attempts: the next pass claims more while they run (leases and the
+      // per-endpoint limit keep it bounded), so one slow receiver does not hold up the others.
+      this.running = this.pass({ wait: this.inFlight.size >= MAX_IN_FLIGHT })
         .then((n) => {
           if (n > 0) this.again = true;
         })
@@ -122,8 +126,8 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     }, ms);
   }
 
-  /** Claims due deliveries and starts their attempts; resolves once they finished. Returns how many. */
-  async pass(): Promise<number> {
+  /** Claims due deliveries and starts their attempts (resolving once they finished, by default). Returns how many. */
+  async pass(options: { wait?: boolean } = {}): Promise<number> {
     const now = this.clock.now();
     const claimed: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }[] =
       await this.dataSource.query(
@@ -143,7 +147,8 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
          SELECT * FROM claimed`,
         [now, new Date(now.getTime() + LEASE_MS), PER_ENDPOINT_CONCURRENCY],
       );
-    await Promise.all(claimed.map((d) => this.track(this.attempt(d))));
+    const attempts = Promise.all(claimed.map((d) => this.track(this.attempt(d).catch((e) => this.log.warn({ err: e }, 'attempt failed')))));
+    if (options.wait ?? true) await attempts;
     if (Date.now() - this.gaugesAt > 5_000) {
       this.gaugesAt = Date.now();
       await this.refreshGauges(now);
@@ -153,7 +158,11 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
 
   private track(work: Promise<void>): Promise<void> {
     this.inFlight.add(work);
-    return work.finally(() => this.inFlight.delete(work));
+    return work.finally(() => {
+      this.inFlight.delete(work);
+      // A finished attempt frees a place at its endpoint: claim the next one now, not at the next poll.
+      this.nudge();
+    });
   }
 
   private async attempt(d: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }) {

@@ -84,4 +84,17 @@ export class AgentOwnedEndpoints1763700000202 implements MigrationInterface {
   }
 }
 
-export const WEBHOOKS_MIGRATIONS = [CreateWebhooks1763700000201, AgentOwnedEndpoints1763700000202];
+/** The claim query counts each endpoint's leased deliveries; without this index that count scans the backlog. */
+export class PendingDeliveriesByEndpoint1763700000203 implements MigrationInterface {
+  name = 'PendingDeliveriesByEndpoint1763700000203';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE INDEX IF NOT EXISTS deliveries_pending_endpoint ON deliveries (endpoint_id, locked_until) WHERE state = 'pending'`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS deliveries_pending_endpoint`);
+  }
+}
+
+export const WEBHOOKS_MIGRATIONS = [CreateWebhooks1763700000201, AgentOwnedEndpoints1763700000202, PendingDeliveriesByEndpoint1763700000203];

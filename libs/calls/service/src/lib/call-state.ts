@@ -1,0 +1,41 @@
+/**
+ * The call state machine. queued → ringing → in_progress → ended; `failed` is the abnormal end from any live
+ * state. Ended and failed calls never change again (ending one is a 409 conflict).
+ */
+export const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+
+export const END_REASONS = [
+  'completed',
+  'hangup',
+  'canceled',
+  'no_answer',
+  'busy',
+  'given_up',
+  'no_media',
+  'carrier_error',
+  'voicemail',
+  'transferred',
+] as const;
+export type EndReason = (typeof END_REASONS)[number];
+
+const NEXT: Record<CallStatus, readonly CallStatus[]> = {
+  queued: ['ringing', 'in_progress', 'ended', 'failed'],
+  ringing: ['in_progress', 'ended', 'failed'],
+  in_progress: ['ended', 'failed'],
+  ended: [],
+  failed: [],
+};
+
+export function isLive(status: CallStatus): boolean {
+  return NEXT[status].length > 0;
+}
+
+export function canMove(from: CallStatus, to: CallStatus): boolean {
+  return NEXT[from].includes(to);
+}
+
+/** How an API-initiated end is recorded: before the call was answered it is a cancellation. */
+export function reasonForEnd(status: CallStatus): EndReason {
+  return status === 'in_progress' ? 'hangup' : 'canceled';
+}

@@ -1,0 +1,2 @@
+export * from './carrier-adapter';
+export * from './fake-carrier';

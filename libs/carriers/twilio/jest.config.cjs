@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'carrier-twilio',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

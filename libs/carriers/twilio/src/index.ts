@@ -1,0 +1,2 @@
+export * from './twilio-carrier';
+export * from './testing/fake-twilio-server';
