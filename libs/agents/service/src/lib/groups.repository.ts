@@ -25,12 +25,7 @@ export class GroupsRepository {
 
   async update(accountId: string, id: string, patch: Partial<GroupSpec>, check: (spec: GroupSpec) => void): Promise<AgentGroupEntity | null> {
     return this.dataSource.transaction(async (m) => {
-      const group = await m
-        .getRepository(AgentGroupEntity)
-        .createQueryBuilder('g')
-        .setLock('pessimistic_write')
-        .where('g.id = :id AND g.account_id = :accountId', { id, accountId })
-        .getOne();
+      const group = await this.lock(m, accountId, id);
       if (!group) return null;
       group.spec = applyPatch(group.spec, patch);
       check(group.spec);
@@ -46,12 +41,7 @@ export class GroupsRepository {
    */
   async delete(accountId: string, id: string): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
-      const group = await m
-        .getRepository(AgentGroupEntity)
-        .createQueryBuilder('g')
-        .setLock('pessimistic_write')
-        .where('g.id = :id AND g.account_id = :accountId', { id, accountId })
-        .getOne();
+      const group = await this.lock(m, accountId, id);
       if (!group) return false;
       const members = await m.getRepository(AgentEntity).countBy({ accountId, groupId: id, deletedAt: IsNull() });
       if (members > 0) {
@@ -60,6 +50,15 @@ export class GroupsRepository {
       await m.delete(AgentGroupEntity, { id, accountId });
       return true;
     });
+  }
+
+  private lock(m: EntityManager, accountId: string, id: string): Promise<AgentGroupEntity | null> {
+    return m
+      .getRepository(AgentGroupEntity)
+      .createQueryBuilder('g')
+      .setLock('pessimistic_write')
+      .where('g.id = :id AND g.account_id = :accountId', { id, accountId })
+      .getOne();
   }
 
   list(accountId: string, limit: number, after?: Position): Promise<Page<AgentGroupEntity>> {

@@ -1,28 +1,11 @@
+import { INHERITABLE_FIELDS, type InheritableField } from '@parley/contracts';
 import { SealedSecret } from '@parley/persistence';
 
 /**
  * The agent document as stored (the public Agent fields; secrets sealed in place). The gateway validates the
  * shape of what clients send; this service owns the rules that need the whole document or the deployment.
  */
-export const INHERITABLE_FIELDS = [
-  'model',
-  'models',
-  'temperature',
-  'max_tokens',
-  'speed',
-  'pitch',
-  'autonomy',
-  'capabilities',
-  'knowledge_base_ids',
-  'tools',
-  'record_calls',
-  'transcribe_calls',
-  'transfer_number',
-  'carrier',
-  'filler_phrase',
-  'webhook_url',
-] as const;
-export type InheritableField = (typeof INHERITABLE_FIELDS)[number];
+export { INHERITABLE_FIELDS, type InheritableField };
 
 export interface Capabilities {
   call_functions?: boolean;

@@ -1,3 +1,4 @@
+import { INHERITABLE_FIELDS, type InheritableField } from '@parley/contracts';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions, ApiSchema, OmitType, PartialType, PickType } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import {
@@ -32,26 +33,7 @@ export const AGENT_MODES = ['conversation', 'keypad', 'normal', 'webrtc'] as con
 export const AUTONOMY_LEVELS = ['agentic', 'simple', 'custom'] as const;
 export const VOICEMAIL_ACTIONS = ['continue', 'hangup', 'message'] as const;
 export const LANGUAGE_DETECTION = ['off', 'follow'] as const;
-/** The fields a group's `defaults` fill and an agent's `overrides` can claim. */
-export const INHERITABLE_FIELDS = [
-  'model',
-  'models',
-  'temperature',
-  'max_tokens',
-  'speed',
-  'pitch',
-  'autonomy',
-  'capabilities',
-  'knowledge_base_ids',
-  'tools',
-  'record_calls',
-  'transcribe_calls',
-  'transfer_number',
-  'carrier',
-  'filler_phrase',
-  'webhook_url',
-] as const;
-export type InheritableField = (typeof INHERITABLE_FIELDS)[number];
+export { INHERITABLE_FIELDS, type InheritableField };
 
 export const NODE_TYPES = ['llm', 'static', 'router'] as const;
 export const EDGE_TYPES = ['intent', 'expression', 'always', 'event'] as const;
