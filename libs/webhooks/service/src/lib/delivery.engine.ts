@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { DataSource, IsNull } from 'typeorm';
+import { DataSource, In, IsNull } from 'typeorm';
 import { AgentWebhooks } from './agent-webhooks';
 import { WebhookEvent } from '@parley/contracts';
 import { EgressPolicy, safeFetch } from '@parley/egress';
@@ -15,6 +15,16 @@ export interface Clock {
 }
 export const CLOCK = Symbol('CLOCK');
 export const systemClock: Clock = { now: () => new Date() };
+
+interface Claimed {
+  id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  body: string;
+  attempts: number;
+  created_at: Date;
+}
 
 export interface AttemptResult {
   delivered: boolean;
@@ -129,7 +139,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
   /** Claims due deliveries and starts their attempts (resolving once they finished, by default). Returns how many. */
   async pass(options: { wait?: boolean } = {}): Promise<number> {
     const now = this.clock.now();
-    const claimed: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }[] =
+    const claimed: Claimed[] =
       await this.dataSource.query(
         `WITH due AS (
            SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
@@ -147,7 +157,17 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
          SELECT * FROM claimed`,
         [now, new Date(now.getTime() + LEASE_MS), PER_ENDPOINT_CONCURRENCY],
       );
-    const attempts = Promise.all(claimed.map((d) => this.track(this.attempt(d).catch((e) => this.log.warn({ err: e }, 'attempt failed')))));
+    // Endpoints and their secrets are read once per pass, not once per attempt.
+    const ids = [...new Set(claimed.map((d) => d.endpoint_id))];
+    const endpoints = new Map((ids.length ? await this.dataSource.getRepository(EndpointEntity).findBy({ id: In(ids) }) : []).map((e) => [e.id, e]));
+    const secrets = ids.length ? await this.endpoints.activeSecrets(ids, now) : new Map<string, string[]>();
+    const attempts = Promise.all(
+      claimed.map((d) =>
+        this.track(
+          this.attempt(d, endpoints.get(d.endpoint_id), secrets.get(d.endpoint_id) ?? []).catch((e) => this.log.warn({ err: e }, 'attempt failed')),
+        ),
+      ),
+    );
     if (options.wait ?? true) await attempts;
     if (Date.now() - this.gaugesAt > 5_000) {
       this.gaugesAt = Date.now();
@@ -165,51 +185,60 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     });
   }
 
-  private async attempt(d: { id: string; event_id: string; event_type: string; endpoint_id: string; body: string; attempts: number; created_at: Date }) {
-    const endpoint = await this.dataSource.getRepository(EndpointEntity).findOneBy({ id: d.endpoint_id });
+  private async attempt(d: Claimed, endpoint: EndpointEntity | undefined, secrets: string[]) {
     if (!endpoint) return;
     const attempt = d.attempts + 1;
     if (attempt === 1) commitToFirstAttempt.observe((Date.now() - new Date(JSON.parse(d.body).created_at).getTime()) / 1000);
-    const result = await this.send(endpoint, d.body, d.event_id, d.event_type, attempt);
+    const result = await this.send(endpoint, d.body, d.event_id, d.event_type, attempt, secrets);
     const now = this.clock.now();
     const retry = !result.delivered && attempt < MAX_ATTEMPTS;
     const nextAt = retry ? new Date(now.getTime() + RETRY_DELAYS_MS[attempt - 1]) : null;
     const state = result.delivered ? 'succeeded' : retry ? 'pending' : 'failed';
     deliveriesTotal.inc({ outcome: result.delivered ? 'succeeded' : retry ? 'retrying' : 'failed' });
-    await this.dataSource.transaction(async (m) => {
-      await m.query(`UPDATE deliveries SET attempts = $2, state = $3, next_attempt_at = COALESCE($4, next_attempt_at), locked_until = NULL WHERE id = $1`, [
+    // One statement (atomic): the delivery's schedule, the attempt's record, and the endpoint's failure count —
+    // every failed attempt counts and the 20th in a row disables it with the reason; a success resets the count
+    // (and writes nothing when it is already 0, so successful attempts never queue on the endpoint row).
+    await this.dataSource.query(
+      `WITH d AS (
+         UPDATE deliveries SET attempts = $2, state = $3, next_attempt_at = COALESCE($4, next_attempt_at), locked_until = NULL
+          WHERE id = $1
+       ), a AS (
+         INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at)
+         VALUES ($5, $1, $6, $7, $8, $2, $9, $10, $11, $12::boolean, $4, $13)
+       ), e AS (
+         UPDATE endpoints SET
+           consecutive_failures = CASE WHEN $12::boolean THEN 0 ELSE consecutive_failures + 1 END,
+           enabled = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 THEN false ELSE enabled END,
+           disabled_reason = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 AND enabled THEN $15 ELSE disabled_reason END,
+           updated_at = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 AND enabled THEN $13 ELSE updated_at END
+          WHERE id = $6 AND (NOT $12::boolean OR consecutive_failures <> 0)
+       )
+       SELECT 1`,
+      [
         d.id,
         attempt,
         state,
         nextAt,
-      ]);
-      await m.query(
-        `INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [newId('wha'), d.id, d.endpoint_id, d.event_id, d.event_type, attempt, result.status || null, result.error ?? null, result.durationMs, result.delivered, nextAt, now],
-      );
-      if (result.delivered) {
-        await m.query(`UPDATE endpoints SET consecutive_failures = 0 WHERE id = $1`, [d.endpoint_id]);
-        return;
-      }
-      // Every failed attempt counts; the 20th in a row disables the endpoint, with the reason.
-      await m.query(
-        `UPDATE endpoints SET consecutive_failures = consecutive_failures + 1,
-                enabled = CASE WHEN consecutive_failures + 1 >= $2 THEN false ELSE enabled END,
-                disabled_reason = CASE WHEN consecutive_failures + 1 >= $2 AND enabled
-                  THEN $3 ELSE disabled_reason END,
-                updated_at = CASE WHEN consecutive_failures + 1 >= $2 AND enabled THEN $4 ELSE updated_at END
-          WHERE id = $1`,
-        [d.endpoint_id, DISABLE_AFTER_FAILURES, `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(result)}`, now],
-      );
-    });
+        newId('wha'),
+        d.endpoint_id,
+        d.event_id,
+        d.event_type,
+        result.status || null,
+        result.error ?? null,
+        result.durationMs,
+        result.delivered,
+        now,
+        DISABLE_AFTER_FAILURES,
+        `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(result)}`,
+      ],
+    );
   }
 
   /** One signed POST; also used by the test route (attempt 1, nothing recorded). */
-  async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number): Promise<AttemptResult> {
+  async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number, secrets?: string[]): Promise<AttemptResult> {
     const now = this.clock.now();
     const t = Math.floor(now.getTime() / 1000);
-    const secrets = await this.endpoints.activeSecrets(endpoint.id, now);
+    secrets ??= (await this.endpoints.activeSecrets([endpoint.id], now)).get(endpoint.id) ?? [];
     const started = performance.now();
     const end = attemptDuration.startTimer();
     try {

@@ -128,13 +128,16 @@ export class EndpointsDomain {
     });
   }
 
-  /** Secrets that sign a delivery now, newest first. */
-  async activeSecrets(endpointId: string, at: Date): Promise<string[]> {
-    const rows: { sealed: string }[] = await this.dataSource.query(
-      `SELECT sealed FROM endpoint_secrets WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC`,
-      [endpointId, at],
+  /** Secrets that sign a delivery now, newest first, per endpoint. */
+  async activeSecrets(endpointIds: string[], at: Date): Promise<Map<string, string[]>> {
+    const rows: { endpoint_id: string; sealed: string }[] = await this.dataSource.query(
+      `SELECT endpoint_id, sealed FROM endpoint_secrets
+        WHERE endpoint_id = ANY($1) AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC`,
+      [endpointIds, at],
     );
-    return rows.map((r) => this.sealer.unseal({ sealed: r.sealed, hint: '' }));
+    const byEndpoint = new Map<string, string[]>();
+    for (const r of rows) byEndpoint.set(r.endpoint_id, [...(byEndpoint.get(r.endpoint_id) ?? []), this.sealer.unseal({ sealed: r.sealed, hint: '' })]);
+    return byEndpoint;
   }
 
   /**
