@@ -2,9 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { LlmProvider } from '@parley/llm';
-import { decodePosition, Page, Position } from '@parley/persistence';
+import { Page } from '@parley/persistence';
 import { analysePostCall, PostCallResult, TranscriptTurn } from '@parley/post-call';
-import { AppError } from '@parley/rpc';
+import { AppError, pagePosition } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AgentEntity, AgentGroupEntity } from './agent.entity';
 import { AgentsRepository } from './agents.repository';
@@ -23,14 +23,6 @@ export interface AgentView {
   entity: AgentEntity;
   spec: ReturnType<typeof presentAgent>;
   effective: EffectiveConfig;
-}
-
-export function parseAfter(after: string): Position | undefined {
-  try {
-    return decodePosition(after);
-  } catch {
-    throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
-  }
 }
 
 /** The agents service's behaviour: validation, sealing, inheritance and the post-call test. */
@@ -76,7 +68,7 @@ export class AgentsDomain {
   }
 
   async listAgents(accountId: string, limit: number, after: string): Promise<Page<AgentView>> {
-    const page = await this.agents.list(accountId, limit, parseAfter(after));
+    const page = await this.agents.list(accountId, limit, pagePosition(after));
     const groups = await this.groupsById(accountId, page.items.map((a) => a.groupId));
     return { ...page, items: page.items.map((a) => this.present(a, a.groupId ? groups.get(a.groupId) : undefined)) };
   }
@@ -122,7 +114,7 @@ export class AgentsDomain {
   }
 
   listGroups(accountId: string, limit: number, after: string): Promise<Page<AgentGroupEntity>> {
-    return this.groups.list(accountId, limit, parseAfter(after));
+    return this.groups.list(accountId, limit, pagePosition(after));
   }
 
   async groupMembers(accountId: string, id: string) {

@@ -1,6 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { agentsV1 } from '@parley/contracts';
-import { AppError } from '@parley/rpc';
+import { AppError, pageLimit } from '@parley/rpc';
 import { AgentGroupEntity } from './agent.entity';
 import { AgentsDomain, AgentView } from './agents.domain';
 
@@ -38,8 +38,6 @@ function parse<T>(json: string): T {
   throw new AppError('invalid_request', 'The document is not a JSON object.');
 }
 
-const clampLimit = (limit: number) => Math.min(Math.max(limit || 20, 1), 100);
-
 @Controller()
 @AgentsServiceControllerMethods()
 export class AgentsGrpcController implements agentsV1.AgentsServiceController {
@@ -67,7 +65,7 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   }
 
   async listAgents(req: agentsV1.ListAgentsRequest): Promise<agentsV1.ListAgentsResponse> {
-    const page = await this.domain.listAgents(req.account_id, clampLimit(req.limit), req.after);
+    const page = await this.domain.listAgents(req.account_id, pageLimit(req.limit), req.after);
     return { data: page.items.map(toAgent), has_more: page.hasMore, next: page.next };
   }
 
@@ -94,7 +92,7 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   }
 
   async listAgentGroups(req: agentsV1.ListAgentGroupsRequest): Promise<agentsV1.ListAgentGroupsResponse> {
-    const page = await this.domain.listGroups(req.account_id, clampLimit(req.limit), req.after);
+    const page = await this.domain.listGroups(req.account_id, pageLimit(req.limit), req.after);
     return { data: page.items.map(toGroup), has_more: page.hasMore, next: page.next };
   }
 

@@ -6,8 +6,8 @@ import { AGENTS_V1, agentsV1, CallDirection, WebhookEvent, webhookEventSubject, 
 import { ServiceConfig } from '@parley/config';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
-import { decodePosition, keysetPage, newId, Page } from '@parley/persistence';
-import { AppError, RpcClient } from '@parley/rpc';
+import { keysetPage, newId, Page } from '@parley/persistence';
+import { AppError, pagePosition, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
 import { CallEntity } from './entities';
@@ -125,13 +125,7 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     if (filters.direction) qb.andWhere('c.direction = :direction', { direction: filters.direction });
     if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
-    let position;
-    try {
-      position = decodePosition(after);
-    } catch {
-      throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
-    }
-    return keysetPage(qb, 'c', limit, position);
+    return keysetPage(qb, 'c', limit, pagePosition(after));
   }
 
   /** Ends a live call from the API: `hangup` once answered, `canceled` before; give-up records `no_answer`. */

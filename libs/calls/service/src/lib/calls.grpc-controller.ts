@@ -1,5 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { callsV1 } from '@parley/contracts';
+import { pageLimit } from '@parley/rpc';
 import { CallsDomain } from './calls.domain';
 import { CallEntity } from './entities';
 
@@ -52,7 +53,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async listCalls(req: callsV1.ListCallsRequest): Promise<callsV1.ListCallsResponse> {
-    const page = await this.calls.list(req.account_id, Math.min(Math.max(req.limit || 20, 1), 100), req.after, {
+    const page = await this.calls.list(req.account_id, pageLimit(req.limit), req.after, {
       agentId: req.agent_id || undefined,
       status: req.status || undefined,
       direction: req.direction || undefined,

@@ -4,8 +4,8 @@ import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { webhooksV1 } from '@parley/contracts';
 import { checkEgressUrl, EgressPolicy, EgressRefused } from '@parley/egress';
-import { decodePosition, keysetPage, newId, Page, Position, Sealer } from '@parley/persistence';
-import { AppError } from '@parley/rpc';
+import { keysetPage, newId, Page, Sealer } from '@parley/persistence';
+import { AppError, pagePosition } from '@parley/rpc';
 import { EndpointEntity } from './entities';
 
 export const EGRESS_POLICY = Symbol('EGRESS_POLICY');
@@ -26,14 +26,6 @@ export function fieldsOf(input: webhooksV1.EndpointInput | undefined): EndpointF
   if (input?.enabled !== undefined) f.enabled = input.enabled;
   if (input?.metadata) f.metadata = { ...input.metadata.entries };
   return f;
-}
-
-export function parseAfter(after: string): Position | undefined {
-  try {
-    return decodePosition(after);
-  } catch {
-    throw AppError.validation([{ field: 'starting_after', message: 'is not a valid cursor' }]);
-  }
 }
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64url')}`;
@@ -110,7 +102,7 @@ export class EndpointsDomain {
 
   list(accountId: string, limit: number, after: string): Promise<Page<EndpointEntity>> {
     const qb = this.dataSource.getRepository(EndpointEntity).createQueryBuilder('e').where('e.account_id = :accountId', { accountId });
-    return keysetPage(qb, 'e', limit, parseAfter(after));
+    return keysetPage(qb, 'e', limit, pagePosition(after));
   }
 
   /** A new secret; the current ones keep signing beside it for `overlapSeconds`. */

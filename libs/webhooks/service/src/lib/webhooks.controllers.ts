@@ -5,7 +5,8 @@ import { AgentWebhooks } from './agent-webhooks';
 import { DataSource } from 'typeorm';
 import { encodePosition, newId } from '@parley/persistence';
 import { DeliveryEngine } from './delivery.engine';
-import { EndpointsDomain, fieldsOf, parseAfter } from './endpoints.domain';
+import { pageLimit, pagePosition } from '@parley/rpc';
+import { EndpointsDomain, fieldsOf } from './endpoints.domain';
 import { EndpointEntity } from './entities';
 
 const { WebhooksServiceControllerMethods } = webhooksV1;
@@ -26,7 +27,6 @@ function toEndpoint(e: EndpointEntity): webhooksV1.Endpoint {
   };
 }
 
-const clampLimit = (limit: number) => Math.min(Math.max(limit || 20, 1), 100);
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
 
 /** Every customer-facing event of the bus (stream PARLEY_WEBHOOK_EVENTS) enters delivery here. */
@@ -89,7 +89,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
   }
 
   async listEndpoints(req: webhooksV1.ListEndpointsRequest): Promise<webhooksV1.ListEndpointsResponse> {
-    const page = await this.endpoints.list(req.account_id, clampLimit(req.limit), req.after);
+    const page = await this.endpoints.list(req.account_id, pageLimit(req.limit), req.after);
     return { data: page.items.map(toEndpoint), has_more: page.hasMore, next: page.next };
   }
 
@@ -100,8 +100,8 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
 
   async listDeliveries(req: webhooksV1.ListDeliveriesRequest): Promise<webhooksV1.ListDeliveriesResponse> {
     await this.endpoints.get(req.account_id, req.id);
-    const limit = clampLimit(req.limit);
-    const after = parseAfter(req.after);
+    const limit = pageLimit(req.limit);
+    const after = pagePosition(req.after);
     const rows: Record<string, unknown>[] = await this.dataSource.query(
       `SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at
          FROM delivery_attempts
