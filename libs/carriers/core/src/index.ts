@@ -1,2 +1,3 @@
 export * from './carrier-adapter';
 export * from './fake-carrier';
+export * from './media-stream';

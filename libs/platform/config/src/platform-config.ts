@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { Transform } from 'class-transformer';
 import {
+  IsBoolean,
   IsIn,
   IsInt,
   IsOptional,
@@ -9,6 +10,7 @@ import {
   Max,
   Min,
   registerDecorator,
+  ValidateIf,
   ValidationArguments,
 } from 'class-validator';
 import { parseBootstrapKeys } from './bootstrap-keys';
@@ -203,6 +205,91 @@ export class ServiceConfig {
   @Min(10)
   @Max(86400)
   CALL_STUCK_SECONDS: number = 120;
+
+  /**
+   * Public base URL of the gateway as carriers and browsers reach it (https in production): carrier status
+   * callbacks and voice webhooks, signed recording links.
+   */
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: 'PUBLIC_URL must be an http(s) URL without query' })
+  PUBLIC_URL: string = 'http://localhost:8080';
+
+  /** Port of the media worker's WebSocket server (carrier audio streams). */
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  MEDIA_PORT: number = 8081;
+
+  @IsString()
+  MEDIA_HOST: string = '0.0.0.0';
+
+  /** Public base URL (ws:// or wss://) at which carriers reach the media worker's WebSocket server. */
+  @Matches(/^wss?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: 'MEDIA_PUBLIC_URL must be a ws:// or wss:// URL without query' })
+  MEDIA_PUBLIC_URL: string = 'ws://localhost:8081';
+
+  /** Lifetime of the per-call token a carrier presents on the media stream (covers ringing). */
+  @IsInt()
+  @Min(30)
+  @Max(3600)
+  STREAM_TOKEN_TTL_SECONDS: number = 600;
+
+  /** Twilio account sid (`AC…`); set it and TWILIO_AUTH_TOKEN to place and take phone calls through Twilio. */
+  @IsOptional()
+  @Matches(/^AC[0-9a-fA-F]{32}$/, { message: 'TWILIO_ACCOUNT_SID must be AC followed by 32 hex digits' })
+  TWILIO_ACCOUNT_SID?: string;
+
+  @ValidateIf((c: ServiceConfig) => c.TWILIO_ACCOUNT_SID !== undefined || c.TWILIO_AUTH_TOKEN !== undefined)
+  @IsString({ message: 'TWILIO_AUTH_TOKEN is required with TWILIO_ACCOUNT_SID' })
+  TWILIO_AUTH_TOKEN?: string;
+
+  /** Where the Twilio REST API is reached instead of https://api.twilio.com (a proxy, or a fake in tests). */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'TWILIO_API_BASE_URL must be an http(s) URL' })
+  TWILIO_API_BASE_URL?: string;
+
+  /** Caller id of outbound calls that name no `from` (an E.164 number the Twilio account owns). */
+  @IsOptional()
+  @Matches(/^\+[1-9]\d{6,14}$/, { message: 'TWILIO_FROM_NUMBER must be an E.164 number' })
+  TWILIO_FROM_NUMBER?: string;
+
+  /** Where call recordings are kept: `local` (a directory; a mounted volume when distributed) or `s3`. */
+  @IsIn(['local', 's3'])
+  RECORDINGS_STORE: string = 'local';
+
+  /** Directory of the `local` store; unset = DATA_DIR/recordings. */
+  @IsOptional()
+  @IsString()
+  RECORDINGS_DIR?: string;
+
+  /** S3-compatible store (AWS S3, MinIO, Ceph, R2…) for `s3`: endpoint (unset = AWS), bucket, region, keys. */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'S3_ENDPOINT must be an http(s) URL' })
+  S3_ENDPOINT?: string;
+
+  @ValidateIf((c: ServiceConfig) => c.RECORDINGS_STORE === 's3')
+  @IsString({ message: 'S3_BUCKET is required when RECORDINGS_STORE is s3' })
+  S3_BUCKET?: string;
+
+  @IsString()
+  S3_REGION: string = 'us-east-1';
+
+  @IsOptional()
+  @IsString()
+  S3_ACCESS_KEY_ID?: string;
+
+  @IsOptional()
+  @IsString()
+  S3_SECRET_ACCESS_KEY?: string;
+
+  /** Path-style bucket addressing (MinIO and most self-hosted stores need it). */
+  @IsBoolean()
+  @Transform(({ value }) => value === true || value === 'true' || value === '1')
+  S3_FORCE_PATH_STYLE: boolean = true;
+
+  /** Lifetime of the playable links GET /v1/calls/{id}/recording_url hands out. */
+  @IsInt()
+  @Min(60)
+  @Max(7 * 86400)
+  RECORDING_URL_TTL_SECONDS: number = 3600;
 
   /** How long shutdown waits for in-flight work before closing, in milliseconds. */
   @IsInt()

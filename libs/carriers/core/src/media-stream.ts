@@ -1,0 +1,51 @@
+/**
+ * A carrier's real-time audio stream (Twilio Media Streams, Telnyx media streaming, Vonage WebSockets) in
+ * carrier-neutral terms. The media worker speaks only this; each carrier's wire format lives in its adapter.
+ */
+
+/** What the carrier said on the stream, parsed. */
+export type MediaStreamEvent =
+  | { type: 'connected' }
+  | {
+      type: 'start';
+      /** The carrier's id of this stream (Twilio: `MZ…`), needed on every outbound message. */
+      streamId: string;
+      /** The carrier's id of the call (Twilio: `CA…`). */
+      carrierCallId: string;
+      /** Parameters given in the markup that opened the stream (Parley puts the stream `token` there). */
+      parameters: Record<string, string>;
+      /** Audio format of `audio` events both ways. */
+      format: MediaFormat;
+    }
+  | {
+      type: 'audio';
+      /** Encoded audio (see the start's format), normally 20 ms. */
+      payload: Buffer;
+      /** Milliseconds since the stream started, as the carrier stamps it. */
+      timestampMs: number;
+    }
+  | { type: 'dtmf'; digit: string }
+  /** A mark Parley sent came back: the audio sent before it has been played to the caller (or was cleared). */
+  | { type: 'mark'; name: string }
+  | { type: 'stop' };
+
+export interface MediaFormat {
+  /** `mulaw` (G.711 μ-law), `alaw` or `pcm16` (signed 16-bit little endian). */
+  encoding: 'mulaw' | 'alaw' | 'pcm16';
+  sampleRate: number;
+  channels: number;
+}
+
+/** Reads and writes one carrier's stream messages. Pure: no sockets, no timers. */
+export interface MediaStreamProtocol {
+  /** The adapter's name, e.g. `twilio`. */
+  readonly carrier: string;
+  /** Parses one text frame; undefined for messages Parley does not use. Throws on frames it cannot read. */
+  parse(frame: string): MediaStreamEvent | undefined;
+  /** A frame playing `payload` (encoded in the stream's format) to the caller. */
+  audio(streamId: string, payload: Buffer): string;
+  /** A frame asking the carrier to report `name` once everything sent before it has played. */
+  mark(streamId: string, name: string): string;
+  /** A frame dropping every buffered, unplayed frame at once (barge-in); pending marks come back. */
+  clear(streamId: string): string;
+}
