@@ -1,14 +1,26 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
-import { ApiClient, RunningPlatform } from '@parley/testing';
+import WebSocket from 'ws';
+import { parseWav, pcm16ToMulaw } from '@parley/audio';
+import { FakeTwilioServer, signedTwilioWebhook } from '@parley/carrier-twilio';
+import { ApiClient, EventStreamClient, RunningPlatform } from '@parley/testing';
 
 const KEY = 'vsk_calls_owner_key_00000001';
 const OTHER = 'vsk_calls_other_key_00000001';
 const stripe = new Stripe('sk_test_unused');
+const FROM = '+15550009999';
 
-describe('calls: records, state machine, limits and call events to webhooks', () => {
+/** One second of a 440 Hz tone as the caller's μ-law audio. */
+function toneMulaw(seconds: number): Buffer {
+  const samples = new Int16Array(8000 * seconds);
+  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 8000));
+  return pcm16ToMulaw(samples);
+}
+
+describe('calls: records, state machine, Twilio, live events, recordings and call events to webhooks', () => {
   let platform: RunningPlatform;
+  let twilio: FakeTwilioServer;
   let api: ApiClient;
   let receiver: Server;
   const received: { body: string; signature: string }[] = [];
@@ -25,9 +37,18 @@ describe('calls: records, state machine, limits and call events to webhooks', ()
       });
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    twilio = new FakeTwilioServer();
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`, `globex:owner:${OTHER}`],
-      env: { EGRESS_ALLOWLIST: '127.0.0.1', MAX_CONCURRENT_CALLS: '3', CALL_STUCK_SECONDS: '10' },
+      env: {
+        EGRESS_ALLOWLIST: '127.0.0.1',
+        MAX_CONCURRENT_CALLS: '3',
+        CALL_STUCK_SECONDS: '10',
+        TWILIO_ACCOUNT_SID: twilio.accountSid,
+        TWILIO_AUTH_TOKEN: twilio.authToken,
+        TWILIO_API_BASE_URL: await twilio.start(),
+        TWILIO_FROM_NUMBER: FROM,
+      },
     });
     api = platform.api(KEY);
     const endpoint = await api.post('/v1/webhook_endpoints', {
@@ -35,11 +56,12 @@ describe('calls: records, state machine, limits and call events to webhooks', ()
       events: ['call.*'],
     });
     secret = endpoint.body.secret;
-    agentId = (await api.post('/v1/agents', { name: 'Caller', languages: [{ code: 'en' }] })).body.id;
+    agentId = (await api.post('/v1/agents', { name: 'Caller', languages: [{ code: 'en' }], record_calls: true })).body.id;
   });
 
   afterAll(async () => {
     await platform?.stop();
+    await twilio?.stop();
     await new Promise((r) => receiver.close(r));
   });
 
@@ -56,26 +78,188 @@ describe('calls: records, state machine, limits and call events to webhooks', ()
     }
   }
 
-  it('starts a call queued, dials once for a retried request, and ends it with a signed call.ended webhook', async () => {
+  const dialsTo = (to: string) => twilio.calls.filter((c) => c.action === 'create' && c.form['To'] === to);
+
+  it('dials once for a retried request and follows Twilio from queued to ended, live on the event stream and in signed webhooks', async () => {
     const body = { agent_id: agentId, to: '+15550100000', variables: { name: 'Ada' }, metadata: { crm: '42' } };
     const first = await api.post('/v1/calls', body, { 'idempotency-key': 'dial-once' });
     const retry = await api.post('/v1/calls', body, { 'idempotency-key': 'dial-once' });
     expect(first.status).toBe(201);
-    expect(first.body).toMatchObject({ object: 'call', status: 'queued', direction: 'outbound', to: '+15550100000', variables: { name: 'Ada' } });
-    expect(first.body.id).toMatch(/^call_/);
+    expect(first.body).toMatchObject({ object: 'call', status: 'queued', direction: 'outbound', to: '+15550100000', from: FROM, carrier: 'twilio' });
+    expect(first.body).toMatchObject({ variables: { name: 'Ada' }, metadata: { crm: '42' }, summary: null, extracted: null });
     expect(retry.body.id).toBe(first.body.id);
-    expect((await api.get(`/v1/calls?agent_id=${agentId}&limit=100`)).body.data.filter((c: { id: string }) => c.id === first.body.id)).toHaveLength(1);
+    expect(dialsTo('+15550100000')).toHaveLength(1);
+    const dial = dialsTo('+15550100000')[0];
+    const sid = dial.callSid as string;
+    expect(first.body.carrier_call_id).toBe(sid);
+    expect(dial.form['StatusCallback']).toBe(`${platform.baseUrl}/carriers/twilio/status`);
+    expect(dial.twiml).toContain(`<Stream url="${platform.mediaUrl}/streams/twilio">`);
+    expect(dial.twiml).toMatch(/<Parameter name="token" value="[^"]+"\/>/);
+
+    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${first.body.id}/events`, KEY);
+    expect(stream.status).toBe(200);
+    expect(stream.contentType).toMatch(/^text\/event-stream/);
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'queued');
+
+    expect(await twilio.sendStatusCallback(sid, 'ringing')).toBe(204);
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'ringing');
+    expect(await twilio.sendStatusCallback(sid, 'in-progress')).toBe(204);
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'in_progress');
+    // A late, out-of-order ringing changes nothing.
+    expect(await twilio.sendStatusCallback(sid, 'ringing')).toBe(204);
+
+    const media = await twilio.connectMediaStream(sid);
+    await media.sendAudio(toneMulaw(1));
+    await stream.waitFor((e) => e.event === 'call.started');
 
     const ended = await api.post(`/v1/calls/${first.body.id}/end`);
-    expect(ended.body).toMatchObject({ status: 'ended', end_reason: 'canceled', duration_seconds: 0 });
+    expect(ended.body).toMatchObject({ status: 'ended', end_reason: 'hangup' });
+    expect(twilio.calls.some((c) => c.action === 'update' && c.callSid === sid && c.form['Status'] === 'completed')).toBe(true);
+    expect((await media.closed).code).toBe(1000);
+    await stream.ended;
+    const statuses = stream.events.filter((e) => e.event === 'call.status').map((e) => e.data.status);
+    expect(statuses).toEqual(['queued', 'ringing', 'in_progress', 'ended']);
+    expect(stream.events.map((e) => e.event)).toEqual(expect.arrayContaining(['call.started', 'call.ended']));
+
     const again = await api.post(`/v1/calls/${first.body.id}/end`);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('conflict');
+    // Twilio's own completed callback after the API ended the call is accepted and changes nothing.
+    expect(await twilio.sendStatusCallback(sid, 'completed')).toBe(204);
+    expect((await api.get(`/v1/calls/${first.body.id}`)).body.end_reason).toBe('hangup');
 
+    const started = await waitFor(() => events(first.body.id).find((e) => e.event.type === 'call.started'));
+    expect(started.event.data).toEqual({ agent_id: agentId, direction: 'outbound', to: '+15550100000', from: FROM });
     const delivered = await waitFor(() => events(first.body.id).find((e) => e.event.type === 'call.ended'));
-    expect(delivered.event.data).toEqual({ duration_seconds: 0, turns: 0, end_reason: 'canceled' });
+    expect(delivered.event.data).toMatchObject({ turns: 0, end_reason: 'hangup' });
+    expect(delivered.event.data.duration_seconds).toBeGreaterThan(0);
     expect(delivered.event).not.toHaveProperty('data.summary');
-    expect(() => stripe.webhooks.constructEvent(delivered.body, delivered.signature, secret, 300)).not.toThrow();
+    for (const e of [started, delivered]) expect(() => stripe.webhooks.constructEvent(e.body, e.signature, secret, 300)).not.toThrow();
+    const tampered = delivered.body.replace('hangup', 'completed');
+    expect(() => stripe.webhooks.constructEvent(tampered, delivered.signature, secret, 300)).toThrow();
+  }, 60_000);
+
+  it('records the caller, tells webhooks, serves the file to key holders and through an expiring signed link', async () => {
+    const call = (await api.post('/v1/calls', { agent_id: agentId, to: '+15550100003' })).body;
+    const sid = call.carrier_call_id;
+    await twilio.sendStatusCallback(sid, 'in-progress');
+    const media = await twilio.connectMediaStream(sid);
+    await media.sendAudio(toneMulaw(2));
+    media.stop();
+    await media.closed;
+    const ready = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.recording.ready'));
+    expect(ready.event.data).toMatchObject({ recording_url: `${platform.baseUrl}/v1/calls/${call.id}/recording`, content_type: 'audio/wav' });
+    // Two seconds of audio, placed on the call's timeline by the carrier's timestamps (from the stream's start).
+    expect(ready.event.data.duration_seconds).toBeGreaterThanOrEqual(2);
+    expect(ready.event.data.duration_seconds).toBeLessThan(2.5);
+    // The stream ending is the end of the conversation.
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'completed', recording_available: true });
+
+    const file = await fetch(`${platform.baseUrl}/v1/calls/${call.id}/recording`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-type')).toBe('audio/wav');
+    const wav = parseWav(Buffer.from(await file.arrayBuffer()));
+    expect(wav.sampleRate).toBe(8000);
+    expect(wav.samples.length).toBe(Math.round(ready.event.data.duration_seconds * 8000));
+    expect(Math.max(...wav.samples.slice(-8000))).toBeGreaterThan(6000);
+    expect((await platform.api(OTHER).get(`/v1/calls/${call.id}/recording`)).status).toBe(404);
+
+    const link = (await api.get(`/v1/calls/${call.id}/recording_url`)).body;
+    expect(link).toMatchObject({ object: 'recording_url', call_id: call.id, content_type: 'audio/wav', duration_seconds: ready.event.data.duration_seconds });
+    expect(Date.parse(link.expires_at) - Date.now()).toBeGreaterThan(3500_000);
+    const played = await fetch(link.url);
+    expect(played.status).toBe(200);
+    expect(Buffer.from(await played.arrayBuffer()).subarray(0, 4).toString()).toBe('RIFF');
+    const forged = await fetch(link.url.replace(/token=([^&]{4})/, 'token=AAAA'));
+    expect(forged.status).toBe(401);
+    expect(forged.headers.get('content-type')).toMatch(/problem\+json/);
+
+    const transcript = (await api.get(`/v1/calls/${call.id}/transcript`)).body;
+    expect(transcript).toEqual({ object: 'transcript', call_id: call.id, final: true, turns: [] });
+  }, 60_000);
+
+  it('answers an inbound call on a signed voice webhook, streams it, and refuses forged signatures', async () => {
+    const voiceUrl = `${platform.baseUrl}/carriers/twilio/voice/${agentId}`;
+    const statusCallbackUrl = `${platform.baseUrl}/carriers/twilio/status`;
+    const forged = await twilio.placeInboundCall({ voiceUrl, from: '+15550177777', to: FROM, signature: 'forged', statusCallbackUrl });
+    expect(forged.status).toBe(401);
+    expect((await api.get('/v1/calls?direction=inbound')).body.data.filter((c: { from: string }) => c.from === '+15550177777')).toHaveLength(0);
+    const forgedStatus = signedTwilioWebhook(statusCallbackUrl, { CallSid: 'CAforged', CallStatus: 'completed' }, 'not-the-token');
+    const refused = await fetch(statusCallbackUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...forgedStatus.headers }, body: forgedStatus.body });
+    expect(refused.status).toBe(401);
+
+    const inbound = await twilio.placeInboundCall({ voiceUrl, from: '+15550188888', to: FROM, statusCallbackUrl });
+    expect(inbound.status).toBe(200);
+    expect(inbound.contentType).toMatch(/xml/);
+    expect(inbound.twiml).toContain(`<Stream url="${platform.mediaUrl}/streams/twilio">`);
+    const call = (await api.get('/v1/calls?direction=inbound')).body.data.find((c: { from: string }) => c.from === '+15550188888');
+    expect(call).toMatchObject({ status: 'ringing', direction: 'inbound', to: FROM, carrier_call_id: inbound.sid, agent_id: agentId });
+
+    const media = await twilio.connectMediaStream(inbound.sid);
+    const started = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.started'));
+    expect(started.event.data).toEqual({ agent_id: agentId, direction: 'inbound', to: FROM, from: '+15550188888' });
+    await media.sendAudio(toneMulaw(1));
+    media.stop();
+    await waitFor(() => events(call.id).find((e) => e.event.type === 'call.ended'));
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'completed' });
+  }, 60_000);
+
+  it('refuses a media stream without a genuine token', async () => {
+    const ws = new WebSocket(`${platform.mediaUrl}/streams/twilio`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+    ws.send(
+      JSON.stringify({
+        event: 'start',
+        sequenceNumber: '1',
+        streamSid: 'MZ00000000000000000000000000000001',
+        start: {
+          streamSid: 'MZ00000000000000000000000000000001',
+          accountSid: twilio.accountSid,
+          callSid: 'CA00000000000000000000000000000001',
+          tracks: ['inbound'],
+          customParameters: { token: 'e30.forged' },
+          mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+        },
+      }),
+    );
+    expect(await closed).toBe(1008);
+  });
+
+  it('hands injected events to the live call and its stream, and refuses them once it is over', async () => {
+    const call = (await api.post('/v1/calls', { agent_id: agentId, to: '+15550100004' })).body;
+    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
+    await stream.waitFor((e) => e.event === 'call.status');
+    const injected = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: { amount: 42 } });
+    expect(injected.status).toBe(202);
+    expect(injected.body).toMatchObject({ object: 'call_event', call_id: call.id, name: 'payment_received', payload: { amount: 42 } });
+    expect(injected.body.id).toMatch(/^cev_/);
+    const seen = await stream.waitFor((e) => e.event === 'call.event');
+    expect(seen.data).toEqual(injected.body);
+    expect((await api.post(`/v1/calls/${call.id}/events`, { name: 'bad name!' })).status).toBe(422);
+    expect((await api.post(`/v1/calls/${call.id}/events`, { name: 'x', extra: 1 })).status).toBe(400);
+
+    await api.post(`/v1/calls/${call.id}/end`);
+    await stream.ended;
+    expect(stream.events.map((e) => e.event)).toEqual(['call.status', 'call.event', 'call.ended', 'call.status']);
+    expect((await api.post(`/v1/calls/${call.id}/events`, { name: 'late' })).status).toBe(409);
+
+    // A stream opened on a call that is over sends the final status and ends at once.
+    const late = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
+    await late.ended;
+    expect(late.events.map((e) => [e.event, e.data.status])).toEqual([['call.status', 'ended']]);
+    const missing = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/call_missing/events`, KEY);
+    expect(missing.status).toBe(404);
+  }, 30_000);
+
+  it('fails the call with the carrier’s reason when Twilio refuses to dial', async () => {
+    twilio.failNext({ status: 400, code: 21211, message: "The 'To' number +15550100005 is not a valid phone number." });
+    const res = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100005' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ status: 'failed', end_reason: 'carrier_error' });
+    expect(res.body.failure_reason).toContain('21211');
+    await waitFor(() => events(res.body.id).find((e) => e.event.type === 'call.failed'));
   });
 
   it('records nobody answering as no_answer', async () => {

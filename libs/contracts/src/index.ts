@@ -7,3 +7,4 @@ export * as healthV1 from './gen/grpc/health/v1/health';
 export * as webhooksV1 from './gen/parley/webhooks/v1/webhooks';
 export * as callsV1 from './gen/parley/calls/v1/calls';
 export * from './agents';
+export * from './live';

@@ -45,3 +45,8 @@ export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
 export function webhookEventSubject<T extends WebhookEventType>(type: T): Subject<WebhookEvent<T>> {
   return { name: `parley.events.${type}`, stream: STREAMS.webhookEvents };
 }
+
+/** The envelope as customers see it (webhook bodies, call event streams): the routing fields left out. */
+export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id'> {
+  return { id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data };
+}

@@ -2,3 +2,4 @@ export * from './database';
 export * from './ports';
 export * from './platform';
 export * from './api-client';
+export * from './event-stream';

@@ -50,7 +50,14 @@ export class RunningPlatform {
     const mode = options.mode ?? 'standalone';
     if (mode === 'distributed' && !process.env['NATS_URL']) throw new Error('distributed mode needs NATS_URL');
     const database = await createTestDatabase('parley_e2e');
-    const [port, agents, calls, media, webhooks] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [port, agents, calls, media, webhooks, mediaStreams] = await Promise.all([
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+    ]);
     const env: Record<string, string> = {
       PATH: process.env['PATH'] ?? '',
       DATABASE_URL: database.url,
@@ -61,6 +68,10 @@ export class RunningPlatform {
       CALLS_GRPC_URL: `127.0.0.1:${calls}`,
       MEDIA_GRPC_URL: `127.0.0.1:${media}`,
       WEBHOOKS_GRPC_URL: `127.0.0.1:${webhooks}`,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      MEDIA_PORT: String(mediaStreams),
+      MEDIA_HOST: '127.0.0.1',
+      MEDIA_PUBLIC_URL: `ws://127.0.0.1:${mediaStreams}`,
       SECRET_KEY: 'e2e-secret-key-for-signing-cursors-000001',
       BOOTSTRAP_KEYS: (options.bootstrapKeys ?? []).join(','),
       LOG_LEVEL: process.env['E2E_LOG_LEVEL'] ?? 'warn',
@@ -88,6 +99,11 @@ export class RunningPlatform {
   /** The platform's database (every service's schema), for tests that inspect what the services stored. */
   get databaseUrl(): string {
     return this.database.url;
+  }
+
+  /** Where carriers reach the media worker (MEDIA_PUBLIC_URL). */
+  get mediaUrl(): string {
+    return this.env['MEDIA_PUBLIC_URL'];
   }
 
   api(key?: string): ApiClient {

@@ -1,5 +1,5 @@
 import { CarrierAdapter, CarrierError } from '@parley/carrier-core';
-import { FakeTwilioServer, signedStatusCallback } from './testing/fake-twilio-server';
+import { FakeTwilioServer, signedTwilioWebhook } from './testing/fake-twilio-server';
 import { TwilioCarrier } from './twilio-carrier';
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
@@ -156,7 +156,7 @@ describe('TwilioCarrier against FakeTwilioServer', () => {
   it('verifies a status callback the fake server signs and posts', async () => {
     const { carrierCallId } = await carrier.placeCall(request);
     const params = server.statusCallbackParams(carrierCallId, 'ringing');
-    const signed = signedStatusCallback(request.statusCallbackUrl, params, AUTH_TOKEN);
+    const signed = signedTwilioWebhook(request.statusCallbackUrl, params, AUTH_TOKEN);
 
     expect(carrier.verifyWebhook(signed)).toBe(true);
     expect(carrier.parseStatusCallback(signed.params)).toMatchObject({ carrierCallId, status: 'ringing' });
@@ -167,7 +167,7 @@ describe('TwilioCarrier.verifyWebhook', () => {
   const carrier = new TwilioCarrier({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
   const url = 'https://parley.test/carriers/twilio/status?account=acme';
   const params = { CallSid: 'CA0123456789abcdef0123456789abcdef', CallStatus: 'completed', CallDuration: '42' };
-  const signed = signedStatusCallback(url, params, AUTH_TOKEN);
+  const signed = signedTwilioWebhook(url, params, AUTH_TOKEN);
 
   it('accepts a correctly signed callback, whatever the header case or form', () => {
     expect(carrier.verifyWebhook(signed)).toBe(true);
@@ -178,7 +178,7 @@ describe('TwilioCarrier.verifyWebhook', () => {
   it('refuses forged and tampered callbacks', () => {
     expect(carrier.verifyWebhook({ ...signed, headers: {} })).toBe(false);
     expect(carrier.verifyWebhook({ ...signed, headers: { 'x-twilio-signature': 'AAAAAAAAAAAAAAAAAAAAAAAAAAA=' } })).toBe(false);
-    expect(carrier.verifyWebhook(signedStatusCallback(url, params, 'someone-elses-token'))).toBe(false);
+    expect(carrier.verifyWebhook(signedTwilioWebhook(url, params, 'someone-elses-token'))).toBe(false);
     expect(carrier.verifyWebhook({ ...signed, params: { ...params, CallDuration: '4200' } })).toBe(false);
     expect(carrier.verifyWebhook({ ...signed, params: { ...params, Extra: 'x' } })).toBe(false);
     expect(carrier.verifyWebhook({ ...signed, url: 'https://evil.test/carriers/twilio/status?account=acme' })).toBe(false);

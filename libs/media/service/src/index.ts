@@ -1,10 +1,9 @@
-import { Module } from '@nestjs/common';
 import { ServiceDefinition } from '@parley/runtime';
+import { MediaWorkerModule } from './lib/media-worker.module';
 
-/** Terminates carrier audio and runs the conversation engine (media worker issue); stateless: no schema. */
-@Module({})
-export class MediaWorkerModule {}
+export { MediaWorkerModule };
 
+/** Terminates carrier audio and runs the conversation engine; stateless: no schema. */
 export const mediaWorkerService: ServiceDefinition = {
   name: 'media-worker',
   module: MediaWorkerModule,

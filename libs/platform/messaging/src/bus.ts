@@ -26,6 +26,13 @@ export interface Bus {
   publish(subject: string, payload: unknown, options: PublishOptions): Promise<void>;
   /** Subscribes a durable consumer to a subject (or a wildcard such as `parley.events.>`). */
   subscribe(subject: string, durable: string, handler: BusHandler): Promise<void>;
+  /**
+   * Fire-and-forget to every current listener (no storage, no redelivery): live views such as a call's event
+   * stream, where a late or missed message is recovered from a snapshot, never from the bus.
+   */
+  broadcast(subject: string, payload: unknown): Promise<void>;
+  /** Hears every broadcast on `subject` (wildcards allowed) until the returned function is called. */
+  listen(subject: string, handler: (payload: unknown, subject: string) => void): Promise<() => void>;
   isHealthy(): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -188,4 +188,16 @@ describe('InProcessBus', () => {
   it('reports its kind', () => {
     expect(bus.kind).toBe('in-process');
   });
+
+  it('broadcasts to every matching listener at once, and to none after it stops listening', async () => {
+    const heard: [unknown, string][] = [];
+    const stop = await bus.listen('parley.live.call.*', (payload, subject) => void heard.push([payload, subject]));
+    await bus.listen('parley.live.call.other', () => void heard.push(['other', 'x']));
+
+    await bus.broadcast('parley.live.call.call_1', { n: 1 });
+    stop();
+    await bus.broadcast('parley.live.call.call_1', { n: 2 });
+
+    expect(heard).toEqual([[{ n: 1 }, 'parley.live.call.call_1']]);
+  });
 });

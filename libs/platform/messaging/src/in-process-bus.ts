@@ -18,6 +18,7 @@ export class InProcessBus implements Bus {
   private opened!: () => void;
   private readonly openedPromise = new Promise<void>((resolve) => (this.opened = resolve));
   private closed = false;
+  private readonly listeners = new Set<{ pattern: string; handler: (payload: unknown, subject: string) => void }>();
 
   open(): void {
     this.opened();
@@ -50,6 +51,20 @@ export class InProcessBus implements Bus {
     this.subscriptions.push({ pattern: subject, durable, handler });
   }
 
+  async broadcast(subject: string, payload: unknown): Promise<void> {
+    if (this.closed) return;
+    const wire = JSON.stringify(payload);
+    for (const l of [...this.listeners]) {
+      if (subjectMatches(l.pattern, subject)) l.handler(JSON.parse(wire), subject);
+    }
+  }
+
+  async listen(subject: string, handler: (payload: unknown, subject: string) => void): Promise<() => void> {
+    const listener = { pattern: subject, handler };
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   async isHealthy(): Promise<boolean> {
     return !this.closed;
   }
@@ -57,5 +72,6 @@ export class InProcessBus implements Bus {
   async close(): Promise<void> {
     this.closed = true;
     this.subscriptions.length = 0;
+    this.listeners.clear();
   }
 }

@@ -151,4 +151,22 @@ describeWithNats('JetStream bus (real NATS)', () => {
     const all = [...receivedA, ...receivedB].map((m) => m.id);
     expect(all.sort()).toEqual([...ids].sort());
   });
+
+  it('broadcasts to every listener on any connection, without storing the message', async () => {
+    const other = await bus('listener');
+    const heard: unknown[] = [];
+    const subject = `parley.live.inttest.${RUN}`;
+    const stopA = await other.listen(subject, (p) => void heard.push(['a', p]));
+    const stopB = await publisher.listen(`parley.live.inttest.${RUN}.>`, (p) => void heard.push(['wide', p]));
+    await publisher.broadcast(subject, { n: 1 });
+    await publisher.broadcast(`${subject}.deeper`, { n: 2 });
+    await waitUntil(() => heard.length === 2, 5000, 'two broadcasts heard');
+    stopA();
+    stopB();
+    await publisher.broadcast(subject, { n: 3 });
+    await sleep(200);
+    // Two connections: no order between them.
+    expect(heard).toEqual(expect.arrayContaining([['a', { n: 1 }], ['wide', { n: 2 }]]));
+    expect(heard).toHaveLength(2);
+  });
 });

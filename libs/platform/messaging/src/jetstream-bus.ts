@@ -100,6 +100,26 @@ export class JetStreamBus implements Bus {
     })();
   }
 
+  async broadcast(subject: string, payload: unknown): Promise<void> {
+    this.nc.publish(this.ns.subject(subject), codec.encode(payload));
+  }
+
+  async listen(subject: string, handler: (payload: unknown, subject: string) => void): Promise<() => void> {
+    const sub = this.nc.subscribe(this.ns.subject(subject), {
+      callback: (error, msg) => {
+        if (error) return log.warn({ err: error, subject }, 'listener failed');
+        try {
+          handler(codec.decode(msg.data), this.ns.strip(msg.subject));
+        } catch (e) {
+          log.warn({ err: e, subject }, 'listener threw');
+        }
+      },
+    });
+    // The subscription is live on the server once flushed; a broadcast after listen() resolves is heard.
+    await this.nc.flush();
+    return () => sub.unsubscribe();
+  }
+
   async isHealthy(): Promise<boolean> {
     if (this.nc.isClosed()) return false;
     await this.nc.flush();

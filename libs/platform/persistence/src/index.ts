@@ -3,3 +3,4 @@ export * from './service-database';
 export * from './ids';
 export * from './keyset';
 export * from './sealing';
+export * from './signed-tokens';

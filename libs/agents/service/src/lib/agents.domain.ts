@@ -49,6 +49,12 @@ export class AgentsDomain {
     return this.view(agent);
   }
 
+  async locateAgent(id: string): Promise<string> {
+    const accountId = await this.agents.accountOf(id);
+    if (!accountId) throw AppError.notFound('agent');
+    return accountId;
+  }
+
   async updateAgent(accountId: string, id: string, patch: Partial<AgentSpec>): Promise<AgentView> {
     const agent = await this.agents.update(accountId, id, async (current, m) =>
       sealSecrets(await this.check(accountId, applyPatch(current, patch), m), this.sealer),

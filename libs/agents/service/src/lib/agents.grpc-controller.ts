@@ -51,6 +51,10 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
     return { agent: toAgent(await this.domain.getAgent(req.account_id, req.id)) };
   }
 
+  async locateAgent(req: agentsV1.LocateAgentRequest): Promise<agentsV1.LocateAgentResponse> {
+    return { account_id: await this.domain.locateAgent(req.id) };
+  }
+
   async updateAgent(req: agentsV1.UpdateAgentRequest): Promise<agentsV1.UpdateAgentResponse> {
     return { agent: toAgent(await this.domain.updateAgent(req.account_id, req.id, parse(req.patch_json))) };
   }

@@ -48,6 +48,12 @@ export class AgentsRepository {
     return this.dataSource.getRepository(AgentEntity).findOneBy({ id, accountId, deletedAt: IsNull() });
   }
 
+  /** The account of a live agent, looked up by id alone (carrier webhooks); null when none. */
+  async accountOf(id: string): Promise<string | null> {
+    const agent = await this.dataSource.getRepository(AgentEntity).findOne({ select: { accountId: true }, where: { id, deletedAt: IsNull() } });
+    return agent?.accountId ?? null;
+  }
+
   async update(accountId: string, id: string, change: AgentChange): Promise<AgentEntity | null> {
     return this.mutate(accountId, id, false, async (agent, m) => {
       agent.spec = typeof change === 'function' ? await change(agent.spec, m) : applyPatch(agent.spec, change);

@@ -1,26 +1,38 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { ClientGrpc } from '@nestjs/microservices';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { AGENTS_V1, agentsV1, CallDirection, WebhookEvent, webhookEventSubject, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import {
+  CallActivity,
+  CallDirection,
+  callsV1,
+  InjectedCallEvent,
+  LIVE,
+  WebhookEvent,
+  webhookEventSubject,
+  WebhookEventData,
+  WebhookEventType,
+} from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
-import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
+import { Bus, enqueueOutbox, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { keysetPage, newId, Page } from '@parley/persistence';
-import { AppError, pagePosition, RpcClient } from '@parley/rpc';
-import { CONFIG } from '@parley/runtime';
-import { canMove, CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
-import { CallEntity } from './entities';
+import { AppError, pagePosition } from '@parley/rpc';
+import { BUS, CONFIG } from '@parley/runtime';
+import { canMove, CallStatus, EndReason, isLive } from './call-state';
+import { CallEntity, CallTurnEntity } from './entities';
 
-export const AGENTS_GRPC = 'AGENTS_GRPC';
-const E164 = /^\+[1-9]\d{6,14}$/;
-
-export interface CreateCall {
+export interface NewCall {
+  accountId: string;
   agentId: string;
+  direction: CallDirection;
   to: string;
-  from?: string;
-  variables?: Record<string, string>;
-  metadata?: Record<string, string>;
+  from: string;
+  status: 'queued' | 'ringing';
+  carrier: string | null;
+  carrierCallId: string | null;
+  recordingEnabled: boolean;
+  variables: Record<string, string>;
+  metadata: Record<string, string>;
 }
 
 export interface CallFilters {
@@ -31,24 +43,39 @@ export interface CallFilters {
   createdBefore?: string;
 }
 
+export interface Transition {
+  status: CallStatus;
+  endReason?: EndReason;
+  failureReason?: string;
+}
+
+export interface TurnInput {
+  role: 'user' | 'assistant';
+  text: string;
+  language: string;
+  startMs: number;
+  endMs: number;
+  interrupted: boolean;
+}
+
+const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
+
 /**
- * Call records and the call state machine. Every change and the events it causes (`call.started`,
- * `call.ended`, `call.failed`) commit in one transaction, through the outbox, so webhooks never miss one.
+ * Call records, the call state machine and the transcript. Every change and the events it causes
+ * (`call.started`, `call.ended`, `call.failed`, `call.transcript.updated`, …) commit in one transaction through
+ * the outbox, so webhooks never miss one; after commit the change is broadcast live for event streams.
  */
 @Injectable()
 export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly agents: RpcClient<agentsV1.AgentsServiceClient>;
   private readonly log = serviceLogger('calls');
   private reaper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly relay: OutboxRelay,
-    @Inject(AGENTS_GRPC) grpc: ClientGrpc,
+    @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
-  ) {
-    this.agents = new RpcClient(grpc, AGENTS_V1, 'agents', config.RPC_TIMEOUT_MS);
-  }
+  ) {}
 
   onApplicationBootstrap(): void {
     this.reaper = setInterval(() => void this.failStuckCalls().catch((e) => this.log.warn({ err: e }, 'reaper pass failed')), 5_000);
@@ -59,48 +86,31 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     clearInterval(this.reaper);
   }
 
-  async create(accountId: string, input: CreateCall): Promise<CallEntity> {
-    const problems = [
-      ...(E164.test(input.to) ? [] : [{ field: 'to', message: 'must be an E.164 number such as +15551234567' }]),
-      ...(input.from === undefined || input.from === '' || E164.test(input.from) ? [] : [{ field: 'from', message: 'must be an E.164 number' }]),
-    ];
-    if (problems.length) throw AppError.validation(problems);
-    try {
-      await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: input.agentId }, md));
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'not_found') {
-        throw AppError.validation([{ field: 'agent_id', message: 'names no agent of this account' }]);
-      }
-      throw error;
-    }
+  /** Inserts a new live call, refusing it (402) when the account is at its concurrent-call ceiling. */
+  async insert(input: NewCall): Promise<CallEntity> {
     const call = await this.dataSource.transaction(async (m) => {
       // Serialise per account so the concurrent-call ceiling holds under parallel requests.
-      await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`calls:${accountId}`]);
-      const [{ live }] = await m.query(
-        `SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ('queued', 'ringing', 'in_progress')`,
-        [accountId],
-      );
+      await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`calls:${input.accountId}`]);
+      const [{ live }] = await m.query(`SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES}`, [
+        input.accountId,
+      ]);
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
       const now = new Date();
       const entity = Object.assign(new CallEntity(), {
+        ...input,
         id: newId('call'),
-        accountId,
-        agentId: input.agentId,
-        direction: 'outbound' as CallDirection,
-        to: input.to,
-        from: input.from ?? '',
-        status: 'queued' as CallStatus,
         endReason: null,
         failureReason: null,
-        carrier: null,
-        carrierCallId: null,
-        variables: input.variables ?? {},
-        metadata: input.metadata ?? {},
         turns: 0,
         recordingAvailable: false,
         transcriptAvailable: false,
+        recordingKey: null,
+        recordingContentType: null,
+        recordingDurationSeconds: null,
+        lastMediaAt: null,
+        transferredTo: null,
         createdAt: now,
         updatedAt: now,
         answeredAt: null,
@@ -109,6 +119,7 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       await m.insert(CallEntity, entity as QueryDeepPartialEntity<CallEntity>);
       return entity;
     });
+    this.broadcast(call.id, { kind: 'status', call: toCallMessage(call) });
     return call;
   }
 
@@ -116,6 +127,11 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     const call = await this.dataSource.getRepository(CallEntity).findOneBy({ id, accountId });
     if (!call) throw AppError.notFound('call');
     return call;
+  }
+
+  /** The call a carrier knows by its own id; undefined when Parley has no such call. */
+  async findByCarrierCall(carrier: string, carrierCallId: string): Promise<CallEntity | undefined> {
+    return (await this.dataSource.getRepository(CallEntity).findOneBy({ carrier, carrierCallId })) ?? undefined;
   }
 
   list(accountId: string, limit: number, after: string, filters: CallFilters): Promise<Page<CallEntity>> {
@@ -128,46 +144,16 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     return keysetPage(qb, 'c', limit, pagePosition(after));
   }
 
-  /** Ends a live call from the API: `hangup` once answered, `canceled` before; give-up records `no_answer`. */
-  async end(accountId: string, id: string, reason: 'hangup' | 'given_up'): Promise<CallEntity> {
-    return this.change(accountId, id, (call) => {
-      if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);
-      if (reason === 'given_up' && call.status === 'in_progress') {
-        throw new AppError('conflict', 'The call was answered; end it instead of giving up.');
-      }
-      return { status: 'ended', endReason: reason === 'given_up' ? 'no_answer' : reasonForEnd(call.status) };
-    });
-  }
-
-  /** A call with no progress for CALL_STUCK_SECONDS fails with reason no_media, so none stays live forever. */
-  async failStuckCalls(now = new Date()): Promise<number> {
-    const stale: { id: string; account_id: string }[] = await this.dataSource.query(
-      `SELECT id, account_id FROM calls WHERE status IN ('queued', 'ringing', 'in_progress') AND updated_at < $1 LIMIT 100`,
-      [new Date(now.getTime() - this.config.CALL_STUCK_SECONDS * 1000)],
-    );
-    for (const s of stale) {
-      await this.change(s.account_id, s.id, (call) =>
-        isLive(call.status) ? { status: 'failed', endReason: 'no_media', failureReason: `No media for ${this.config.CALL_STUCK_SECONDS} s` } : undefined,
-      );
-    }
-    return stale.length;
-  }
-
-  private async change(
-    accountId: string,
-    id: string,
-    decide: (call: CallEntity) => { status: CallStatus; endReason?: EndReason; failureReason?: string } | undefined,
-  ): Promise<CallEntity> {
-    const call = await this.dataSource.transaction(async (m) => {
-      const current = await m
-        .getRepository(CallEntity)
-        .createQueryBuilder('c')
-        .setLock('pessimistic_write')
-        .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
-        .getOne();
-      if (!current) throw AppError.notFound('call');
+  /**
+   * Changes a call under a row lock: `decide` sees the current record and returns the next state (undefined:
+   * no change), may also set fields on it; illegal moves are a 409 conflict. Events follow the new state.
+   */
+  async transition(accountId: string, id: string, decide: (call: CallEntity) => Transition | undefined): Promise<CallEntity> {
+    const events: WebhookEvent[] = [];
+    const { call, changed } = await this.dataSource.transaction(async (m) => {
+      const current = await this.lock(m, accountId, id);
       const next = decide(current);
-      if (!next) return current;
+      if (!next || next.status === current.status) return { call: current, changed: false };
       if (!canMove(current.status, next.status)) throw new AppError('conflict', `A ${current.status} call cannot become ${next.status}.`);
       const now = new Date();
       current.status = next.status;
@@ -179,27 +165,93 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
         current.failureReason = next.failureReason ?? null;
       }
       await m.save(CallEntity, current);
-      await this.emitFor(m, current);
-      return current;
+      events.push(...(await this.emitFor(m, current)));
+      return { call: current, changed: true };
     });
-    this.relay.nudge();
+    if (changed) this.afterCommit(call, events);
     return call;
   }
 
-  private async emitFor(m: EntityManager, call: CallEntity): Promise<void> {
-    if (call.status === 'in_progress') {
-      await this.emit(m, call, 'call.started', { agent_id: call.agentId, direction: call.direction, to: call.to, from: call.from });
-    }
-    if (call.status === 'failed') {
-      await this.emit(m, call, 'call.failed', { reason: call.endReason ?? 'failed', message: call.failureReason ?? undefined });
-    }
-    if (!isLive(call.status)) {
-      const duration = call.answeredAt && call.endedAt ? (call.endedAt.getTime() - call.answeredAt.getTime()) / 1000 : 0;
-      await this.emit(m, call, 'call.ended', { duration_seconds: duration, turns: call.turns, end_reason: call.endReason ?? 'completed' });
-    }
+  /** Sets fields that are not a state change (carrier call id, transfer, recording, media liveness). */
+  async amend(accountId: string, id: string, change: (call: CallEntity, m: EntityManager) => Promise<WebhookEvent[]> | WebhookEvent[]): Promise<CallEntity> {
+    const events: WebhookEvent[] = [];
+    const call = await this.dataSource.transaction(async (m) => {
+      const current = await this.lock(m, accountId, id);
+      events.push(...(await change(current, m)));
+      current.updatedAt = new Date();
+      await m.save(CallEntity, current);
+      return current;
+    });
+    if (events.length) this.afterCommit(call, events);
+    return call;
   }
 
-  private emit<T extends WebhookEventType>(m: EntityManager, call: CallEntity, type: T, data: WebhookEventData[T]): Promise<void> {
+  /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
+  async touchMedia(accountId: string, id: string): Promise<CallEntity> {
+    await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    return this.get(accountId, id);
+  }
+
+  async appendTurn(accountId: string, id: string, turn: TurnInput): Promise<number> {
+    const call = await this.amend(accountId, id, async (current, m) => {
+      if (!isLive(current.status)) throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
+      current.turns += 1;
+      current.transcriptAvailable = true;
+      await m.insert(CallTurnEntity, { callId: id, accountId, seq: current.turns, ...turn });
+      return [await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined })];
+    });
+    return call.turns;
+  }
+
+  async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[] }> {
+    const call = await this.get(accountId, id);
+    const turns = await this.dataSource.getRepository(CallTurnEntity).find({ where: { callId: id, accountId }, order: { seq: 'ASC' } });
+    return { call, turns };
+  }
+
+  /** The media worker stored the call's recording under `key`; `call.recording.ready` tells the customer. */
+  async recordingReady(accountId: string, id: string, key: string, contentType: string, durationSeconds: number): Promise<CallEntity> {
+    return this.amend(accountId, id, async (call, m) => {
+      call.recordingAvailable = true;
+      call.recordingKey = key;
+      call.recordingContentType = contentType;
+      call.recordingDurationSeconds = durationSeconds;
+      return [
+        await this.emit(m, call, 'call.recording.ready', {
+          recording_url: `${this.config.PUBLIC_URL.replace(/\/+$/, '')}/v1/calls/${call.id}/recording`,
+          content_type: contentType,
+          duration_seconds: durationSeconds,
+        }),
+      ];
+    });
+  }
+
+  /** Passes a client's event to whoever runs the live call (the media worker listens on the call's activity). */
+  async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<InjectedCallEvent> {
+    const call = await this.get(accountId, id);
+    if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);
+    const injected: InjectedCallEvent = { id: newId('cev'), name, payload, created_at: new Date().toISOString() };
+    this.broadcast(id, { kind: 'injected', call_id: id, injected });
+    return injected;
+  }
+
+  /** A call with no progress and no media for CALL_STUCK_SECONDS fails with reason no_media, so none stays live. */
+  async failStuckCalls(now = new Date()): Promise<number> {
+    const stale: { id: string; account_id: string }[] = await this.dataSource.query(
+      `SELECT id, account_id FROM calls
+        WHERE status IN ${LIVE_STATUSES} AND updated_at < $1 AND (last_media_at IS NULL OR last_media_at < $1) LIMIT 100`,
+      [new Date(now.getTime() - this.config.CALL_STUCK_SECONDS * 1000)],
+    );
+    for (const s of stale) {
+      await this.transition(s.account_id, s.id, (call) =>
+        isLive(call.status) ? { status: 'failed', endReason: 'no_media', failureReason: `No media for ${this.config.CALL_STUCK_SECONDS} s` } : undefined,
+      );
+    }
+    return stale.length;
+  }
+
+  /** A customer-facing event about the call, into the outbox of transaction `m`. */
+  async emit<T extends WebhookEventType>(m: EntityManager, call: CallEntity, type: T, data: WebhookEventData[T]): Promise<WebhookEvent> {
     const event: WebhookEvent<T> = {
       id: newId('evt'),
       type,
@@ -209,6 +261,81 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       account_id: call.accountId,
       agent_id: call.agentId,
     };
-    return enqueueOutbox(m, webhookEventSubject(type), event, event.id);
+    await enqueueOutbox(m, webhookEventSubject(type), event, event.id);
+    return event as WebhookEvent;
   }
+
+  private async lock(m: EntityManager, accountId: string, id: string): Promise<CallEntity> {
+    const current = await m
+      .getRepository(CallEntity)
+      .createQueryBuilder('c')
+      .setLock('pessimistic_write')
+      .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
+      .getOne();
+    if (!current) throw AppError.notFound('call');
+    return current;
+  }
+
+  private async emitFor(m: EntityManager, call: CallEntity): Promise<WebhookEvent[]> {
+    const events: WebhookEvent[] = [];
+    if (call.status === 'in_progress') {
+      events.push(await this.emit(m, call, 'call.started', { agent_id: call.agentId, direction: call.direction, to: call.to, from: call.from }));
+    }
+    if (call.status === 'failed') {
+      events.push(await this.emit(m, call, 'call.failed', { reason: call.endReason ?? 'failed', message: call.failureReason ?? undefined }));
+    }
+    if (!isLive(call.status)) {
+      events.push(
+        await this.emit(m, call, 'call.ended', { duration_seconds: durationSeconds(call), turns: call.turns, end_reason: call.endReason ?? 'completed' }),
+      );
+    }
+    return events;
+  }
+
+  private afterCommit(call: CallEntity, events: WebhookEvent[]): void {
+    this.relay.nudge();
+    for (const event of events) this.broadcast(call.id, { kind: 'event', event });
+    this.broadcast(call.id, { kind: 'status', call: toCallMessage(call) });
+  }
+
+  private broadcast(callId: string, activity: CallActivity): void {
+    this.bus.broadcast(LIVE.callActivity(callId).name, activity).catch((e) => this.log.warn({ err: e, callId }, 'live broadcast failed'));
+  }
+}
+
+function durationSeconds(c: CallEntity): number {
+  return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : '');
+
+/** The call as it crosses gRPC and the live subjects. */
+export function toCallMessage(c: CallEntity): callsV1.Call {
+  return {
+    id: c.id,
+    account_id: c.accountId,
+    agent_id: c.agentId,
+    direction: c.direction,
+    to: c.to,
+    from: c.from,
+    status: c.status,
+    end_reason: c.endReason ?? '',
+    carrier: c.carrier ?? '',
+    carrier_call_id: c.carrierCallId ?? '',
+    variables: c.variables,
+    metadata: c.metadata,
+    created_at: iso(c.createdAt),
+    answered_at: iso(c.answeredAt),
+    ended_at: iso(c.endedAt),
+    duration_seconds: durationSeconds(c),
+    turns: c.turns,
+    recording_available: c.recordingAvailable,
+    transcript_available: c.transcriptAvailable,
+    failure_reason: c.failureReason ?? '',
+    recording_enabled: c.recordingEnabled,
+    recording_content_type: c.recordingContentType ?? '',
+    recording_duration_seconds: c.recordingDurationSeconds ?? 0,
+    summary: '',
+    extracted_json: '',
+  };
 }

@@ -1,55 +1,42 @@
 import { Controller } from '@nestjs/common';
 import { callsV1 } from '@parley/contracts';
-import { pageLimit } from '@parley/rpc';
-import { CallsDomain } from './calls.domain';
-import { CallEntity } from './entities';
+import { AppError, pageLimit } from '@parley/rpc';
+import { CallControl } from './call-control';
+import { CallsDomain, toCallMessage } from './calls.domain';
+import { CallTurnEntity } from './entities';
 
 const { CallsServiceControllerMethods } = callsV1;
-const iso = (d: Date | null) => (d ? d.toISOString() : '');
 
-function toCall(c: CallEntity): callsV1.Call {
-  return {
-    id: c.id,
-    account_id: c.accountId,
-    agent_id: c.agentId,
-    direction: c.direction,
-    to: c.to,
-    from: c.from,
-    status: c.status,
-    end_reason: c.endReason ?? '',
-    carrier: c.carrier ?? '',
-    carrier_call_id: c.carrierCallId ?? '',
-    variables: c.variables,
-    metadata: c.metadata,
-    created_at: iso(c.createdAt),
-    answered_at: iso(c.answeredAt),
-    ended_at: iso(c.endedAt),
-    duration_seconds: c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0,
-    turns: c.turns,
-    recording_available: c.recordingAvailable,
-    transcript_available: c.transcriptAvailable,
-    failure_reason: c.failureReason ?? '',
-  };
-}
+const toTurn = (t: CallTurnEntity): callsV1.Turn => ({
+  role: t.role,
+  text: t.text,
+  language: t.language,
+  start_ms: t.startMs,
+  end_ms: t.endMs,
+  interrupted: t.interrupted,
+});
 
 @Controller()
 @CallsServiceControllerMethods()
 export class CallsGrpcController implements callsV1.CallsServiceController {
-  constructor(private readonly calls: CallsDomain) {}
+  constructor(
+    private readonly calls: CallsDomain,
+    private readonly control: CallControl,
+  ) {}
 
   async createCall(req: callsV1.CreateCallRequest): Promise<callsV1.CreateCallResponse> {
-    const call = await this.calls.create(req.account_id, {
+    const call = await this.control.placeOutbound(req.account_id, {
       agentId: req.agent_id,
       to: req.to,
       from: req.from || undefined,
       variables: req.variables,
       metadata: req.metadata,
     });
-    return { call: toCall(call) };
+    return { call: toCallMessage(call) };
   }
 
   async getCall(req: callsV1.GetCallRequest): Promise<callsV1.GetCallResponse> {
-    return { call: toCall(await this.calls.get(req.account_id, req.id)) };
+    return { call: toCallMessage(await this.calls.get(req.account_id, req.id)) };
   }
 
   async listCalls(req: callsV1.ListCallsRequest): Promise<callsV1.ListCallsResponse> {
@@ -60,10 +47,61 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       createdAfter: req.created_after || undefined,
       createdBefore: req.created_before || undefined,
     });
-    return { data: page.items.map(toCall), has_more: page.hasMore, next: page.next };
+    return { data: page.items.map(toCallMessage), has_more: page.hasMore, next: page.next };
   }
 
   async endCall(req: callsV1.EndCallRequest): Promise<callsV1.EndCallResponse> {
-    return { call: toCall(await this.calls.end(req.account_id, req.id, req.reason === 'given_up' ? 'given_up' : 'hangup')) };
+    return { call: toCallMessage(await this.control.end(req.account_id, req.id, req.reason === 'given_up' ? 'given_up' : 'hangup')) };
+  }
+
+  handleCarrierWebhook(req: callsV1.HandleCarrierWebhookRequest): Promise<callsV1.HandleCarrierWebhookResponse> {
+    return this.control.handleWebhook(req);
+  }
+
+  async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
+    return { call: toCallMessage(await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id)) };
+  }
+
+  async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {
+    return { live: await this.control.mediaHeartbeat(req.account_id, req.call_id, req.stopped) };
+  }
+
+  async appendTurn(req: callsV1.AppendTurnRequest): Promise<callsV1.AppendTurnResponse> {
+    const turn = req.turn;
+    if (!turn || (turn.role !== 'user' && turn.role !== 'assistant')) throw new AppError('invalid_request', 'A turn needs role user or assistant.');
+    const turns = await this.calls.appendTurn(req.account_id, req.call_id, {
+      role: turn.role,
+      text: turn.text,
+      language: turn.language,
+      startMs: Number(turn.start_ms),
+      endMs: Number(turn.end_ms),
+      interrupted: turn.interrupted,
+    });
+    return { turns };
+  }
+
+  async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.GetTranscriptResponse> {
+    const { call, turns } = await this.calls.transcript(req.account_id, req.id);
+    return { call: toCallMessage(call), turns: turns.map(toTurn) };
+  }
+
+  async recordingReady(req: callsV1.RecordingReadyRequest): Promise<callsV1.RecordingReadyResponse> {
+    await this.calls.recordingReady(req.account_id, req.call_id, req.key, req.content_type, req.duration_seconds);
+    return {};
+  }
+
+  async getRecording(req: callsV1.GetRecordingRequest): Promise<callsV1.GetRecordingResponse> {
+    const call = await this.calls.get(req.account_id, req.id);
+    if (!call.recordingAvailable || !call.recordingKey) throw AppError.notFound('recording');
+    return { key: call.recordingKey, content_type: call.recordingContentType ?? 'audio/wav', duration_seconds: call.recordingDurationSeconds ?? 0 };
+  }
+
+  async injectEvent(req: callsV1.InjectEventRequest): Promise<callsV1.InjectEventResponse> {
+    const injected = await this.calls.inject(req.account_id, req.id, req.name, JSON.parse(req.payload_json || '{}') as Record<string, unknown>);
+    return { event_id: injected.id, created_at: injected.created_at };
+  }
+
+  async transferCall(req: callsV1.TransferCallRequest): Promise<callsV1.TransferCallResponse> {
+    return { call: toCallMessage(await this.control.transfer(req.account_id, req.id, req.destination)) };
   }
 }

@@ -4,8 +4,10 @@ import { AGENTS_V1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
-import { AGENTS_GRPC, CallsDomain } from './calls.domain';
+import { AGENTS_GRPC, CallControl } from './call-control';
+import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
+import { CarrierRegistry } from './carrier-registry';
 
 @Module({
   imports: [
@@ -14,6 +16,6 @@ import { CallsGrpcController } from './calls.grpc-controller';
     ]),
   ],
   controllers: [CallsGrpcController],
-  providers: [CallsDomain],
+  providers: [CallsDomain, CallControl, { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) }],
 })
 export class CallsModule {}

@@ -23,4 +23,26 @@ export class CallEntity {
   @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 }) updatedAt: Date;
   @Column({ name: 'answered_at', type: 'timestamptz', precision: 3, nullable: true }) answeredAt: Date | null;
   @Column({ name: 'ended_at', type: 'timestamptz', precision: 3, nullable: true }) endedAt: Date | null;
+  /** The agent's record_calls when the call was created. */
+  @Column({ name: 'recording_enabled', type: 'boolean' }) recordingEnabled: boolean;
+  @Column({ name: 'recording_key', type: 'text', nullable: true }) recordingKey: string | null;
+  @Column({ name: 'recording_content_type', type: 'text', nullable: true }) recordingContentType: string | null;
+  @Column({ name: 'recording_duration_seconds', type: 'double precision', nullable: true }) recordingDurationSeconds: number | null;
+  /** Last sign of life from the media stream; the stuck-call reaper counts from it. */
+  @Column({ name: 'last_media_at', type: 'timestamptz', precision: 3, nullable: true }) lastMediaAt: Date | null;
+  /** Where the carrier put the caller through, once transferred. */
+  @Column({ name: 'transferred_to', type: 'text', nullable: true }) transferredTo: string | null;
+}
+
+@Entity({ name: 'call_turns' })
+export class CallTurnEntity {
+  @PrimaryColumn({ name: 'call_id', type: 'text' }) callId: string;
+  @PrimaryColumn({ type: 'int' }) seq: number;
+  @Column({ name: 'account_id', type: 'text' }) accountId: string;
+  @Column({ type: 'text' }) role: 'user' | 'assistant';
+  @Column({ type: 'text' }) text: string;
+  @Column({ type: 'text' }) language: string;
+  @Column({ name: 'start_ms', type: 'bigint', transformer: { to: (v: number) => v, from: (v: string) => Number(v) } }) startMs: number;
+  @Column({ name: 'end_ms', type: 'bigint', transformer: { to: (v: number) => v, from: (v: string) => Number(v) } }) endMs: number;
+  @Column({ type: 'boolean' }) interrupted: boolean;
 }

@@ -38,4 +38,43 @@ export class CreateCalls1763700000301 implements MigrationInterface {
   }
 }
 
-export const CALLS_MIGRATIONS = [CreateOutbox1763700000000, CreateCalls1763700000301];
+/** Carrier and media: recordings, media liveness, transfers, transcript turns; one live call per carrier call id. */
+export class AddCallMedia1763800000302 implements MigrationInterface {
+  name = 'AddCallMedia1763800000302';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE calls
+        ADD COLUMN IF NOT EXISTS recording_enabled boolean NOT NULL DEFAULT false,
+        ADD COLUMN IF NOT EXISTS recording_key text,
+        ADD COLUMN IF NOT EXISTS recording_content_type text,
+        ADD COLUMN IF NOT EXISTS recording_duration_seconds double precision,
+        ADD COLUMN IF NOT EXISTS last_media_at timestamptz(3),
+        ADD COLUMN IF NOT EXISTS transferred_to text`);
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS calls_carrier_call ON calls (carrier, carrier_call_id) WHERE carrier_call_id IS NOT NULL`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS call_turns (
+        call_id text NOT NULL REFERENCES calls (id) ON DELETE CASCADE,
+        seq int NOT NULL,
+        account_id text NOT NULL,
+        role text NOT NULL CHECK (role IN ('user', 'assistant')),
+        text text NOT NULL,
+        language text NOT NULL DEFAULT '',
+        start_ms bigint NOT NULL,
+        end_ms bigint NOT NULL,
+        interrupted boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (call_id, seq)
+      )`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS call_turns`);
+    await q.query(`DROP INDEX IF EXISTS calls_carrier_call`);
+    await q.query(`
+      ALTER TABLE calls DROP COLUMN IF EXISTS recording_enabled, DROP COLUMN IF EXISTS recording_key,
+        DROP COLUMN IF EXISTS recording_content_type, DROP COLUMN IF EXISTS recording_duration_seconds,
+        DROP COLUMN IF EXISTS last_media_at, DROP COLUMN IF EXISTS transferred_to`);
+  }
+}
+
+export const CALLS_MIGRATIONS = [CreateOutbox1763700000000, CreateCalls1763700000301, AddCallMedia1763800000302];

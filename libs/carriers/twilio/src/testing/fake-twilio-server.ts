@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
 import twilio from 'twilio';
+import { FakeMediaStream, parseConnectStreamTwiml } from './fake-media-stream';
 
 /** A form-encoded body as received: repeated fields (e.g. StatusCallbackEvent) become arrays. */
 export type FakeTwilioForm = Record<string, string | string[]>;
@@ -51,8 +52,10 @@ export interface FakeTwilioCall {
   from: string;
   status: TwilioCallStatus;
   direction: 'outbound-api' | 'inbound';
-  /** Form of the create request (StatusCallback, MachineDetection, Timeout, …). */
+  /** Form of the create request (StatusCallback, MachineDetection, Timeout, …); empty for inbound calls. */
   createForm: FakeTwilioForm;
+  /** Where status callbacks go: the create's StatusCallback, or the number's for an inbound call. */
+  statusCallbackUrl: string | undefined;
   /** TwiML the call currently runs (the create's, then each update's). */
   twiml: string | undefined;
   date_created: Date;
@@ -75,6 +78,35 @@ export interface FakeTwilioServerOptions {
   authToken?: string;
 }
 
+export interface FakeInboundCallOptions {
+  /** The number's voice webhook (A CALL COMES IN), posted to like Twilio does. */
+  voiceUrl: string;
+  /** Caller, E.164. */
+  from: string;
+  /** The called Twilio number, E.164. */
+  to: string;
+  /** The number's status callback URL, for `sendStatusCallback`. */
+  statusCallbackUrl?: string;
+  /** An `X-Twilio-Signature` to send instead of the right one (a forged webhook). */
+  signature?: string;
+}
+
+export interface FakeInboundCallResult {
+  sid: string;
+  /** HTTP status of the webhook's answer. */
+  status: number;
+  /** The answer's body (the TwiML, when it succeeded). */
+  twiml: string;
+  contentType: string;
+}
+
+export interface ConnectMediaStreamOptions {
+  /** Tracks announced in `start`. Default `['inbound']` (all a `<Connect><Stream>` has). */
+  tracks?: string[];
+  /** WebSocket handshake timeout. Default 10 s. */
+  timeoutMs?: number;
+}
+
 export const FAKE_TWILIO_ACCOUNT_SID = 'AC00000000000000000000000000000001';
 export const FAKE_TWILIO_AUTH_TOKEN = 'fake-twilio-auth-token-0000000001';
 
@@ -87,6 +119,9 @@ const API = '/2010-04-01';
  * shape (`code`, `message`, `more_info`, `status`). Every Calls API request is recorded in `calls`.
  * Call state only changes when told to (`setCallStatus`); status callbacks are built with
  * `statusCallbackParams` and can be posted, signed, to the call's StatusCallback with `sendStatusCallback`.
+ * Inbound calls are offered to a voice webhook with `placeInboundCall`. `connectMediaStream` plays Twilio's side
+ * of the call's `<Connect><Stream>` over a real WebSocket; such streams get `stop` when their call ends or is
+ * redirected, as on Twilio.
  */
 export class FakeTwilioServer {
   readonly accountSid: string;
@@ -95,6 +130,8 @@ export class FakeTwilioServer {
   readonly calls: FakeTwilioCallRequest[] = [];
   /** Calls by sid. */
   readonly callResources = new Map<string, FakeTwilioCall>();
+  /** Every media stream opened, in order. */
+  readonly mediaStreams: FakeMediaStream[] = [];
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly failures: FakeTwilioFailure[] = [];
@@ -143,6 +180,7 @@ export class FakeTwilioServer {
     this.base = undefined;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const socket of this.sockets) socket.destroy();
+    await Promise.all(this.mediaStreams.map((stream) => stream.close()));
     await closed;
   }
 
@@ -166,7 +204,87 @@ export class FakeTwilioServer {
     if (isOver(status) && !call.end_time) call.end_time = now;
     call.status = status;
     call.date_updated = now;
+    if (isOver(status)) this.endMediaStreams(sid);
     return call;
+  }
+
+  /**
+   * Offers an inbound call: creates the call (direction `inbound`, status `ringing`) and posts Twilio's voice
+   * webhook form to `voiceUrl`, signed with the auth token (or with `signature`). A 2xx answer's body becomes the
+   * call's TwiML, so `connectMediaStream` can follow it.
+   */
+  async placeInboundCall(options: FakeInboundCallOptions): Promise<FakeInboundCallResult> {
+    const now = new Date();
+    const call: FakeTwilioCall = {
+      sid: newCallSid(),
+      account_sid: this.accountSid,
+      to: options.to,
+      from: options.from,
+      status: 'ringing',
+      direction: 'inbound',
+      createForm: {},
+      statusCallbackUrl: options.statusCallbackUrl,
+      twiml: undefined,
+      date_created: now,
+      date_updated: now,
+      start_time: undefined,
+      end_time: undefined,
+    };
+    this.callResources.set(call.sid, call);
+    const params: Record<string, string> = {
+      AccountSid: this.accountSid,
+      ApiVersion: '2010-04-01',
+      CallSid: call.sid,
+      CallStatus: 'ringing',
+      Direction: 'inbound',
+      From: options.from,
+      To: options.to,
+      Caller: options.from,
+      Called: options.to,
+    };
+    const signed = signedTwilioWebhook(options.voiceUrl, params, this.authToken);
+    const signature = options.signature ?? signed.headers['x-twilio-signature'];
+    const res = await fetch(options.voiceUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
+      body: signed.body,
+    });
+    const body = await res.text();
+    if (res.ok) call.twiml = body;
+    return { sid: call.sid, status: res.status, twiml: body, contentType: res.headers.get('content-type') ?? '' };
+  }
+
+  /**
+   * Plays Twilio's side of the call's `<Connect><Stream>`: opens a WebSocket to its url (with a signed
+   * `X-Twilio-Signature` as Twilio sends), sends `connected` and `start` (custom parameters from the
+   * `<Parameter>`s). Rejects when the call's TwiML has no stream, or the upgrade is refused or fails.
+   */
+  async connectMediaStream(sid: string, options: ConnectMediaStreamOptions = {}): Promise<FakeMediaStream> {
+    const call = this.callResources.get(sid);
+    if (!call) throw new Error(`FakeTwilioServer: no call ${sid}`);
+    if (isOver(call.status)) throw new Error(`FakeTwilioServer: call ${sid} is ${call.status}, no TwiML runs`);
+    const stream = call.twiml !== undefined ? parseConnectStreamTwiml(call.twiml) : undefined;
+    if (!stream) {
+      throw new Error(`FakeTwilioServer: call ${sid} TwiML has no <Connect><Stream url>: ${call.twiml ?? '(none)'}`);
+    }
+    const media = await FakeMediaStream.connect({
+      url: stream.url,
+      accountSid: this.accountSid,
+      callSid: sid,
+      authToken: this.authToken,
+      parameters: stream.parameters,
+      ...(options.tracks ? { tracks: options.tracks } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    });
+    this.mediaStreams.push(media);
+    return media;
+  }
+
+  // Twilio ends a call's stream with `stop` when the call ends or leaves its <Connect> (redirect).
+  private endMediaStreams(sid: string): void {
+    for (const stream of this.mediaStreams) {
+      if (stream.callSid === sid && stream.open) void stream.stop();
+    }
   }
 
   /**
@@ -209,9 +327,9 @@ export class FakeTwilioServer {
     extra: { callDuration?: number; answeredBy?: string; at?: Date } = {},
   ): Promise<number> {
     const call = this.setCallStatus(sid, status);
-    const url = call.createForm['StatusCallback'];
-    if (typeof url !== 'string') throw new Error(`FakeTwilioServer: call ${sid} has no StatusCallback`);
-    const signed = signedStatusCallback(url, this.statusCallbackParams(sid, status, extra), this.authToken);
+    const url = call.statusCallbackUrl;
+    if (!url) throw new Error(`FakeTwilioServer: call ${sid} has no StatusCallback`);
+    const signed = signedTwilioWebhook(url, this.statusCallbackParams(sid, status, extra), this.authToken);
     const res = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed.headers },
@@ -269,13 +387,14 @@ export class FakeTwilioServer {
       }
       const now = new Date();
       const call: FakeTwilioCall = {
-        sid: `CA${randomBytes(16).toString('hex')}`,
+        sid: newCallSid(),
         account_sid: this.accountSid,
         to,
         from,
         status: 'queued',
         direction: 'outbound-api',
         createForm: form,
+        statusCallbackUrl: single(form['StatusCallback']),
         twiml: single(form['Twiml']),
         date_created: now,
         date_updated: now,
@@ -309,14 +428,15 @@ export class FakeTwilioServer {
       if (isOver(call.status)) return answer(400, twilioError(400, 21220, 'Call is not in-progress. Cannot redirect.'));
       call.twiml = twiml;
       call.date_updated = new Date();
+      this.endMediaStreams(call.sid);
       return answer(200, callResource(call));
     }
     return answer(200, callResource(call));
   }
 }
 
-/** What `signedStatusCallback` gives: the webhook as a CarrierAdapter sees it, and the body to post. */
-export interface SignedTwilioCallback {
+/** What `signedTwilioWebhook` gives: the webhook as a CarrierAdapter sees it, and the body to post. */
+export interface SignedTwilioWebhook {
   url: string;
   params: Record<string, string>;
   /** `{ 'x-twilio-signature': … }`. */
@@ -329,7 +449,7 @@ export interface SignedTwilioCallback {
  * A Twilio webhook to `url` with `params`, signed with `authToken` as Twilio signs (the SDK's
  * getExpectedTwilioSignature: HMAC-SHA1 over the URL and sorted params), so verifyWebhook accepts it.
  */
-export function signedStatusCallback(url: string, params: Record<string, string>, authToken: string): SignedTwilioCallback {
+export function signedTwilioWebhook(url: string, params: Record<string, string>, authToken: string): SignedTwilioWebhook {
   const signature = twilio.getExpectedTwilioSignature(authToken, url, params);
   return {
     url,
@@ -337,6 +457,10 @@ export function signedStatusCallback(url: string, params: Record<string, string>
     headers: { 'x-twilio-signature': signature },
     body: new URLSearchParams(params).toString(),
   };
+}
+
+function newCallSid(): string {
+  return `CA${randomBytes(16).toString('hex')}`;
 }
 
 function callResource(call: FakeTwilioCall) {

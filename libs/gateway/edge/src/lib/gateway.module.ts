@@ -5,11 +5,15 @@ import { DataSource } from 'typeorm';
 import { AGENTS_V1, CALLS_V1, WEBHOOKS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
+import { createBlobStore } from '@parley/storage';
 import { CONFIG } from '@parley/runtime';
 import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
 import { AgentsController } from './agents/agents.controller';
 import { CallsClient, CALLS_GRPC } from './calls/calls.client';
 import { CallsController } from './calls/calls.controller';
+import { RecordingLinksController } from './calls/recording-links.controller';
+import { BLOB_STORE, Recordings } from './calls/recordings';
+import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
 import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
@@ -53,6 +57,8 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     OpsController,
     AgentsController,
     CallsController,
+    RecordingLinksController,
+    CarrierWebhooksController,
     AgentGroupsController,
     FunctionsController,
     WebhookEndpointsController,
@@ -66,6 +72,8 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     CallsClient,
     WebhooksClient,
     IdempotencyStore,
+    Recordings,
+    { provide: BLOB_STORE, inject: [CONFIG], useFactory: (c: GatewayConfig) => createBlobStore(c) },
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
     {
       provide: RATE_LIMIT_STORE,

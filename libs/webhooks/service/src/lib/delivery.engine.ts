@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { DataSource, In, IsNull } from 'typeorm';
 import { AgentWebhooks } from './agent-webhooks';
-import { WebhookEvent } from '@parley/contracts';
+import { publicEnvelope, WebhookEvent } from '@parley/contracts';
 import { EgressPolicy, safeFetch } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { newId } from '@parley/persistence';
@@ -41,7 +41,7 @@ const MAX_IN_FLIGHT = 256;
 
 /** The public envelope: exactly what receivers get, byte for byte on every attempt. */
 export function envelope(event: WebhookEvent): string {
-  return JSON.stringify({ id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data });
+  return JSON.stringify(publicEnvelope(event));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Length } from 'class-validator';
+import { IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
@@ -62,6 +62,61 @@ export class CallDto {
   @ApiProperty() turns: number;
   @ApiProperty() recording_available: boolean;
   @ApiProperty() transcript_available: boolean;
+  @ApiProperty({ type: 'string', nullable: true, description: 'Post-call summary; null until the analysis has run (or when it is off).' })
+  summary: string | null;
+  @ApiProperty({
+    type: 'object',
+    nullable: true,
+    additionalProperties: true,
+    description: 'Post-call extracted fields by name; null until the analysis has run.',
+  })
+  extracted: Record<string, unknown> | null;
+}
+
+export class TurnDto {
+  @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
+  @ApiProperty({ description: 'What was said; for an interrupted assistant turn, only what the caller heard.' }) text: string;
+  @ApiProperty({ type: 'string', nullable: true, example: 'en-US' }) language: string | null;
+  @ApiProperty({ description: 'Seconds from the start of the call to the start of the turn.' }) start_seconds: number;
+  @ApiProperty({ description: 'Seconds from the start of the call to the end of the turn.' }) end_seconds: number;
+  @ApiProperty({ description: 'The caller cut the assistant off.' }) interrupted: boolean;
+}
+
+export class TranscriptDto {
+  @ApiProperty({ enum: ['transcript'] }) object: 'transcript';
+  @ApiProperty() call_id: string;
+  @ApiProperty({ description: 'Whether the call is over (the transcript is final).' }) final: boolean;
+  @ApiProperty({ type: [TurnDto] }) turns: TurnDto[];
+}
+
+export class RecordingUrlDto {
+  @ApiProperty({ enum: ['recording_url'] }) object: 'recording_url';
+  @ApiProperty() call_id: string;
+  @ApiProperty({ description: 'Plays without an API key until expires_at (for an <audio> element or a CRM link).' }) url: string;
+  @ApiProperty({ format: 'date-time' }) expires_at: string;
+  @ApiProperty({ example: 'audio/wav' }) content_type: string;
+  @ApiProperty() duration_seconds: number;
+}
+
+export class InjectCallEventDto {
+  @ApiProperty({ description: 'The event name a flow edge waits for.', example: 'payment_received', pattern: '^[A-Za-z0-9_.:-]{1,100}$' })
+  @IsString()
+  @Matches(/^[A-Za-z0-9_.:-]{1,100}$/, { message: 'must be 1-100 letters, digits, _ . : or -' })
+  name: string;
+
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Any JSON object, handed to the conversation.' })
+  @IsOptional()
+  @IsObject()
+  payload?: Record<string, unknown>;
+}
+
+export class CallEventDto {
+  @ApiProperty({ enum: ['call_event'] }) object: 'call_event';
+  @ApiProperty({ example: 'cev_…' }) id: string;
+  @ApiProperty() call_id: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ type: 'object', additionalProperties: true }) payload: Record<string, unknown>;
+  @ApiProperty({ format: 'date-time' }) created_at: string;
 }
 
 export class CallListDto {

@@ -1,41 +1,18 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
-import { callsV1 } from '@parley/contracts';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { Bus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
+import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
-import { CALL_STATUSES, CallDto, CallListDto, CreateCallDto } from './call.dto';
+import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, InjectCallEventDto, RecordingUrlDto, TranscriptDto } from './call.dto';
+import { streamCallEvents } from './call-event-stream';
+import { presentCall } from './call-presenter';
 import { CallsClient } from './calls.client';
-
-const orNull = (s: string) => (s === '' ? null : s);
-
-export function presentCall(c: callsV1.Call | undefined): CallDto {
-  if (!c) throw new Error('calls service answered without a call');
-  return {
-    id: c.id,
-    object: 'call',
-    agent_id: c.agent_id,
-    direction: c.direction,
-    to: c.to,
-    from: c.from,
-    status: c.status,
-    end_reason: orNull(c.end_reason),
-    failure_reason: orNull(c.failure_reason),
-    carrier: orNull(c.carrier),
-    carrier_call_id: orNull(c.carrier_call_id),
-    variables: c.variables,
-    metadata: c.metadata,
-    created_at: c.created_at,
-    answered_at: orNull(c.answered_at),
-    ended_at: orNull(c.ended_at),
-    duration_seconds: c.duration_seconds,
-    turns: c.turns,
-    recording_available: c.recording_available,
-    transcript_available: c.transcript_available,
-  };
-}
+import { Recordings } from './recordings';
 
 const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before'];
 
@@ -54,6 +31,8 @@ export class CallsController {
   constructor(
     private readonly calls: CallsClient,
     private readonly cursors: CursorCodec,
+    private readonly recordings: Recordings,
+    @Inject(BUS) private readonly bus: Bus,
   ) {}
 
   @Get()
@@ -137,5 +116,103 @@ export class CallsController {
   @ApiOkResponse({ type: CallDto })
   async giveUp(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<CallDto> {
     return presentCall((await this.calls.call('endCall', (s, md) => s.endCall({ account_id: who.accountId, id, reason: 'given_up' }, md))).call);
+  }
+
+  @Get(':id/transcript')
+  @Operation({
+    summary: 'Retrieve the transcript',
+    description: 'Turns in order, with offsets from the start of the call. Grows while the call is live; `final` once it is over.',
+    permission: 'calls:read',
+    problems: ['not_found'],
+  })
+  @ApiOkResponse({ type: TranscriptDto })
+  async transcript(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<TranscriptDto> {
+    const res = await this.calls.call('getTranscript', (s, md) => s.getTranscript({ account_id: who.accountId, id }, md));
+    return {
+      object: 'transcript',
+      call_id: id,
+      final: res.call ? ['ended', 'failed'].includes(res.call.status) : false,
+      turns: res.turns.map((t) => ({
+        role: t.role as 'user' | 'assistant',
+        text: t.text,
+        language: t.language || null,
+        start_seconds: Number(t.start_ms) / 1000,
+        end_seconds: Number(t.end_ms) / 1000,
+        interrupted: t.interrupted,
+      })),
+    };
+  }
+
+  @Get(':id/recording')
+  @Operation({
+    summary: 'Download the recording',
+    description: 'The audio file (WAV, 16-bit PCM, caller and agent mixed). 404 `not_found` while there is none.',
+    permission: 'calls:read',
+    problems: ['not_found'],
+  })
+  @ApiProduces('audio/wav')
+  @ApiOkResponse({ description: 'The recording.', content: { 'audio/wav': { schema: { type: 'string', format: 'binary' } } } })
+  async recording(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Res() reply: FastifyReply): Promise<void> {
+    const rec = await this.calls.call('getRecording', (s, md) => s.getRecording({ account_id: who.accountId, id }, md));
+    await this.recordings.send(reply, id, rec.key);
+  }
+
+  @Get(':id/recording_url')
+  @Operation({
+    summary: 'Get a playable recording link',
+    description: 'A signed link that plays without an API key until it expires (RECORDING_URL_TTL_SECONDS, default one hour).',
+    permission: 'calls:read',
+    problems: ['not_found'],
+  })
+  @ApiOkResponse({ type: RecordingUrlDto })
+  async recordingUrl(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<RecordingUrlDto> {
+    const rec = await this.calls.call('getRecording', (s, md) => s.getRecording({ account_id: who.accountId, id }, md));
+    const link = this.recordings.link(who.accountId, id, rec.key);
+    return { object: 'recording_url', call_id: id, url: link.url, expires_at: link.expiresAt.toISOString(), content_type: rec.content_type, duration_seconds: rec.duration_seconds };
+  }
+
+  @Get(':id/events')
+  @Operation({
+    summary: "Stream a call's events",
+    description: [
+      'Server-Sent Events (`text/event-stream`). Each message has `id`, `event` and JSON `data`:',
+      '`call.status` (data: the call) first with the call as it is, then on every status change;',
+      'every webhook event type of the call as it happens (data: the webhook envelope);',
+      '`call.event` for events injected with POST (data: the call_event).',
+      'The stream ends after the call reaches `ended` or `failed` (at once for a call that is already over).',
+      'A comment line is sent every 15 s to keep proxies from closing an idle stream.',
+    ].join(' '),
+    permission: 'calls:read',
+    problems: ['not_found'],
+  })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: 'The event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  async events(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await streamCallEvents(
+      this.bus,
+      id,
+      async () => (await this.calls.call('getCall', (s, md) => s.getCall({ account_id: who.accountId, id }, md))).call,
+      request,
+      reply,
+    );
+  }
+
+  @Post(':id/events')
+  @HttpCode(202)
+  @Operation({
+    summary: 'Inject an event into a live call',
+    description:
+      'Hands a named event with a JSON payload to the running conversation (what an event edge of a flow waits for); it also appears on the call\'s event stream as `call.event`. 409 `conflict` once the call is over.',
+    permission: 'calls:write',
+    idempotent: true,
+    problems: ['not_found', 'conflict', 'validation_error', 'idempotency_conflict'],
+  })
+  @ApiAcceptedResponse({ type: CallEventDto })
+  async inject(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: InjectCallEventDto): Promise<CallEventDto> {
+    const payload = body.payload ?? {};
+    const res = await this.calls.call('injectEvent', (s, md) =>
+      s.injectEvent({ account_id: who.accountId, id, name: body.name, payload_json: JSON.stringify(payload) }, md),
+    );
+    return { object: 'call_event', id: res.event_id, call_id: id, name: body.name, payload, created_at: res.created_at };
   }
 }

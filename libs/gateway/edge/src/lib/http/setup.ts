@@ -6,6 +6,12 @@ import { AppError } from '@parley/rpc';
 import { buildOpenApiDocument, openApiYaml } from './openapi';
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\s*(;|$)/i;
+const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(;|$)/i;
+/**
+ * Carrier webhooks (outside /v1) arrive form-encoded, as carriers send them (Nest's Fastify adapter parses that
+ * type); everything else is JSON only.
+ */
+const FORM_PATHS = '/carriers/';
 
 export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptions {
   return {
@@ -24,7 +30,8 @@ export function configureGatewayHttp(app: NestFastifyApplication): void {
     reply.header('x-request-id', String(request.id));
     // Bodies are JSON only; refuse anything else before it is read (Fastify alone would parse it as text).
     const hasBody = Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined;
-    if (hasBody && !JSON_TYPE.test(request.headers['content-type'] ?? '')) {
+    const type = request.headers['content-type'] ?? '';
+    if (hasBody && !JSON_TYPE.test(type) && !(request.url.startsWith(FORM_PATHS) && FORM_TYPE.test(type))) {
       throw new AppError('unsupported_media_type', 'Send the body as application/json.');
     }
   });

@@ -39,6 +39,18 @@ export interface GetAgentResponse {
   agent: Agent | undefined;
 }
 
+/**
+ * Internal: which account an agent belongs to, for carrier webhooks whose URL names only the agent (the
+ * carrier's signature, not an API key, authenticates them). Never exposed through the gateway's API.
+ */
+export interface LocateAgentRequest {
+  id: string;
+}
+
+export interface LocateAgentResponse {
+  account_id: string;
+}
+
 /** PATCH semantics: top-level scalars merge; lists and nested blocks are replaced whole. */
 export interface UpdateAgentRequest {
   account_id: string;
@@ -189,6 +201,8 @@ export interface AgentsServiceClient {
 
   getAgent(request: GetAgentRequest, metadata?: Metadata): Observable<GetAgentResponse>;
 
+  locateAgent(request: LocateAgentRequest, metadata?: Metadata): Observable<LocateAgentResponse>;
+
   updateAgent(request: UpdateAgentRequest, metadata?: Metadata): Observable<UpdateAgentResponse>;
 
   deleteAgent(request: DeleteAgentRequest, metadata?: Metadata): Observable<DeleteAgentResponse>;
@@ -224,6 +238,11 @@ export interface AgentsServiceController {
     request: GetAgentRequest,
     metadata?: Metadata,
   ): Promise<GetAgentResponse> | Observable<GetAgentResponse> | GetAgentResponse;
+
+  locateAgent(
+    request: LocateAgentRequest,
+    metadata?: Metadata,
+  ): Promise<LocateAgentResponse> | Observable<LocateAgentResponse> | LocateAgentResponse;
 
   updateAgent(
     request: UpdateAgentRequest,
@@ -291,6 +310,7 @@ export function AgentsServiceControllerMethods() {
     const grpcMethods: string[] = [
       "createAgent",
       "getAgent",
+      "locateAgent",
       "updateAgent",
       "deleteAgent",
       "restoreAgent",

@@ -32,6 +32,14 @@ export interface Call {
   recording_available: boolean;
   transcript_available: boolean;
   failure_reason: string;
+  /** Whether the agent asked for the call to be recorded (record_calls), decided when the call was created. */
+  recording_enabled: boolean;
+  recording_content_type: string;
+  recording_duration_seconds: number;
+  /** Post-call analysis (empty until written). */
+  summary: string;
+  /** JSON object of the extracted fields. */
+  extracted_json: string;
 }
 
 export interface Call_VariablesEntry {
@@ -105,6 +113,138 @@ export interface EndCallResponse {
   call: Call | undefined;
 }
 
+/** A carrier's webhook as the gateway received it, for the calls service to verify and act on. */
+export interface HandleCarrierWebhookRequest {
+  /** Adapter name, e.g. twilio. */
+  carrier: string;
+  /** status (call progress callback) or voice (an inbound call arriving). */
+  kind: string;
+  /** The full public URL the carrier posted to (signatures cover it). */
+  url: string;
+  headers: { [key: string]: string };
+  params: { [key: string]: string };
+  /** For voice webhooks: the agent the number is pointed at (from the URL). */
+  agent_id: string;
+}
+
+export interface HandleCarrierWebhookRequest_HeadersEntry {
+  key: string;
+  value: string;
+}
+
+export interface HandleCarrierWebhookRequest_ParamsEntry {
+  key: string;
+  value: string;
+}
+
+export interface HandleCarrierWebhookResponse {
+  status_code: number;
+  content_type: string;
+  body: string;
+}
+
+/** The media worker presents the token the carrier handed over on the stream. */
+export interface AttachMediaRequest {
+  stream_token: string;
+  carrier: string;
+  carrier_call_id: string;
+}
+
+export interface AttachMediaResponse {
+  call: Call | undefined;
+}
+
+/** Sent while a stream is open (keeps the call from being reaped) and once when it closes. */
+export interface MediaHeartbeatRequest {
+  account_id: string;
+  call_id: string;
+  stopped: boolean;
+}
+
+export interface MediaHeartbeatResponse {
+  /** False once the call is over: the worker hangs up its side. */
+  live: boolean;
+}
+
+export interface Turn {
+  /** user or assistant. */
+  role: string;
+  text: string;
+  language: string;
+  /** Offsets from the start of the call, in milliseconds. */
+  start_ms: number;
+  end_ms: number;
+  /** The assistant was cut off; text is what the caller heard. */
+  interrupted: boolean;
+}
+
+export interface AppendTurnRequest {
+  account_id: string;
+  call_id: string;
+  turn: Turn | undefined;
+}
+
+export interface AppendTurnResponse {
+  turns: number;
+}
+
+export interface GetTranscriptRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface GetTranscriptResponse {
+  call: Call | undefined;
+  turns: Turn[];
+}
+
+export interface RecordingReadyRequest {
+  account_id: string;
+  call_id: string;
+  /** Key in the recordings store. */
+  key: string;
+  content_type: string;
+  duration_seconds: number;
+}
+
+export interface RecordingReadyResponse {
+}
+
+export interface GetRecordingRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface GetRecordingResponse {
+  key: string;
+  content_type: string;
+  duration_seconds: number;
+}
+
+export interface InjectEventRequest {
+  account_id: string;
+  id: string;
+  name: string;
+  /** JSON object. */
+  payload_json: string;
+}
+
+export interface InjectEventResponse {
+  event_id: string;
+  created_at: string;
+}
+
+export interface TransferCallRequest {
+  account_id: string;
+  id: string;
+  /** E.164 or sip: URI. */
+  destination: string;
+}
+
+export interface TransferCallResponse {
+  call: Call | undefined;
+}
+
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
@@ -113,6 +253,27 @@ export interface CallsServiceClient {
   listCalls(request: ListCallsRequest, metadata?: Metadata): Observable<ListCallsResponse>;
 
   endCall(request: EndCallRequest, metadata?: Metadata): Observable<EndCallResponse>;
+
+  handleCarrierWebhook(
+    request: HandleCarrierWebhookRequest,
+    metadata?: Metadata,
+  ): Observable<HandleCarrierWebhookResponse>;
+
+  attachMedia(request: AttachMediaRequest, metadata?: Metadata): Observable<AttachMediaResponse>;
+
+  mediaHeartbeat(request: MediaHeartbeatRequest, metadata?: Metadata): Observable<MediaHeartbeatResponse>;
+
+  appendTurn(request: AppendTurnRequest, metadata?: Metadata): Observable<AppendTurnResponse>;
+
+  getTranscript(request: GetTranscriptRequest, metadata?: Metadata): Observable<GetTranscriptResponse>;
+
+  recordingReady(request: RecordingReadyRequest, metadata?: Metadata): Observable<RecordingReadyResponse>;
+
+  getRecording(request: GetRecordingRequest, metadata?: Metadata): Observable<GetRecordingResponse>;
+
+  injectEvent(request: InjectEventRequest, metadata?: Metadata): Observable<InjectEventResponse>;
+
+  transferCall(request: TransferCallRequest, metadata?: Metadata): Observable<TransferCallResponse>;
 }
 
 export interface CallsServiceController {
@@ -135,11 +296,70 @@ export interface CallsServiceController {
     request: EndCallRequest,
     metadata?: Metadata,
   ): Promise<EndCallResponse> | Observable<EndCallResponse> | EndCallResponse;
+
+  handleCarrierWebhook(
+    request: HandleCarrierWebhookRequest,
+    metadata?: Metadata,
+  ): Promise<HandleCarrierWebhookResponse> | Observable<HandleCarrierWebhookResponse> | HandleCarrierWebhookResponse;
+
+  attachMedia(
+    request: AttachMediaRequest,
+    metadata?: Metadata,
+  ): Promise<AttachMediaResponse> | Observable<AttachMediaResponse> | AttachMediaResponse;
+
+  mediaHeartbeat(
+    request: MediaHeartbeatRequest,
+    metadata?: Metadata,
+  ): Promise<MediaHeartbeatResponse> | Observable<MediaHeartbeatResponse> | MediaHeartbeatResponse;
+
+  appendTurn(
+    request: AppendTurnRequest,
+    metadata?: Metadata,
+  ): Promise<AppendTurnResponse> | Observable<AppendTurnResponse> | AppendTurnResponse;
+
+  getTranscript(
+    request: GetTranscriptRequest,
+    metadata?: Metadata,
+  ): Promise<GetTranscriptResponse> | Observable<GetTranscriptResponse> | GetTranscriptResponse;
+
+  recordingReady(
+    request: RecordingReadyRequest,
+    metadata?: Metadata,
+  ): Promise<RecordingReadyResponse> | Observable<RecordingReadyResponse> | RecordingReadyResponse;
+
+  getRecording(
+    request: GetRecordingRequest,
+    metadata?: Metadata,
+  ): Promise<GetRecordingResponse> | Observable<GetRecordingResponse> | GetRecordingResponse;
+
+  injectEvent(
+    request: InjectEventRequest,
+    metadata?: Metadata,
+  ): Promise<InjectEventResponse> | Observable<InjectEventResponse> | InjectEventResponse;
+
+  transferCall(
+    request: TransferCallRequest,
+    metadata?: Metadata,
+  ): Promise<TransferCallResponse> | Observable<TransferCallResponse> | TransferCallResponse;
 }
 
 export function CallsServiceControllerMethods() {
   return function (constructor: Function) {
-    const grpcMethods: string[] = ["createCall", "getCall", "listCalls", "endCall"];
+    const grpcMethods: string[] = [
+      "createCall",
+      "getCall",
+      "listCalls",
+      "endCall",
+      "handleCarrierWebhook",
+      "attachMedia",
+      "mediaHeartbeat",
+      "appendTurn",
+      "getTranscript",
+      "recordingReady",
+      "getRecording",
+      "injectEvent",
+      "transferCall",
+    ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
       GrpcMethod("CallsService", method)(constructor.prototype[method], method, descriptor);

@@ -1,0 +1,304 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ClientGrpc } from '@nestjs/microservices';
+import { AGENTS_V1, agentsV1, callsV1 } from '@parley/contracts';
+import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri } from '@parley/carrier-core';
+import { resolveSecretKey, ServiceConfig } from '@parley/config';
+import { serviceLogger } from '@parley/observability';
+import { SignedTokens } from '@parley/persistence';
+import { AppError, RpcClient } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+import { CallStatus, isLive, reasonForEnd } from './call-state';
+import { CallsDomain, Transition } from './calls.domain';
+import { CarrierRegistry } from './carrier-registry';
+import { CallEntity } from './entities';
+
+export const AGENTS_GRPC = 'AGENTS_GRPC';
+/** Public path prefix of carrier webhooks on the gateway: `/carriers/{carrier}/status` and `/voice/{agent_id}`. */
+export const CARRIER_WEBHOOK_PATH = '/carriers';
+/** Path of the media worker's stream endpoint per carrier, below MEDIA_PUBLIC_URL. */
+export const MEDIA_STREAM_PATH = '/streams';
+const DEFAULT_RING_SECONDS = 30;
+
+/** What the per-call stream token proves: this carrier stream belongs to this call. */
+export interface StreamClaims {
+  call_id: string;
+  account_id: string;
+}
+
+export interface CreateCall {
+  agentId: string;
+  to: string;
+  from?: string;
+  variables?: Record<string, string>;
+  metadata?: Record<string, string>;
+}
+
+interface AgentSettings {
+  recordCalls: boolean;
+  carrier: string;
+  ringSeconds: number;
+}
+
+/**
+ * Calls and the carrier together: dials outbound calls, answers inbound ones with markup that streams their
+ * audio to the media worker (with a per-call token), reads carrier status callbacks onto the state machine,
+ * and ends and transfers calls at the carrier. Carrier specifics stay behind CarrierAdapter.
+ */
+@Injectable()
+export class CallControl {
+  private readonly agents: RpcClient<agentsV1.AgentsServiceClient>;
+  private readonly streamTokens: SignedTokens<StreamClaims>;
+  private readonly log = serviceLogger('calls');
+
+  constructor(
+    private readonly calls: CallsDomain,
+    private readonly carriers: CarrierRegistry,
+    @Inject(AGENTS_GRPC) grpc: ClientGrpc,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {
+    this.agents = new RpcClient(grpc, AGENTS_V1, 'agents', config.RPC_TIMEOUT_MS);
+    this.streamTokens = new SignedTokens(resolveSecretKey(config), 'media-stream');
+  }
+
+  /**
+   * Records the call (queued) and dials it. A carrier that refuses the call fails the record (`carrier_error`)
+   * and the failed call is returned, so the client sees why; the record and its `call.failed` event remain.
+   */
+  async placeOutbound(accountId: string, input: CreateCall): Promise<CallEntity> {
+    const problems = [
+      ...(isE164(input.to) ? [] : [{ field: 'to', message: 'must be an E.164 number such as +15551234567' }]),
+      ...(input.from === undefined || input.from === '' || isE164(input.from) ? [] : [{ field: 'from', message: 'must be an E.164 number' }]),
+    ];
+    if (problems.length) throw AppError.validation(problems);
+    const agent = await this.agentSettings(accountId, input.agentId, 'agent_id');
+    const carrier = this.carrierFor(agent);
+    const from = input.from || this.defaultFrom(carrier);
+    if (!from) {
+      throw AppError.validation([{ field: 'from', message: 'is required: this deployment has no default caller id (TWILIO_FROM_NUMBER)' }]);
+    }
+    const call = await this.calls.insert({
+      accountId,
+      agentId: input.agentId,
+      direction: 'outbound',
+      to: input.to,
+      from,
+      status: 'queued',
+      carrier: carrier.name,
+      carrierCallId: null,
+      recordingEnabled: agent.recordCalls,
+      variables: input.variables ?? {},
+      metadata: input.metadata ?? {},
+    });
+    try {
+      const placed = await carrier.placeCall({
+        to: call.to,
+        from: call.from,
+        streamUrl: this.streamUrl(carrier),
+        streamToken: this.streamToken(call),
+        statusCallbackUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/status`,
+        timeoutSeconds: agent.ringSeconds,
+      });
+      return await this.calls.amend(accountId, call.id, (c) => {
+        c.carrierCallId = placed.carrierCallId;
+        return [];
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.log.warn({ err: error, callId: call.id }, 'carrier refused the call');
+      return this.calls.transition(accountId, call.id, () => ({ status: 'failed', endReason: 'carrier_error', failureReason: reason }));
+    }
+  }
+
+  /** Ends a live call from the API (`hangup`; `canceled` before answer); give-up records `no_answer`. */
+  async end(accountId: string, id: string, reason: 'hangup' | 'given_up'): Promise<CallEntity> {
+    const call = await this.calls.get(accountId, id);
+    this.assertLive(call);
+    if (reason === 'given_up' && call.status === 'in_progress') throw new AppError('conflict', 'The call was answered; end it instead of giving up.');
+    await this.atCarrier(call, (carrier, carrierCallId) => carrier.endCall(carrierCallId));
+    return this.calls.transition(accountId, id, (current) => {
+      this.assertLive(current);
+      return { status: 'ended', endReason: reason === 'given_up' ? 'no_answer' : reasonForEnd(current.status) };
+    });
+  }
+
+  /** Puts an answered call through to `destination` (E.164 or sip:) at the carrier; `call.transferred` follows. */
+  async transfer(accountId: string, id: string, destination: string): Promise<CallEntity> {
+    if (!isE164(destination) && !isSipUri(destination)) {
+      throw AppError.validation([{ field: 'destination', message: 'must be an E.164 number or a sip: URI' }]);
+    }
+    const call = await this.calls.get(accountId, id);
+    if (call.status !== 'in_progress') throw new AppError('conflict', `Only an answered call can be transferred; this one is ${call.status}.`);
+    if (!call.carrier || !call.carrierCallId) throw new AppError('conflict', 'This call has no carrier leg to transfer.');
+    await this.atCarrier(call, (carrier, carrierCallId) => carrier.transferCall(carrierCallId, destination));
+    return this.calls.amend(accountId, id, async (current, m) => {
+      current.transferredTo = destination;
+      return [await this.calls.emit(m, current, 'call.transferred', { destination })];
+    });
+  }
+
+  /** A carrier webhook relayed by the gateway: verified here, where the carrier's credentials are. */
+  async handleWebhook(req: callsV1.HandleCarrierWebhookRequest): Promise<callsV1.HandleCarrierWebhookResponse> {
+    const carrier = this.carriers.pick(req.carrier);
+    if (!carrier || !req.carrier) throw AppError.notFound('carrier');
+    if (!carrier.verifyWebhook({ url: req.url, headers: req.headers, params: req.params })) {
+      throw new AppError('unauthenticated', `The ${carrier.name} webhook signature is missing or does not match.`);
+    }
+    if (req.kind === 'status') {
+      await this.applyStatus(carrier, this.parse(() => carrier.parseStatusCallback(req.params)));
+      return { status_code: 204, content_type: '', body: '' };
+    }
+    if (req.kind === 'voice') {
+      const markup = await this.answerInbound(carrier, req.agent_id, req.params);
+      return { status_code: 200, content_type: markup.contentType, body: markup.body };
+    }
+    throw AppError.notFound('carrier webhook');
+  }
+
+  /** The media worker presents a stream's token; the call it names becomes answered and its media live. */
+  async attachMedia(token: string, carrierName: string, carrierCallId: string): Promise<CallEntity> {
+    const claims = this.streamTokens.verify(token);
+    if (!claims) throw new AppError('unauthenticated', 'The media stream token is invalid or expired.');
+    const call = await this.calls.get(claims.account_id, claims.call_id);
+    if (call.carrier && (call.carrier !== carrierName || (call.carrierCallId && carrierCallId && call.carrierCallId !== carrierCallId))) {
+      throw new AppError('unauthenticated', 'The media stream token belongs to another call.');
+    }
+    this.assertLive(call);
+    await this.calls.touchMedia(call.accountId, call.id);
+    return this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
+  }
+
+  /**
+   * Media liveness; when the stream stops, the conversation is over: an answered call that was not transferred
+   * ends `completed` (the carrier's own completed callback then changes nothing).
+   */
+  async mediaHeartbeat(accountId: string, id: string, stopped: boolean): Promise<boolean> {
+    const call = await this.calls.touchMedia(accountId, id);
+    if (stopped && call.status === 'in_progress' && !call.transferredTo) {
+      const ended = await this.calls.transition(accountId, id, (c) => (c.status === 'in_progress' && !c.transferredTo ? { status: 'ended', endReason: 'completed' } : undefined));
+      return isLive(ended.status);
+    }
+    return isLive(call.status);
+  }
+
+  private async applyStatus(carrier: CarrierAdapter, update: CarrierStatusUpdate): Promise<void> {
+    const call = await this.calls.findByCarrierCall(carrier.name, update.carrierCallId);
+    if (!call) {
+      this.log.info({ carrier: carrier.name, carrierCallId: update.carrierCallId }, 'status callback for an unknown call ignored');
+      return;
+    }
+    await this.calls.transition(call.accountId, call.id, (current) => transitionForCarrierStatus(current, update));
+  }
+
+  private async answerInbound(carrier: CarrierAdapter, agentId: string, params: Record<string, string>) {
+    const inbound = this.parse(() => carrier.parseInbound(params));
+    const { account_id: accountId } = await this.agents.call('locateAgent', (s, md) => s.locateAgent({ id: agentId }, md));
+    // Carriers retry a slow voice webhook: the same carrier call gets the same Parley call.
+    const call =
+      (await this.calls.findByCarrierCall(carrier.name, inbound.carrierCallId)) ??
+      (await this.calls.insert({
+        accountId,
+        agentId,
+        direction: 'inbound',
+        to: inbound.to,
+        from: inbound.from,
+        status: 'ringing',
+        carrier: carrier.name,
+        carrierCallId: inbound.carrierCallId,
+        recordingEnabled: (await this.agentSettings(accountId, agentId)).recordCalls,
+        variables: {},
+        metadata: {},
+      }));
+    return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call) });
+  }
+
+  private async agentSettings(accountId: string, agentId: string, field?: string): Promise<AgentSettings> {
+    try {
+      const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
+      const effective = JSON.parse(agent?.effective_json || '{}') as { record_calls?: boolean; carrier?: string };
+      const spec = JSON.parse(agent?.spec_json || '{}') as { ring_seconds?: number };
+      return { recordCalls: effective.record_calls === true, carrier: effective.carrier ?? '', ringSeconds: spec.ring_seconds || DEFAULT_RING_SECONDS };
+    } catch (error) {
+      if (field && error instanceof AppError && error.code === 'not_found') {
+        throw AppError.validation([{ field, message: 'names no agent of this account' }]);
+      }
+      throw error;
+    }
+  }
+
+  private carrierFor(agent: AgentSettings): CarrierAdapter {
+    const carrier = this.carriers.pick(agent.carrier);
+    if (carrier) return carrier;
+    if (agent.carrier) {
+      throw AppError.validation([{ field: 'agent_id', message: `the agent's carrier "${agent.carrier}" is not configured on this deployment` }]);
+    }
+    throw new AppError('service_unavailable', 'No telephony carrier is configured on this deployment (set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN).');
+  }
+
+  private defaultFrom(carrier: CarrierAdapter): string | undefined {
+    return carrier.name === 'twilio' ? this.config.TWILIO_FROM_NUMBER : undefined;
+  }
+
+  private streamUrl(carrier: CarrierAdapter): string {
+    return `${this.config.MEDIA_PUBLIC_URL.replace(/\/+$/, '')}${MEDIA_STREAM_PATH}/${carrier.name}`;
+  }
+
+  private streamToken(call: CallEntity): string {
+    return this.streamTokens.sign({ call_id: call.id, account_id: call.accountId }, this.config.STREAM_TOKEN_TTL_SECONDS).token;
+  }
+
+  private get publicUrl(): string {
+    return this.config.PUBLIC_URL.replace(/\/+$/, '');
+  }
+
+  private assertLive(call: CallEntity): void {
+    if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);
+  }
+
+  /** Runs a carrier operation on the call's leg; a leg that is already gone is not an error. */
+  private async atCarrier(call: CallEntity, run: (carrier: CarrierAdapter, carrierCallId: string) => Promise<void>): Promise<void> {
+    const carrier = call.carrier ? this.carriers.pick(call.carrier) : undefined;
+    if (!carrier || !call.carrierCallId) return;
+    try {
+      await run(carrier, call.carrierCallId);
+    } catch (error) {
+      if (error instanceof CarrierError && (error.code === 'not_found' || error.code === 'call_state')) return;
+      if (error instanceof CarrierError && error.code === 'invalid_request') throw new AppError('conflict', error.message);
+      throw new AppError('service_unavailable', `The carrier did not carry out the request: ${(error as Error).message}`);
+    }
+  }
+
+  private parse<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      throw new AppError('invalid_request', (error as Error).message);
+    }
+  }
+}
+
+/**
+ * How a carrier status lands on the state machine. Carriers deliver callbacks late and out of order (a ringing
+ * after the answer, a completed after the API ended the call): anything that would move backwards is ignored.
+ */
+export function transitionForCarrierStatus(call: { status: CallStatus; transferredTo: string | null }, update: CarrierStatusUpdate): Transition | undefined {
+  if (!isLive(call.status)) return undefined;
+  const unanswered = call.status !== 'in_progress';
+  switch (update.status) {
+    case 'queued':
+      return undefined;
+    case 'ringing':
+      return call.status === 'queued' ? { status: 'ringing' } : undefined;
+    case 'in_progress':
+      return unanswered ? { status: 'in_progress' } : undefined;
+    case 'completed':
+      return { status: 'ended', endReason: call.transferredTo ? 'transferred' : unanswered ? 'canceled' : 'completed' };
+    case 'busy':
+      return { status: 'ended', endReason: 'busy' };
+    case 'no_answer':
+      return { status: 'ended', endReason: 'no_answer' };
+    case 'canceled':
+      return { status: 'ended', endReason: 'canceled' };
+    case 'failed':
+      return { status: 'failed', endReason: 'carrier_error', failureReason: 'The carrier could not connect the call.' };
+  }
+}

@@ -1,0 +1,120 @@
+import { DataSource } from 'typeorm';
+import { CallActivity, LIVE } from '@parley/contracts';
+import { ServiceConfig } from '@parley/config';
+import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
+import { openServiceDatabase } from '@parley/persistence';
+// eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
+import { createTestDatabase, TestDatabase } from '@parley/testing';
+import { CallsDomain, NewCall } from './calls.domain';
+import { CallEntity, CallTurnEntity } from './entities';
+import { CALLS_MIGRATIONS } from './migrations';
+
+const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
+
+const newCall = (over: Partial<NewCall> = {}): NewCall => ({
+  accountId: 'acc_1',
+  agentId: 'agt_1',
+  direction: 'outbound',
+  to: '+15550100000',
+  from: '+15550109999',
+  status: 'queued',
+  carrier: 'twilio',
+  carrierCallId: null,
+  recordingEnabled: true,
+  variables: {},
+  metadata: {},
+  ...over,
+});
+
+describe('calls domain (real PostgreSQL)', () => {
+  let db: TestDatabase;
+  let dataSource: DataSource;
+  let bus: InProcessBus;
+  let calls: CallsDomain;
+  let relay: OutboxRelay;
+  const heard: CallActivity[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase('parley_calls');
+    dataSource = await openServiceDatabase(db.url, { schema: 'calls', entities: [CallEntity, CallTurnEntity, OutboxRecord], migrations: CALLS_MIGRATIONS });
+    bus = new InProcessBus();
+    bus.open();
+    await bus.listen(LIVE.callActivity('*').name, (p) => void heard.push(p as CallActivity));
+    relay = new OutboxRelay(dataSource, bus);
+    calls = new CallsDomain(dataSource, relay, bus, config);
+  });
+
+  afterAll(async () => {
+    await relay?.stop();
+    await dataSource?.destroy();
+    await db?.drop();
+  });
+
+  const outbox = async (callId: string) =>
+    ((await dataSource.getRepository(OutboxRecord).find({ order: { createdAt: 'ASC' } })) as OutboxRecord[])
+      .map((r) => r.payload as { type: string; call_id: string; data: unknown })
+      .filter((e) => e.call_id === callId);
+
+  it('appends turns in order, counts them, and writes call.transcript.updated with each', async () => {
+    const call = await calls.insert(newCall());
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await calls.appendTurn('acc_1', call.id, { role: 'assistant', text: 'Hello, this is Ada.', language: 'en-US', startMs: 0, endMs: 1400, interrupted: false });
+    const count = await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'Hi!', language: 'en-US', startMs: 1600, endMs: 2100, interrupted: false });
+
+    expect(count).toBe(2);
+    const { call: after, turns } = await calls.transcript('acc_1', call.id);
+    expect(after).toMatchObject({ turns: 2, transcriptAvailable: true });
+    expect(turns.map((t) => [t.seq, t.role, t.text, t.startMs, t.endMs])).toEqual([
+      [1, 'assistant', 'Hello, this is Ada.', 0, 1400],
+      [2, 'user', 'Hi!', 1600, 2100],
+    ]);
+    const types = (await outbox(call.id)).map((e) => e.type);
+    expect(types).toEqual(['call.started', 'call.transcript.updated', 'call.transcript.updated']);
+    expect(heard.filter((a) => a.kind === 'event' && a.event.call_id === call.id && a.event.type === 'call.transcript.updated')).toHaveLength(2);
+  });
+
+  it('closes the transcript when the call is over, and counts its turns in call.ended', async () => {
+    const call = await calls.insert(newCall());
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'Bye', language: '', startMs: 0, endMs: 500, interrupted: false });
+    await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    await expect(
+      calls.appendTurn('acc_1', call.id, { role: 'user', text: 'late', language: '', startMs: 0, endMs: 1, interrupted: false }),
+    ).rejects.toMatchObject({ code: 'conflict' });
+    const ended = (await outbox(call.id)).find((e) => e.type === 'call.ended');
+    expect(ended?.data).toMatchObject({ turns: 1, end_reason: 'completed' });
+  });
+
+  it('keeps other accounts out of a call and its transcript', async () => {
+    const call = await calls.insert(newCall());
+    await expect(calls.transcript('acc_2', call.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(calls.appendTurn('acc_2', call.id, { role: 'user', text: 'x', language: '', startMs: 0, endMs: 1, interrupted: false })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+
+  it('records a ready recording and tells webhooks where to fetch it', async () => {
+    const call = await calls.insert(newCall());
+    const after = await calls.recordingReady('acc_1', call.id, `recordings/acc_1/${call.id}.wav`, 'audio/wav', 12.5);
+    expect(after).toMatchObject({ recordingAvailable: true, recordingKey: `recordings/acc_1/${call.id}.wav`, recordingDurationSeconds: 12.5 });
+    const ready = (await outbox(call.id)).find((e) => e.type === 'call.recording.ready');
+    expect(ready?.data).toEqual({ recording_url: `https://parley.example/v1/calls/${call.id}/recording`, content_type: 'audio/wav', duration_seconds: 12.5 });
+  });
+
+  it('lets media keep a quiet call alive and fails one that has neither progress nor media', async () => {
+    const quiet = await calls.insert(newCall());
+    const stuck = await calls.insert(newCall());
+    await dataSource.query(`UPDATE calls SET updated_at = now() - interval '2 minutes' WHERE id IN ($1, $2)`, [quiet.id, stuck.id]);
+    await calls.touchMedia('acc_1', quiet.id);
+    await calls.failStuckCalls();
+    expect((await calls.get('acc_1', quiet.id)).status).toBe('queued');
+    expect(await calls.get('acc_1', stuck.id)).toMatchObject({ status: 'failed', endReason: 'no_media' });
+  });
+
+  it('finds a call by the carrier’s id and refuses a second call with the same carrier id', async () => {
+    const call = await calls.insert(newCall({ carrierCallId: 'CA123', direction: 'inbound', status: 'ringing' }));
+    expect((await calls.findByCarrierCall('twilio', 'CA123'))?.id).toBe(call.id);
+    expect(await calls.findByCarrierCall('twilio', 'CA999')).toBeUndefined();
+    await expect(calls.insert(newCall({ carrierCallId: 'CA123' }))).rejects.toThrow();
+  });
+});

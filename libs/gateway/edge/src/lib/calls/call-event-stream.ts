@@ -1,0 +1,75 @@
+import { FastifyReply, FastifyRequest } from 'fastify';
+import { CallActivity, callsV1, LIVE, publicEnvelope } from '@parley/contracts';
+import { Bus } from '@parley/messaging';
+import { presentCall } from './call-presenter';
+
+const HEARTBEAT_MS = 15_000;
+/** Statuses only move forward; a broadcast that arrives after a newer snapshot is stale and skipped. */
+const RANK: Record<string, number> = { queued: 0, ringing: 1, in_progress: 2, ended: 3, failed: 3 };
+
+/**
+ * `GET /v1/calls/{id}/events` as Server-Sent Events. Listening starts before the snapshot is read, so nothing
+ * that happens in between is lost; the first message is the call as it is (`call.status`), then every status
+ * change (`call.status`), customer-facing event (`call.started`, `call.transcript.updated`, … with the webhook
+ * envelope as data) and injected event (`call.event`). The stream ends after the call's final status.
+ */
+export async function streamCallEvents(
+  bus: Bus,
+  callId: string,
+  snapshot: () => Promise<callsV1.Call | undefined>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const early: CallActivity[] = [];
+  let deliver: (activity: CallActivity) => void = (a) => void early.push(a);
+  const stopListening = await bus.listen(LIVE.callActivity(callId).name, (payload) => deliver(payload as CallActivity));
+  let call: callsV1.Call;
+  try {
+    const found = await snapshot();
+    if (!found) throw new Error('calls service answered without a call');
+    call = found;
+  } catch (error) {
+    stopListening();
+    throw error; // a 404 or 503 is answered as problem+json, as on any route
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    // Proxies such as nginx would otherwise buffer the stream.
+    'x-accel-buffering': 'no',
+  });
+  let open = true;
+  const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const finish = () => {
+    if (!open) return;
+    open = false;
+    stopListening();
+    clearInterval(heartbeat);
+    raw.end();
+  };
+  request.raw.on('close', finish);
+  const send = (event: string, id: string, data: unknown) => {
+    if (open) raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  let rank = -1;
+  const status = (c: callsV1.Call) => {
+    if ((RANK[c.status] ?? 0) <= rank) return;
+    rank = RANK[c.status] ?? 0;
+    send('call.status', `${c.id}:${c.status}`, presentCall(c));
+    if (rank === RANK['ended']) finish();
+  };
+
+  deliver = (activity) => {
+    if (activity.kind === 'status') return status(activity.call);
+    if (activity.kind === 'event') return send(activity.event.type, activity.event.id, publicEnvelope(activity.event));
+    send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
+  };
+  // Events heard before the snapshot are sent first; their status changes are already in the snapshot.
+  for (const activity of early.splice(0)) if (activity.kind !== 'status') deliver(activity);
+  status(call);
+}

@@ -1,0 +1,33 @@
+import { callsV1 } from '@parley/contracts';
+import { CallDto } from './call.dto';
+
+const orNull = (s: string) => (s === '' ? null : s);
+
+export function presentCall(c: callsV1.Call | undefined): CallDto {
+  if (!c) throw new Error('calls service answered without a call');
+  return {
+    id: c.id,
+    object: 'call',
+    agent_id: c.agent_id,
+    direction: c.direction,
+    to: c.to,
+    from: c.from,
+    status: c.status,
+    end_reason: orNull(c.end_reason),
+    failure_reason: orNull(c.failure_reason),
+    carrier: orNull(c.carrier),
+    carrier_call_id: orNull(c.carrier_call_id),
+    variables: c.variables,
+    metadata: c.metadata,
+    created_at: c.created_at,
+    answered_at: orNull(c.answered_at),
+    ended_at: orNull(c.ended_at),
+    duration_seconds: c.duration_seconds,
+    turns: c.turns,
+    recording_available: c.recording_available,
+    transcript_available: c.transcript_available,
+    summary: orNull(c.summary),
+    extracted: c.extracted_json ? (JSON.parse(c.extracted_json) as Record<string, unknown>) : null,
+  };
+}
+

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'media-audio',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,4 @@
+export * from './call-recorder';
+export * from './codecs';
+export * from './resample';
+export * from './wav';

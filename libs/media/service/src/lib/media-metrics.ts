@@ -1,0 +1,19 @@
+import { Counter, Gauge } from 'prom-client';
+
+export const mediaStreamsActive = new Gauge({
+  name: 'parley_media_streams_active',
+  help: 'Carrier media streams open on this worker',
+  labelNames: ['carrier'] as const,
+});
+
+export const mediaStreamsTotal = new Counter({
+  name: 'parley_media_streams_total',
+  help: 'Carrier media streams by carrier and outcome (attached, refused, failed)',
+  labelNames: ['carrier', 'outcome'] as const,
+});
+
+export const mediaFramesIn = new Counter({
+  name: 'parley_media_frames_in_total',
+  help: 'Audio frames received from carriers',
+  labelNames: ['carrier'] as const,
+});

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'storage',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};
