@@ -214,8 +214,9 @@ export class CallControl {
   private async agentSettings(accountId: string, agentId: string, field?: string): Promise<AgentSettings> {
     try {
       const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
-      const effective = JSON.parse(agent?.effective_json || '{}') as { record_calls?: boolean; carrier?: string };
-      const spec = JSON.parse(agent?.spec_json || '{}') as { ring_seconds?: number };
+      if (!agent) throw AppError.notFound('agent');
+      const effective = JSON.parse(agent.effective_json || '{}') as { record_calls?: boolean; carrier?: string };
+      const spec = JSON.parse(agent.spec_json || '{}') as { ring_seconds?: number };
       return { recordCalls: effective.record_calls === true, carrier: effective.carrier ?? '', ringSeconds: spec.ring_seconds || DEFAULT_RING_SECONDS };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {
