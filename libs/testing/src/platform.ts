@@ -72,6 +72,7 @@ export class RunningPlatform {
       MEDIA_PORT: String(mediaStreams),
       MEDIA_HOST: '127.0.0.1',
       MEDIA_PUBLIC_URL: `ws://127.0.0.1:${mediaStreams}`,
+      CALL_DRAIN_SECONDS: '1',
       SECRET_KEY: 'e2e-secret-key-for-signing-cursors-000001',
       BOOTSTRAP_KEYS: (options.bootstrapKeys ?? []).join(','),
       LOG_LEVEL: process.env['E2E_LOG_LEVEL'] ?? 'warn',
@@ -112,6 +113,9 @@ export class RunningPlatform {
 
   async waitReady(timeoutMs = 60_000): Promise<void> {
     await waitFor(async () => (await fetch(`${this.baseUrl}/readyz`)).status === 200, timeoutMs, 'the gateway to be ready');
+    // The media worker answers carriers on its own port (426 to plain HTTP); distributed, it starts on its own.
+    const media = this.mediaUrl.replace(/^ws/, 'http');
+    await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen');
   }
 
   /** Kills one service of a distributed platform (SIGKILL: no goodbye). */

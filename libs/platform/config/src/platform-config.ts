@@ -191,6 +191,39 @@ export class ServiceConfig {
   @IsString()
   LLM_API_KEY?: string;
 
+  /** Conversation model when an agent names none. */
+  @IsString()
+  LLM_MODEL: string = 'gpt-4o-mini';
+
+  /** Deepgram (live speech recognition); the `deepgram` recognizer exists only with a key. */
+  @IsOptional()
+  @IsString()
+  DEEPGRAM_API_KEY?: string;
+
+  /** Where Deepgram's live API is reached instead of wss://api.deepgram.com (self-hosted, or a fake in tests). */
+  @IsOptional()
+  @Matches(/^(wss?|https?):\/\/\S+$/, { message: 'DEEPGRAM_BASE_URL must be a ws(s):// or http(s):// URL' })
+  DEEPGRAM_BASE_URL?: string;
+
+  /** ElevenLabs (speech synthesis); the `elevenlabs` synthesizer exists only with a key. */
+  @IsOptional()
+  @IsString()
+  ELEVENLABS_API_KEY?: string;
+
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'ELEVENLABS_BASE_URL must be an http(s) URL' })
+  ELEVENLABS_BASE_URL?: string;
+
+  /** OpenAI-compatible speech API (transcription and speech); unset = LLM_BASE_URL. */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'OPENAI_SPEECH_BASE_URL must be an http(s) URL' })
+  OPENAI_SPEECH_BASE_URL?: string;
+
+  /** Key for OPENAI_SPEECH_BASE_URL; unset = LLM_API_KEY. The `openai` recognizer and voice exist only with one. */
+  @IsOptional()
+  @IsString()
+  OPENAI_SPEECH_API_KEY?: string;
+
   /** Model of the post-call analysis when an agent does not name one. */
   @IsString()
   POST_CALL_MODEL: string = 'gpt-4o-mini';
@@ -290,6 +323,12 @@ export class ServiceConfig {
   @Min(60)
   @Max(7 * 86400)
   RECORDING_URL_TTL_SECONDS: number = 3600;
+
+  /** On shutdown the media worker takes no new streams and lets live calls finish this long, then ends them. */
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  CALL_DRAIN_SECONDS: number = 30;
 
   /** How long shutdown waits for in-flight work before closing, in milliseconds. */
   @IsInt()

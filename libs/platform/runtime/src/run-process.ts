@@ -29,7 +29,7 @@ export async function runProcess<C extends ServiceConfig>(
     const timer = setTimeout(() => {
       log.error('shutdown grace period over; exiting');
       process.exit(1);
-    }, config.SHUTDOWN_GRACE_MS).unref();
+    }, config.SHUTDOWN_GRACE_MS + config.CALL_DRAIN_SECONDS * 1000).unref();
     for (const s of [...services].reverse()) await s.stop().catch((e) => log.error({ err: e }, `stopping ${s.name}`));
     await stopEmbeddedDatabase().catch((e) => log.error({ err: e }, 'stopping embedded PostgreSQL'));
     clearTimeout(timer);

@@ -1,11 +1,17 @@
 import { FakeLlm } from './fake-llm';
-import { CompletionRequest, LlmError } from './llm-provider';
+import { CompletionRequest, LlmError, LlmStreamEvent, StreamRequest } from './llm-provider';
 
 const request = (content: string, extra: Partial<CompletionRequest> = {}): CompletionRequest => ({
   model: 'm-1',
   messages: [{ role: 'user', content }],
   ...extra,
 });
+
+const collect = async (events: AsyncIterable<LlmStreamEvent>) => {
+  const out: LlmStreamEvent[] = [];
+  for await (const event of events) out.push(event);
+  return out;
+};
 
 describe('FakeLlm', () => {
   it('answers from its script in order, reporting the requested model', async () => {
@@ -60,5 +66,146 @@ describe('FakeLlm', () => {
       code: 'aborted',
     });
     expect(llm.pending).toBe(1);
+  });
+
+  describe('stream', () => {
+    const ask = (extra: Partial<StreamRequest> = {}): StreamRequest => ({
+      model: 'm-1',
+      messages: [{ role: 'user', content: 'hi' }],
+      ...extra,
+    });
+
+    it('streams a scripted text reply as its deltas, then done', async () => {
+      const llm = new FakeLlm([{ deltas: ['Hel', 'lo', '.'] }]);
+
+      expect(await collect(llm.stream(ask()))).toEqual([
+        { type: 'text', delta: 'Hel' },
+        { type: 'text', delta: 'lo' },
+        { type: 'text', delta: '.' },
+        { type: 'done', finishReason: 'stop', model: 'm-1' },
+      ]);
+    });
+
+    it('streams plain strings and results in word-sized deltas', async () => {
+      const llm = new FakeLlm(['one two three', { text: 'four', model: 'other' }]);
+
+      const first = await collect(llm.stream(ask()));
+      const second = await collect(llm.stream(ask()));
+
+      expect(first.filter((e) => e.type === 'text')).toHaveLength(3);
+      expect(first.map((e) => (e.type === 'text' ? e.delta : '')).join('')).toBe('one two three');
+      expect(second).toEqual([
+        { type: 'text', delta: 'four' },
+        { type: 'done', finishReason: 'stop', model: 'other' },
+      ]);
+    });
+
+    it('emits scripted tool calls once, after the text, with finish reason tool_calls', async () => {
+      const call = { id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' };
+      const llm = new FakeLlm([{ deltas: ['Let me check.'], toolCalls: [call] }]);
+
+      expect(await collect(llm.stream(ask()))).toEqual([
+        { type: 'text', delta: 'Let me check.' },
+        { type: 'tool_calls', calls: [call] },
+        { type: 'done', finishReason: 'tool_calls', model: 'm-1' },
+      ]);
+    });
+
+    it('waits the first-token delay, then the per-delta delay', async () => {
+      const llm = new FakeLlm([{ deltas: ['a', 'b', 'c'], firstTokenDelayMs: 120, deltaDelayMs: 40 }]);
+      const start = Date.now();
+      const times: number[] = [];
+
+      for await (const event of llm.stream(ask())) if (event.type === 'text') times.push(Date.now() - start);
+
+      expect(times[0]).toBeGreaterThanOrEqual(110);
+      expect(times[1] - times[0]).toBeGreaterThanOrEqual(30);
+      expect(times[2] - times[1]).toBeGreaterThanOrEqual(30);
+    });
+
+    it('fails at once when aborted during a delay', async () => {
+      const llm = new FakeLlm([{ deltas: ['a', 'b'], deltaDelayMs: 5_000 }]);
+      const controller = new AbortController();
+      const seen: LlmStreamEvent[] = [];
+      let abortedAt = 0;
+
+      const error = await (async () => {
+        for await (const event of llm.stream(ask({ signal: controller.signal }))) {
+          seen.push(event);
+          setTimeout(() => {
+            abortedAt = Date.now();
+            controller.abort();
+          }, 10);
+        }
+      })().catch((e: unknown) => e);
+
+      expect(Date.now() - abortedAt).toBeLessThan(100);
+      expect(error).toMatchObject({ name: 'LlmError', code: 'aborted' });
+      expect(seen).toEqual([{ type: 'text', delta: 'a' }]);
+    });
+
+    it('yields nothing more once aborted between events', async () => {
+      const llm = new FakeLlm([{ deltas: ['a', 'b', 'c'] }]);
+      const controller = new AbortController();
+      const seen: LlmStreamEvent[] = [];
+
+      const error = await (async () => {
+        for await (const event of llm.stream(ask({ signal: controller.signal }))) {
+          seen.push(event);
+          controller.abort();
+        }
+      })().catch((e: unknown) => e);
+
+      expect(error).toMatchObject({ code: 'aborted' });
+      expect(seen).toHaveLength(1);
+    });
+
+    it('fails an already aborted request without using a reply', async () => {
+      const llm = new FakeLlm([{ deltas: ['kept'] }]);
+      const controller = new AbortController();
+      controller.abort();
+
+      await expect(collect(llm.stream(ask({ signal: controller.signal })))).rejects.toMatchObject({ code: 'aborted' });
+      expect(llm.pending).toBe(1);
+    });
+
+    it('records messages and tools, taking replies in call order', async () => {
+      const tools = [{ name: 'hang_up', description: 'End the call', parameters: { type: 'object', properties: {} } }];
+      const llm = new FakeLlm(['first', (req) => `saw ${req.tools?.length ?? 0} tools`]);
+
+      const a = llm.stream(ask({ tools, toolChoice: 'auto' }));
+      const b = llm.stream(ask({ messages: [{ role: 'tool', toolCallId: 'call_1', content: 'done' }], tools }));
+      const textOf = async (events: AsyncIterable<LlmStreamEvent>) =>
+        (await collect(events)).map((e) => (e.type === 'text' ? e.delta : '')).join('');
+
+      expect(await textOf(b)).toBe('saw 1 tools');
+      expect(await textOf(a)).toBe('first');
+      expect(llm.requests[0]).toMatchObject({ tools, toolChoice: 'auto' });
+      expect(llm.lastRequest?.messages).toEqual([{ role: 'tool', toolCallId: 'call_1', content: 'done' }]);
+    });
+
+    it('throws scripted errors, before any event or after the streamed part', async () => {
+      const failure = new LlmError('down', { code: 'http', status: 503 });
+      const midway = new LlmError('cut', { code: 'connection' });
+      const llm = new FakeLlm([failure, { deltas: ['partial'], error: midway }]);
+
+      await expect(collect(llm.stream(ask()))).rejects.toBe(failure);
+      const seen: LlmStreamEvent[] = [];
+      const error = await (async () => {
+        for await (const event of llm.stream(ask())) seen.push(event);
+      })().catch((e: unknown) => e);
+      expect(error).toBe(midway);
+      expect(seen).toEqual([{ type: 'text', delta: 'partial' }]);
+    });
+
+    it('fails once the script is used up', async () => {
+      await expect(collect(new FakeLlm().stream(ask()))).rejects.toMatchObject({ code: 'invalid_response' });
+    });
+
+    it('answers complete() with the joined deltas of a stream reply', async () => {
+      const llm = new FakeLlm([{ deltas: ['{"a":', '1}'], model: 'x' }]);
+
+      expect(await llm.complete(ask())).toEqual({ text: '{"a":1}', model: 'x' });
+    });
   });
 });

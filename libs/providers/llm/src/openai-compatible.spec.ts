@@ -1,6 +1,15 @@
-import { LlmError } from './llm-provider';
+import { LlmError, LlmStreamEvent, StreamRequest, ToolDefinition } from './llm-provider';
 import { OpenAiCompatibleLlm } from './openai-compatible';
 import { FakeOpenAiServer } from './testing/fake-openai-server';
+
+// One chat.completion.chunk, for answers scripted as raw server-sent events.
+const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
+  id: 'chatcmpl-raw',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, delta, finish_reason: finishReason }],
+});
 
 describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
   let server: FakeOpenAiServer;
@@ -201,5 +210,237 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
     await expect(named.complete({ model: 'llama3', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(
       /^ollama \(model llama3\)/,
     );
+  });
+
+  describe('stream', () => {
+    const weather: ToolDefinition = {
+      name: 'get_weather',
+      description: 'Current weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    };
+    const ask = (extra: Partial<StreamRequest> = {}): StreamRequest => ({
+      model: 'm',
+      messages: [{ role: 'user', content: 'x' }],
+      ...extra,
+    });
+    const collect = async (events: AsyncIterable<LlmStreamEvent>) => {
+      const out: LlmStreamEvent[] = [];
+      for await (const event of events) out.push(event);
+      return out;
+    };
+
+    it('delivers text deltas incrementally: the first arrives before the server has finished', async () => {
+      server.reply(() => ({ content: ['Hel', 'lo ', 'there.'], model: 'm-0001', chunkDelayMs: 80 }));
+
+      const events: LlmStreamEvent[] = [];
+      let outcomeAtFirstDelta: string | undefined = 'unseen';
+      for await (const event of llm().stream(ask())) {
+        if (events.length === 0) outcomeAtFirstDelta = server.requests[0].outcome;
+        events.push(event);
+      }
+
+      expect(outcomeAtFirstDelta).toBeUndefined();
+      expect(events).toEqual([
+        { type: 'text', delta: 'Hel' },
+        { type: 'text', delta: 'lo ' },
+        { type: 'text', delta: 'there.' },
+        { type: 'done', finishReason: 'stop', model: 'm-0001' },
+      ]);
+      expect(await server.requests[0].ended).toBe('finished');
+    });
+
+    it('sends stream, tools, tool_choice, temperature and max_tokens, and no stream_options', async () => {
+      await collect(llm().stream(ask({ tools: [weather], toolChoice: 'auto', temperature: 0.3, maxTokens: 200 })));
+      await collect(llm().stream(ask({ tools: [], toolChoice: 'required' })));
+
+      const [withTools, withoutTools] = server.requests.map((r) => r.body);
+      expect(withTools).toEqual({
+        model: 'm',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+        temperature: 0.3,
+        max_tokens: 200,
+        tools: [{ type: 'function', function: weather }],
+        tool_choice: 'auto',
+      });
+      expect(withoutTools).not.toHaveProperty('tools');
+      expect(withoutTools).not.toHaveProperty('tool_choice');
+    });
+
+    it('reassembles a tool call from deltas split across chunks (id and name first, arguments in pieces)', async () => {
+      server.reply(() => ({
+        toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: ['{"ci', 'ty": "Pa', 'ris"}'] }],
+      }));
+
+      const events = await collect(llm().stream(ask({ tools: [weather] })));
+
+      expect(events).toEqual([
+        { type: 'tool_calls', calls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
+        { type: 'done', finishReason: 'tool_calls', model: 'm' },
+      ]);
+    });
+
+    it('reassembles several tool calls, after any text, in index order', async () => {
+      server.reply(() => ({
+        content: 'Checking both.',
+        toolCalls: [
+          { id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { id: 'call_b', name: 'get_weather', arguments: '{"city":"Zürich 🌧"}' },
+        ],
+      }));
+
+      const events = await collect(llm().stream(ask({ tools: [weather] })));
+
+      expect(events.filter((e) => e.type === 'text').map((e) => e.delta).join('')).toBe('Checking both.');
+      expect(events.slice(-2)).toEqual([
+        {
+          type: 'tool_calls',
+          calls: [
+            { id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris"}' },
+            { id: 'call_b', name: 'get_weather', arguments: '{"city":"Zürich 🌧"}' },
+          ],
+        },
+        { type: 'done', finishReason: 'tool_calls', model: 'm' },
+      ]);
+    });
+
+    it('sends assistant tool calls and tool results in the history in OpenAI\'s shape', async () => {
+      await collect(
+        llm().stream(
+          ask({
+            tools: [weather],
+            messages: [
+              { role: 'user', content: 'Weather in Paris?' },
+              { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+              { role: 'tool', toolCallId: 'call_1', content: '{"temp":21}' },
+            ],
+          }),
+        ),
+      );
+
+      expect(server.requests[0].body.messages).toEqual([
+        { role: 'user', content: 'Weather in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp":21}' },
+      ]);
+    });
+
+    it('stops at once when aborted mid-stream, and the server sees the connection close', async () => {
+      server.reply(() => ({ content: ['one ', 'two ', 'three ', 'four'], chunkDelayMs: 2_000 }));
+      const controller = new AbortController();
+
+      const seen: LlmStreamEvent[] = [];
+      let abortedAt = 0;
+      const error = await (async () => {
+        for await (const event of llm().stream(ask({ signal: controller.signal }))) {
+          seen.push(event);
+          setTimeout(() => {
+            abortedAt = Date.now();
+            controller.abort();
+          }, 20);
+        }
+      })().catch((e: unknown) => e);
+
+      expect(Date.now() - abortedAt).toBeLessThan(500);
+      expect(error).toBeInstanceOf(LlmError);
+      expect(error).toMatchObject({ code: 'aborted' });
+      expect(seen).toEqual([{ type: 'text', delta: 'one ' }]);
+      expect(await server.requests[0].ended).toBe('closed');
+    });
+
+    it('cancels the request when the consumer leaves the loop early', async () => {
+      server.reply(() => ({ content: ['a ', 'b ', 'c'], chunkDelayMs: 2_000 }));
+
+      for await (const event of llm().stream(ask())) {
+        expect(event).toEqual({ type: 'text', delta: 'a ' });
+        break;
+      }
+
+      expect(await server.requests[0].ended).toBe('closed');
+    });
+
+    it('does not send anything when the signal is already aborted', async () => {
+      const controller = new AbortController();
+      controller.abort();
+
+      await expect(collect(llm().stream(ask({ signal: controller.signal })))).rejects.toMatchObject({ code: 'aborted' });
+      expect(server.requests).toHaveLength(0);
+    });
+
+    it('turns a 500 into an LlmError http with the status', async () => {
+      server.reply(() => ({ status: 500, body: { error: { message: 'model crashed', type: 'server_error' } } }));
+
+      const error = await collect(llm().stream(ask())).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(LlmError);
+      expect(error).toMatchObject({ code: 'http', status: 500 });
+      expect((error as LlmError).message).toContain('model crashed');
+    });
+
+    it('reports a stream the server cuts off as a connection error', async () => {
+      server.reply(() => ({ content: ['partial ', 'answer'], chunkDelayMs: 100 }));
+
+      const events: LlmStreamEvent[] = [];
+      const error = await (async () => {
+        for await (const event of llm().stream(ask())) {
+          events.push(event);
+          await server.stop();
+        }
+      })().catch((e: unknown) => e);
+
+      expect(events).toEqual([{ type: 'text', delta: 'partial ' }]);
+      expect(error).toMatchObject({ name: 'LlmError', code: 'connection' });
+    });
+
+    it('reports an error event inside the stream as an LlmError', async () => {
+      server.reply(() => ({
+        sse: [chunk({ content: 'Hi' }), { error: { message: 'overloaded mid-answer', type: 'server_error' } }],
+      }));
+
+      const events: LlmStreamEvent[] = [];
+      const error = await (async () => {
+        for await (const event of llm().stream(ask())) events.push(event);
+      })().catch((e: unknown) => e);
+
+      expect(events).toEqual([{ type: 'text', delta: 'Hi' }]);
+      expect(error).toBeInstanceOf(LlmError);
+      expect((error as LlmError).message).toContain('overloaded mid-answer');
+    });
+
+    it('reports a stream that ends without a finish reason as invalid', async () => {
+      server.reply(() => ({ sse: [chunk({ content: 'Hi' }), '[DONE]'] }));
+
+      await expect(collect(llm().stream(ask()))).rejects.toMatchObject({ code: 'invalid_response' });
+    });
+
+    it('assembles tool calls from servers that omit index, and invents missing ids', async () => {
+      server.reply(() => ({
+        sse: [
+          chunk({ role: 'assistant', content: '' }),
+          chunk({ tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'get_weather', arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ function: { arguments: '"Oslo"}' } }] }),
+          chunk({ tool_calls: [{ type: 'function', function: { name: 'hang_up', arguments: '{}' } }] }),
+          chunk({}, 'tool_calls'),
+          '[DONE]',
+        ],
+      }));
+
+      const events = await collect(llm().stream(ask({ tools: [weather] })));
+
+      expect(events).toEqual([
+        {
+          type: 'tool_calls',
+          calls: [
+            { id: 'call_x', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+            { id: expect.stringMatching(/^call_/), name: 'hang_up', arguments: '{}' },
+          ],
+        },
+        { type: 'done', finishReason: 'tool_calls', model: 'm' },
+      ]);
+    });
   });
 });

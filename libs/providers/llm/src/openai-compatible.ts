@@ -1,5 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
-import { CompletionRequest, CompletionResult, LlmError, LlmProvider } from './llm-provider';
+import {
+  ChatMessage,
+  CompletionRequest,
+  CompletionResult,
+  LlmError,
+  LlmProvider,
+  LlmStreamEvent,
+  StreamRequest,
+  ToolCall,
+  ToolDefinition,
+} from './llm-provider';
+
+type WireMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type WireTool = OpenAI.Chat.Completions.ChatCompletionFunctionTool;
+type ToolCallDelta = OpenAI.Chat.Completions.ChatCompletionChunk.Choice.Delta.ToolCall;
 
 export interface OpenAiCompatibleLlmOptions {
   /** Label used in logs and error messages. Default `openai-compatible`. */
@@ -46,14 +61,7 @@ export class OpenAiCompatibleLlm implements LlmProvider {
   }
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
-    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
-      model: request.model,
-      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
-      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      // `max_tokens` rather than `max_completion_tokens`: it is the one every compatible server understands.
-      ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
-      ...(request.json ? { response_format: { type: 'json_object' as const } } : {}),
-    };
+    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = requestBody(request);
 
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
@@ -71,7 +79,64 @@ export class OpenAiCompatibleLlm implements LlmProvider {
     return { text, model: completion.model || request.model };
   }
 
-  private toLlmError(error: unknown, request: CompletionRequest): LlmError {
+  /**
+   * Lazy: the request is sent when iteration starts. No `stream_options`: nothing here reports usage, and not
+   * every version of every compatible server knows the field. Tool calls are assembled by `index` and emitted when
+   * the finish reason arrives (or the stream ends).
+   */
+  async *stream(request: StreamRequest): AsyncGenerator<LlmStreamEvent, void, undefined> {
+    const tools = request.tools?.length ? request.tools : undefined;
+    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming = {
+      ...requestBody(request),
+      stream: true,
+      // Both only with tools: OpenAI rejects an empty `tools` and a `tool_choice` without tools.
+      ...(tools ? { tools: tools.map(toWireTool) } : {}),
+      ...(tools && request.toolChoice ? { tool_choice: request.toolChoice } : {}),
+    };
+    const signal = request.signal;
+
+    let chunks: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+    try {
+      chunks = await this.client.chat.completions.create(body, { signal });
+    } catch (error) {
+      throw this.toLlmError(error, request);
+    }
+
+    const calls = new ToolCallAssembler();
+    let finishReason: string | undefined;
+    let model = '';
+    try {
+      // Leaving this loop (break, abort, a consumer's early return) makes the SDK abort the HTTP request.
+      for await (const chunk of chunks) {
+        // The SDK may still hand out events it had buffered before the abort.
+        if (signal?.aborted) break;
+        model ||= chunk.model ?? '';
+        const choice = chunk.choices?.[0];
+        if (!choice) continue; // e.g. a usage-only chunk
+        if (choice.delta?.tool_calls) calls.add(choice.delta.tool_calls);
+        const text = choice.delta?.content;
+        if (typeof text === 'string' && text !== '') {
+          yield { type: 'text', delta: text };
+          if (signal?.aborted) break;
+        }
+        if (choice.finish_reason) finishReason = choice.finish_reason;
+        if (finishReason && calls.pending) yield { type: 'tool_calls', calls: calls.take(this.name) };
+      }
+    } catch (error) {
+      throw this.toLlmError(error, request, 'stream');
+    }
+    // The SDK ends an aborted stream quietly; the caller must still learn it was cut short.
+    if (signal?.aborted) throw this.toLlmError(signal.reason, request);
+    if (calls.pending) yield { type: 'tool_calls', calls: calls.take(this.name) };
+    if (finishReason === undefined) {
+      throw new LlmError(`${this.name} (model ${request.model}): the stream ended without a finish reason`, {
+        code: 'invalid_response',
+      });
+    }
+    yield { type: 'done', finishReason, model: model || request.model };
+  }
+
+  private toLlmError(error: unknown, request: CompletionRequest, phase: 'request' | 'stream' = 'request'): LlmError {
     if (error instanceof LlmError) return error;
     const where = `${this.name} (model ${request.model})`;
     if (error instanceof APIUserAbortError || request.signal?.aborted) {
@@ -90,9 +155,105 @@ export class OpenAiCompatibleLlm implements LlmProvider {
         cause: error,
       });
     }
-    const message = error instanceof Error ? error.message : String(error);
+    const { name, message } = describe(error);
+    // Past the headers, anything but a provider error or unparsable data is the connection breaking off
+    // (undici's `terminated`).
+    if (phase === 'stream' && !(error instanceof APIError) && name !== 'SyntaxError') {
+      return new LlmError(`${where}: stream broke off: ${message}`, { code: 'connection', cause: error });
+    }
     return new LlmError(`${where}: ${message}`, { code: 'invalid_response', cause: error });
   }
+}
+
+function requestBody(request: CompletionRequest) {
+  return {
+    model: request.model,
+    messages: request.messages.map(toWireMessage),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    // `max_tokens` rather than `max_completion_tokens`: it is the one every compatible server understands.
+    ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+    ...(request.json ? { response_format: { type: 'json_object' as const } } : {}),
+  };
+}
+
+function toWireMessage(message: ChatMessage): WireMessage {
+  switch (message.role) {
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+    case 'assistant':
+      if (!message.toolCalls?.length) return { role: 'assistant', content: message.content };
+      return {
+        role: 'assistant',
+        // null, not '', for a turn of only tool calls: the form OpenAI itself returns, accepted by every server.
+        content: message.content === '' ? null : message.content,
+        tool_calls: message.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function' as const,
+          function: { name: call.name, arguments: call.arguments },
+        })),
+      };
+    default:
+      return { role: message.role, content: message.content };
+  }
+}
+
+function toWireTool(tool: ToolDefinition): WireTool {
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
+}
+
+/** Gathers the pieces of streamed tool calls: id and name arrive once, the arguments in fragments. */
+class ToolCallAssembler {
+  private readonly slots = new Map<number, { id: string; name: string; arguments: string }>();
+  private lastKey = -1;
+
+  get pending(): boolean {
+    return this.slots.size > 0;
+  }
+
+  add(deltas: ToolCallDelta[]): void {
+    for (const delta of deltas) {
+      const key = this.keyOf(delta);
+      const slot = this.slots.get(key) ?? { id: '', name: '', arguments: '' };
+      this.slots.set(key, slot);
+      this.lastKey = key;
+      if (delta.id) slot.id = delta.id;
+      if (delta.function?.name) slot.name = delta.function.name;
+      if (delta.function?.arguments) slot.arguments += delta.function.arguments;
+    }
+  }
+
+  /** The complete calls in index order; the assembler is then empty. */
+  take(provider: string): ToolCall[] {
+    const calls = [...this.slots.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, slot]) => {
+        if (!slot.name) {
+          throw new LlmError(`${provider}: a streamed tool call carried no function name`, { code: 'invalid_response' });
+        }
+        // Servers that omit the id still need one to match the tool's result to the call.
+        return { id: slot.id || `call_${randomBytes(12).toString('base64url')}`, name: slot.name, arguments: slot.arguments };
+      });
+    this.slots.clear();
+    return calls;
+  }
+
+  // `index` is standard, but some servers (older Ollama) leave it out: a new id, or a name once the last call has
+  // one, opens a new call; anything else continues the last one.
+  private keyOf(delta: ToolCallDelta): number {
+    if (typeof delta.index === 'number') return delta.index;
+    if (delta.id) for (const [key, slot] of this.slots) if (slot.id === delta.id) return key;
+    const last = this.slots.get(this.lastKey);
+    if (last && !delta.id && !(delta.function?.name && last.name)) return this.lastKey;
+    return Math.max(-1, ...this.slots.keys()) + 1;
+  }
+}
+
+function describe(error: unknown): { name: string | undefined; message: string } {
+  if (typeof error === 'object' && error !== null) {
+    const { name, message } = error as { name?: unknown; message?: unknown };
+    if (typeof message === 'string') return { name: typeof name === 'string' ? name : undefined, message };
+  }
+  return { name: undefined, message: String(error) };
 }
 
 /**

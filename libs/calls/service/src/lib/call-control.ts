@@ -7,7 +7,7 @@ import { serviceLogger } from '@parley/observability';
 import { SignedTokens } from '@parley/persistence';
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
-import { CallStatus, isLive, reasonForEnd } from './call-state';
+import { CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
 import { CallsDomain, Transition } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity } from './entities';
@@ -109,15 +109,19 @@ export class CallControl {
     }
   }
 
-  /** Ends a live call from the API (`hangup`; `canceled` before answer); give-up records `no_answer`. */
-  async end(accountId: string, id: string, reason: 'hangup' | 'given_up'): Promise<CallEntity> {
+  /**
+   * Ends a live call: from the API (`hangup`; `canceled` before answer), give-up (`no_answer`), or the
+   * conversation engine with its own reason (`completed`, `silence`, `max_duration`, …).
+   */
+  async end(accountId: string, id: string, reason: 'hangup' | 'given_up' | EndReason): Promise<CallEntity> {
     const call = await this.calls.get(accountId, id);
     this.assertLive(call);
     if (reason === 'given_up' && call.status === 'in_progress') throw new AppError('conflict', 'The call was answered; end it instead of giving up.');
     await this.atCarrier(call, (carrier, carrierCallId) => carrier.endCall(carrierCallId));
     return this.calls.transition(accountId, id, (current) => {
       this.assertLive(current);
-      return { status: 'ended', endReason: reason === 'given_up' ? 'no_answer' : reasonForEnd(current.status) };
+      if (reason === 'given_up') return { status: 'ended', endReason: 'no_answer' };
+      return { status: 'ended', endReason: reason === 'hangup' ? reasonForEnd(current.status) : reason };
     });
   }
 

@@ -16,6 +16,10 @@ export const END_REASONS = [
   'carrier_error',
   'voicemail',
   'transferred',
+  'silence',
+  'max_duration',
+  'no_input',
+  'shutdown',
 ] as const;
 export type EndReason = (typeof END_REASONS)[number];
 
@@ -34,6 +38,9 @@ export function isLive(status: CallStatus): boolean {
 export function canMove(from: CallStatus, to: CallStatus): boolean {
   return NEXT[from].includes(to);
 }
+
+/** Why the conversation engine may end a call (EndCall reasons beyond the API's hangup and given_up). */
+export const ENGINE_END_REASONS: readonly EndReason[] = ['completed', 'silence', 'max_duration', 'no_input', 'voicemail', 'shutdown'];
 
 /** How an API-initiated end is recorded: before the call was answered it is a cancellation. */
 export function reasonForEnd(status: CallStatus): EndReason {

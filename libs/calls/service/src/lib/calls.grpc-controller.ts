@@ -2,6 +2,7 @@ import { Controller } from '@nestjs/common';
 import { callsV1 } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
+import { ENGINE_END_REASONS, EndReason } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallTurnEntity } from './entities';
 
@@ -51,7 +52,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async endCall(req: callsV1.EndCallRequest): Promise<callsV1.EndCallResponse> {
-    return { call: toCallMessage(await this.control.end(req.account_id, req.id, req.reason === 'given_up' ? 'given_up' : 'hangup')) };
+    const reason = req.reason === 'given_up' ? 'given_up' : (ENGINE_END_REASONS as readonly string[]).includes(req.reason) ? (req.reason as EndReason) : 'hangup';
+    return { call: toCallMessage(await this.control.end(req.account_id, req.id, reason)) };
   }
 
   handleCarrierWebhook(req: callsV1.HandleCarrierWebhookRequest): Promise<callsV1.HandleCarrierWebhookResponse> {

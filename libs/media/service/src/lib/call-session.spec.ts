@@ -5,8 +5,10 @@ import { callsV1, LIVE } from '@parley/contracts';
 import { parseWav, pcm16ToMulaw } from '@parley/audio';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { InProcessBus } from '@parley/messaging';
+import { FakeLlm } from '@parley/llm';
+import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
-import { CallsPort } from './calls-port';
+import { AgentsPort, CallsPort } from './calls-port';
 import { CallSession, CLOSE_REFUSED } from './call-session';
 
 const CALL = { id: 'call_1', account_id: 'acc_1', status: 'in_progress', recording_enabled: true } as callsV1.Call;
@@ -26,7 +28,19 @@ class FakeCalls implements CallsPort {
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<void> {
     this.recordings.push(req);
   }
+  async appendTurn(): Promise<void> {
+    return undefined;
+  }
+  async endCall(): Promise<void> {
+    return undefined;
+  }
+  async transferCall(): Promise<void> {
+    return undefined;
+  }
 }
+
+/** An agent with no greeting: the engine listens and says nothing, so these tests see only the caller's side. */
+const agents: AgentsPort = { getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }) };
 
 const frames = {
   start: (token: string) =>
@@ -55,7 +69,15 @@ function setup(call: callsV1.Call | undefined = CALL) {
   const store = new LocalBlobStore(mkdtempSync(join(tmpdir(), 'session-')));
   const session = new CallSession(
     { send: () => undefined, close: (code, reason) => void closes.push([code, reason]) },
-    { protocol: new TwilioMediaStreamProtocol(), calls, bus, recordings: store },
+    {
+      protocol: new TwilioMediaStreamProtocol(),
+      calls,
+      agents,
+      bus,
+      recordings: store,
+      providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
+      defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    },
   );
   return { session, closes, calls, bus, store };
 }

@@ -1,10 +1,11 @@
 import { CallActivity, callsV1, LIVE } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol } from '@parley/carrier-core';
-import { CallRecorder, decodeToPcm16 } from '@parley/audio';
+import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
+import { agentSettings, CallEngine, EngineProviders, realClock } from '@parley/voice-engine';
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
-import { CallsPort } from './calls-port';
+import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
@@ -21,14 +22,18 @@ export interface StreamSocket {
 export interface CallSessionDeps {
   protocol: MediaStreamProtocol;
   calls: CallsPort;
+  agents: AgentsPort;
   bus: Bus;
   recordings: BlobStore;
+  providers: EngineProviders;
+  defaults: { model: string; sttProvider: string; ttsProvider: string };
 }
 
 /**
  * One carrier media stream, from `start` to `stop`: proves the stream belongs to a live call (the per-call token
- * in the stream parameters), keeps the call alive with heartbeats, records the caller's audio when the agent
- * asks for recordings, and closes the stream when the call is ended from elsewhere.
+ * in the stream parameters), runs the agent's conversation engine on it, keeps the call alive with heartbeats,
+ * reports turns, records both sides when the agent asks for recordings, and closes the stream when the call is
+ * ended from elsewhere.
  */
 export class CallSession {
   private readonly log = serviceLogger('media-worker');
@@ -39,6 +44,10 @@ export class CallSession {
   private stopListening: (() => void) | undefined;
   private finished = false;
   private attaching: Promise<void> | undefined;
+  private engine: CallEngine | undefined;
+  private encoding: AudioEncoding = 'mulaw';
+  private streamStartedAt = 0;
+  private turns: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly socket: StreamSocket,
@@ -66,10 +75,19 @@ export class CallSession {
       case 'audio':
         await this.attaching;
         mediaFramesIn.inc({ carrier: this.deps.protocol.carrier });
-        if (this.recorder && this.call) {
+        if (this.call) {
+          const pcm = decodeToPcm16(event.payload, this.encoding);
           // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
-          this.recorder.write('caller', decodeToPcm16(event.payload, 'mulaw'), event.timestampMs);
+          this.recorder?.write('caller', pcm, event.timestampMs);
+          this.engine?.pushAudio(pcm);
         }
+        return;
+      case 'dtmf':
+        await this.attaching;
+        this.engine?.pushDtmf(event.digit);
+        return;
+      case 'mark':
+        this.engine?.onMark(event.name);
         return;
       case 'stop':
         await this.attaching;
@@ -77,6 +95,17 @@ export class CallSession {
       default:
         return;
     }
+  }
+
+  /** The worker is shutting down: end the call with reason `shutdown` and close the stream. */
+  async shutdown(): Promise<void> {
+    const call = this.call;
+    if (call && !this.finished) {
+      await this.engine?.stop();
+      await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' }).catch((e) => this.log.warn({ err: e, callId: call.id }, 'shutdown end failed'));
+    }
+    this.socket.close(1001, 'media worker shutting down');
+    await this.onClose();
   }
 
   /** The socket closed (by either side, or the network). */
@@ -103,6 +132,8 @@ export class CallSession {
     }
     mediaStreamsTotal.inc({ carrier, outcome: 'attached' });
     mediaStreamsActive.inc({ carrier });
+    this.encoding = event.format.encoding;
+    this.streamStartedAt = Date.now();
     if (this.call.recording_enabled) this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), HEARTBEAT_MS);
@@ -113,6 +144,50 @@ export class CallSession {
         this.socket.close(1000, `call ${activity.call.status}`);
       }
     });
+    await this.startEngine(call, event.format.sampleRate);
+  }
+
+  private async startEngine(call: callsV1.Call, sampleRate: number): Promise<void> {
+    let agent: Awaited<ReturnType<AgentsPort['getAgent']>>;
+    try {
+      agent = await this.deps.agents.getAgent(call.account_id, call.agent_id);
+    } catch (error) {
+      this.log.error({ err: error, callId: call.id }, 'agent could not be read; the call gets no conversation');
+      return;
+    }
+    const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults);
+    if (settings.mode === 'webrtc') return;
+    const ids = { account_id: call.account_id, call_id: call.id };
+    this.engine = new CallEngine(
+      settings,
+      this.deps.providers,
+      {
+        clock: realClock,
+        sink: {
+          sendAudio: (frame) => {
+            this.recorder?.write('agent', frame, Date.now() - this.streamStartedAt);
+            this.socket.send(this.deps.protocol.audio(this.streamId, encodeFromPcm16(frame, this.encoding)));
+          },
+          sendMark: (name) => this.socket.send(this.deps.protocol.mark(this.streamId, name)),
+          sendClear: () => this.socket.send(this.deps.protocol.clear(this.streamId)),
+        },
+        // Turns reach the calls service in order, one at a time.
+        onTurn: (turn) =>
+          void (this.turns = this.turns.then(() =>
+            this.deps.calls
+              .appendTurn({ ...ids, turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted } })
+              .catch((e) => this.log.warn({ err: e, callId: call.id }, 'turn not recorded')),
+          )),
+        hangup: (reason) =>
+          void this.turns
+            .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
+            .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed')),
+        transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
+        log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),
+      },
+      { sampleRate, variables: call.variables, marksEchoed: true },
+    );
+    void this.engine.start().catch((e) => this.log.error({ err: e, callId: call.id }, 'conversation failed'));
   }
 
   private async beat(stopped: boolean): Promise<void> {
@@ -135,6 +210,8 @@ export class CallSession {
     if (!call) return;
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
+    await this.engine?.stop();
+    await this.turns;
     await this.saveRecording(call);
     await this.beat(true);
     if (why === 'stop') this.socket.close(1000, 'stream stopped');

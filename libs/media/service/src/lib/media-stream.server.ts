@@ -17,6 +17,7 @@ export class MediaStreamServer {
   private readonly http: Server;
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
   private readonly sessions = new Set<CallSession>();
+  private draining = false;
 
   constructor(
     private readonly protocols: Record<string, MediaStreamProtocol>,
@@ -26,6 +27,10 @@ export class MediaStreamServer {
     this.http.on('upgrade', (req: IncomingMessage, socket, head) => {
       const carrier = STREAM_PATH.exec(req.url ?? '')?.[1];
       const protocol = carrier ? this.protocols[carrier] : undefined;
+      if (this.draining) {
+        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
+        return;
+      }
       if (!protocol) {
         socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
         return;
@@ -42,11 +47,24 @@ export class MediaStreamServer {
     return (this.http.address() as AddressInfo).port;
   }
 
-  async close(): Promise<void> {
+  /**
+   * Drain: stop accepting streams at once, let live calls finish for up to `graceMs`, then end the rest with
+   * reason `shutdown` (the carrier hangs up; the call record says why).
+   */
+  async close(graceMs = 0): Promise<void> {
+    this.draining = true;
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    const deadline = Date.now() + graceMs;
+    while (this.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await Promise.all([...this.sessions].map((s) => s.shutdown()));
     for (const client of this.wss.clients) client.close(1001, 'media worker shutting down');
-    await Promise.all([...this.sessions].map((s) => s.onClose()));
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
-    await new Promise<void>((resolve) => this.http.close(() => resolve()));
+    await closed;
+  }
+
+  /** Streams open on this worker. */
+  get activeStreams(): number {
+    return this.sessions.size;
   }
 
   private accept(ws: WebSocket, protocol: MediaStreamProtocol): void {

@@ -1,17 +1,21 @@
 import { Inject, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
-import { CALLS_V1, callsV1 } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, CALLS_V1, callsV1 } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { grpcClientProvider, RpcClient } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
+import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
-import { CallsPort } from './calls-port';
+import { EngineProviders } from '@parley/voice-engine';
+import { AgentsPort, CallsPort } from './calls-port';
 import { MediaStreamServer } from './media-stream.server';
+import { speechProviders } from './speech-providers';
 
 const CALLS_GRPC = 'CALLS_GRPC';
+const AGENTS_GRPC = 'AGENTS_GRPC';
 
 /** The calls service over gRPC, as sessions see it. */
 class GrpcCallsPort implements CallsPort {
@@ -34,27 +38,71 @@ class GrpcCallsPort implements CallsPort {
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<void> {
     await this.client.call('recordingReady', (s, md) => s.recordingReady(req, md));
   }
+
+  async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
+    await this.client.call('appendTurn', (s, md) => s.appendTurn(req, md));
+  }
+
+  async endCall(req: callsV1.EndCallRequest): Promise<void> {
+    await this.client.call('endCall', (s, md) => s.endCall(req, md));
+  }
+
+  async transferCall(req: callsV1.TransferCallRequest): Promise<void> {
+    await this.client.call('transferCall', (s, md) => s.transferCall(req, md));
+  }
+}
+
+/** The agents service over gRPC: the agent document and its effective fields. */
+class GrpcAgentsPort implements AgentsPort {
+  private readonly client: RpcClient<agentsV1.AgentsServiceClient>;
+
+  constructor(grpc: ClientGrpc, timeoutMs: number) {
+    this.client = new RpcClient(grpc, AGENTS_V1, 'agents', timeoutMs);
+  }
+
+  async getAgent(accountId: string, agentId: string) {
+    const { agent } = await this.client.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
+    if (!agent) throw new Error('agents service answered without an agent');
+    return { spec: JSON.parse(agent.spec_json) as Record<string, unknown>, effective: JSON.parse(agent.effective_json) as Record<string, unknown> };
+  }
 }
 
 /** Opens the carrier-facing WebSocket server with the service and closes it first on shutdown. */
 @Injectable()
 class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly server: MediaStreamServer;
+  private readonly providers: EngineProviders;
 
-  constructor(@Inject(CALLS_GRPC) grpc: ClientGrpc, @Inject(BUS) bus: Bus, @Inject(CONFIG) private readonly config: ServiceConfig) {
+  constructor(
+    @Inject(CALLS_GRPC) calls: ClientGrpc,
+    @Inject(AGENTS_GRPC) agents: ClientGrpc,
+    @Inject(BUS) bus: Bus,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {
+    const [stt, tts] = [config.STT_PROVIDERS.split(',')[0], config.TTS_PROVIDERS.split(',')[0]];
+    this.providers = speechProviders(config);
     this.server = new MediaStreamServer(
       { twilio: new TwilioMediaStreamProtocol() },
-      { calls: new GrpcCallsPort(grpc, config.RPC_TIMEOUT_MS), bus, recordings: createBlobStore(config) },
+      {
+        calls: new GrpcCallsPort(calls, config.RPC_TIMEOUT_MS),
+        agents: new GrpcAgentsPort(agents, config.RPC_TIMEOUT_MS),
+        bus,
+        recordings: createBlobStore(config),
+        providers: this.providers,
+        defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts },
+      },
     );
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // The offline voice loads its engine synchronously: do it now, not on the first call's greeting.
+    for (const tts of this.providers.tts) if (tts instanceof LocalTextToSpeech) tts.warmUp();
     const port = await this.server.listen(this.config.MEDIA_PORT, this.config.MEDIA_HOST);
     serviceLogger('media-worker').info({ port, public: this.config.MEDIA_PUBLIC_URL }, 'media streams listening');
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.server.close();
+    await this.server.close(this.config.CALL_DRAIN_SECONDS * 1000);
   }
 }
 
@@ -63,6 +111,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
   imports: [
     ClientsModule.registerAsync([
       { name: CALLS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(CALLS_GRPC, CALLS_V1, c.CALLS_GRPC_URL) },
+      { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
     ]),
   ],
   providers: [MediaStreamListener],

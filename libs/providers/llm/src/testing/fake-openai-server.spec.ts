@@ -139,4 +139,94 @@ describe('FakeOpenAiServer', () => {
     // (fetch's TypeError comes from Node's realm, not the test's: check the shape rather than instanceof)
     expect(await pending).toMatchObject({ name: 'TypeError', message: 'fetch failed' });
   });
+
+  const postStream = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'x' }], ...body }),
+    });
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ''));
+    return { res, events, chunks: events.filter((e) => e !== '[DONE]').map((e) => JSON.parse(e)) };
+  };
+
+  it('streams tool calls as OpenAI does: index, id, type and name first, then argument fragments', async () => {
+    server.reply(() => ({ toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' }] }));
+
+    const { events, chunks } = await postStream({});
+    const deltas = chunks.map((c) => c.choices[0].delta);
+
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(deltas[0]).toEqual({ role: 'assistant', content: null, refusal: null });
+    expect(deltas[1]).toEqual({
+      tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }],
+    });
+    const fragments = deltas.slice(2, -1);
+    expect(fragments.length).toBeGreaterThan(1);
+    for (const d of fragments) expect(Object.keys(d.tool_calls[0]).sort()).toEqual(['function', 'index']);
+    expect(fragments.map((d) => d.tool_calls[0].function.arguments).join('')).toBe('{"city":"Paris","unit":"c"}');
+    expect(chunks.at(-1).choices[0]).toMatchObject({ delta: {}, finish_reason: 'tool_calls' });
+  });
+
+  it('records the tools sent', async () => {
+    const tools = [{ type: 'function', function: { name: 'hang_up', description: 'End', parameters: { type: 'object' } } }];
+
+    await postStream({ tools, tool_choice: 'required' });
+
+    expect(server.requests[0].body.tools).toEqual(tools);
+    expect(server.requests[0].body.tool_choice).toBe('required');
+  });
+
+  it('answers tool calls without streaming too', async () => {
+    server.reply(() => ({ toolCalls: [{ id: 'call_9', name: 'hang_up', arguments: ['{', '}'] }] }));
+    const client = new OpenAI({ baseURL, apiKey: 'k', maxRetries: 0 });
+
+    const completion = await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'bye' }] });
+
+    expect(completion.choices[0].finish_reason).toBe('tool_calls');
+    expect(completion.choices[0].message).toMatchObject({
+      content: null,
+      tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'hang_up', arguments: '{}' } }],
+    });
+  });
+
+  it('waits the first-token delay and the per-chunk delay, and reports the answer finished', async () => {
+    server.reply(() => ({ content: ['a', 'b'], firstTokenDelayMs: 150, chunkDelayMs: 60 }));
+    const start = Date.now();
+
+    await postStream({});
+
+    expect(Date.now() - start).toBeGreaterThanOrEqual(150 + 2 * 60 - 15);
+    expect(await server.requests[0].ended).toBe('finished');
+    expect(server.requests[0].outcome).toBe('finished');
+  });
+
+  it('sees a client hang up mid-stream and stops writing', async () => {
+    server.reply(() => ({ content: ['a', 'b', 'c'], chunkDelayMs: 5_000 }));
+    const controller = new AbortController();
+
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'fake-model', stream: true, messages: [] }),
+      signal: controller.signal,
+    });
+    await res.body?.getReader().read();
+    controller.abort();
+
+    expect(await server.requests[0].ended).toBe('closed');
+  });
+
+  it('sends raw server-sent events as given', async () => {
+    server.reply(() => ({ sse: [{ custom: true }, 'not json'] }));
+
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'fake-model', stream: true, messages: [] }),
+    });
+
+    expect(await res.text()).toBe('data: {"custom":true}\n\ndata: not json\n\n');
+  });
 });

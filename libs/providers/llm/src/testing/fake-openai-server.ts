@@ -5,7 +5,9 @@ import { AddressInfo, Socket } from 'node:net';
 /** The JSON body of a `POST /v1/chat/completions` as received (only the fields the fake looks at are typed). */
 export interface FakeChatCompletionBody {
   model: string;
-  messages: Array<{ role: string; content: unknown }>;
+  messages: Array<{ role: string; content: unknown; tool_calls?: unknown[]; tool_call_id?: string }>;
+  tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+  tool_choice?: unknown;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   temperature?: number;
@@ -22,18 +24,54 @@ export interface FakeOpenAiRequest {
   path: string;
   /** Header names in lower case, as node:http gives them. */
   headers: IncomingHttpHeaders;
-  /** The parsed JSON body. */
+  /** The parsed JSON body (the tools sent included). */
   body: FakeChatCompletionBody;
+  /** How the answer ended: `finished` once fully sent, `closed` if the connection closed first. Unset until then. */
+  outcome?: 'finished' | 'closed';
+  /** Settles with `outcome`. */
+  ended: Promise<'finished' | 'closed'>;
+}
+
+/** A tool call the fake model makes. */
+export interface FakeToolCall {
+  /** Default `call_<random>`. */
+  id?: string;
+  name: string;
+  /** Raw JSON text, streamed in pieces of a few characters; or the exact pieces to stream. */
+  arguments: string | string[];
+}
+
+/** A scripted assistant answer. */
+export interface FakeOpenAiAnswer {
+  /** Text, streamed in word-sized pieces; or the exact pieces to stream. */
+  content?: string | string[];
+  toolCalls?: FakeToolCall[];
+  /** Model to report; default the requested one. */
+  model?: string;
+  /** Default `tool_calls` with tool calls, else `stop`. */
+  finishReason?: string;
+  /** Streaming: wait after the headers (and role chunk) before the first content or tool-call chunk. */
+  firstTokenDelayMs?: number;
+  /** Streaming: wait before each later chunk. */
+  chunkDelayMs?: number;
 }
 
 /**
- * What a handler answers: the assistant's text; the text with the model to report and/or the finish reason; or a
- * raw HTTP answer (status and JSON body, e.g. `{ status: 500, body: { error: { message: 'boom' } } }`).
+ * Raw server-sent events, to mimic a particular server's quirks: each item is one event's data, strings as they
+ * are (e.g. `[DONE]`), anything else as JSON. Nothing is added.
  */
-export type FakeOpenAiReply =
-  | string
-  | { content: string; model?: string; finishReason?: string }
-  | { status: number; body: unknown };
+export interface FakeOpenAiRawStream {
+  sse: unknown[];
+  /** Wait before each event. */
+  chunkDelayMs?: number;
+}
+
+/**
+ * What a handler answers: the assistant's text; an answer with text and/or tool calls, the model to report, the
+ * finish reason and streaming delays; raw server-sent events; or a raw HTTP answer (status and JSON body, e.g.
+ * `{ status: 500, body: { error: { message: 'boom' } } }`).
+ */
+export type FakeOpenAiReply = string | FakeOpenAiAnswer | FakeOpenAiRawStream | { status: number; body: unknown };
 
 export type FakeOpenAiHandler = (
   body: FakeChatCompletionBody,
@@ -47,8 +85,9 @@ export interface FakeOpenAiServerOptions {
 
 /**
  * A real HTTP server on 127.0.0.1 (random port) speaking OpenAI's chat-completions wire protocol, so tests run
- * the real `openai` SDK end to end: `POST /v1/chat/completions` (JSON, or server-sent events with `stream: true`)
- * and `GET /v1/models`. Answers are scripted with `reply()`; the default answer is `ok`.
+ * the real `openai` SDK end to end: `POST /v1/chat/completions` (JSON, or server-sent events with `stream: true`,
+ * tool calls included, in OpenAI's chunk format) and `GET /v1/models`. Answers are scripted with `reply()`; the
+ * default answer is `ok`.
  */
 export class FakeOpenAiServer {
   /** Every chat-completion request received (with a JSON body), in order. */
@@ -131,13 +170,16 @@ export class FakeOpenAiServer {
       if (typeof completion !== 'object' || completion === null) {
         return sendJson(res, 400, errorBody('The body must be a JSON object.', 'invalid_request_error'));
       }
-      const request: FakeOpenAiRequest = { method, path, headers: req.headers, body: completion };
+      const request: FakeOpenAiRequest = { method, path, headers: req.headers, body: completion, ended: watchEnd(res) };
+      void request.ended.then((outcome) => (request.outcome = outcome));
       this.requests.push(request);
       if (typeof completion.model !== 'string' || !Array.isArray(completion.messages)) {
         return sendJson(res, 400, errorBody('`model` and `messages` are required.', 'invalid_request_error'));
       }
       const answer = await this.handler(completion, request);
+      if (res.destroyed) return;
       if (typeof answer === 'object' && 'status' in answer) return sendJson(res, answer.status, answer.body);
+      if (typeof answer === 'object' && 'sse' in answer) return sendRawStream(res, answer);
       const reply = typeof answer === 'string' ? { content: answer } : answer;
       return completion.stream ? sendStream(res, completion, reply) : sendJson(res, 200, chatCompletion(completion, reply));
     }
@@ -145,9 +187,27 @@ export class FakeOpenAiServer {
   }
 }
 
-type Reply = { content: string; model?: string; finishReason?: string };
+type Reply = FakeOpenAiAnswer;
+
+function textOf(reply: Reply): string {
+  return Array.isArray(reply.content) ? reply.content.join('') : (reply.content ?? '');
+}
+
+function finishReasonOf(reply: Reply): string {
+  return reply.finishReason ?? (reply.toolCalls?.length ? 'tool_calls' : 'stop');
+}
+
+function toolCallsOf(reply: Reply) {
+  return (reply.toolCalls ?? []).map((call) => ({
+    id: call.id ?? `call_${randomBytes(12).toString('base64url')}`,
+    name: call.name,
+    pieces: Array.isArray(call.arguments) ? call.arguments : pieces(call.arguments, 7),
+  }));
+}
 
 function chatCompletion(request: FakeChatCompletionBody, reply: Reply) {
+  const calls = toolCallsOf(reply);
+  const text = textOf(reply);
   return {
     id: completionId(),
     object: 'chat.completion',
@@ -157,16 +217,34 @@ function chatCompletion(request: FakeChatCompletionBody, reply: Reply) {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: reply.content, refusal: null },
+        message: {
+          role: 'assistant',
+          content: calls.length > 0 && text === '' ? null : text,
+          refusal: null,
+          ...(calls.length > 0
+            ? {
+                tool_calls: calls.map((c) => ({
+                  id: c.id,
+                  type: 'function',
+                  function: { name: c.name, arguments: c.pieces.join('') },
+                })),
+              }
+            : {}),
+        },
         logprobs: null,
-        finish_reason: reply.finishReason ?? 'stop',
+        finish_reason: finishReasonOf(reply),
       },
     ],
-    usage: usage(request, reply.content),
+    usage: usage(request, text),
   };
 }
 
-function sendStream(res: ServerResponse, request: FakeChatCompletionBody, reply: Reply): void {
+/**
+ * Streams as OpenAI does: a role chunk, the text pieces, then per tool call a chunk with its index, id, type and
+ * name (empty arguments) followed by chunks of argument fragments carrying only the index, then a chunk with the
+ * finish reason, the usage chunk when asked, and `[DONE]`. Stops writing if the client goes away.
+ */
+async function sendStream(res: ServerResponse, request: FakeChatCompletionBody, reply: Reply): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   const id = completionId();
   const created = Math.floor(Date.now() / 1000);
@@ -182,16 +260,70 @@ function sendStream(res: ServerResponse, request: FakeChatCompletionBody, reply:
   });
   const write = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
 
-  write(chunk({ role: 'assistant', content: '', refusal: null }, null));
-  // Word-sized pieces, whitespace kept, so the concatenated deltas equal the content exactly.
-  for (const piece of reply.content.match(/\s*\S+\s*/g) ?? (reply.content ? [reply.content] : [])) {
-    write(chunk({ content: piece }, null));
+  const text = textOf(reply);
+  const calls = toolCallsOf(reply);
+  const body: Array<Record<string, unknown>> = [
+    // Word-sized pieces, whitespace kept, so the concatenated deltas equal the content exactly.
+    ...(Array.isArray(reply.content) ? reply.content : (text.match(/\s*\S+\s*/g) ?? (text ? [text] : []))).map(
+      (piece) => chunk({ content: piece }, null),
+    ),
+    ...calls.flatMap((call, index) => [
+      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, null),
+      ...call.pieces.map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null)),
+    ]),
+    chunk({}, finishReasonOf(reply)),
+  ];
+
+  write(chunk({ role: 'assistant', content: text === '' && calls.length > 0 ? null : '', refusal: null }, null));
+  for (const [i, data] of body.entries()) {
+    if (!(await pause(res, i === 0 ? reply.firstTokenDelayMs : reply.chunkDelayMs))) return;
+    write(data);
   }
-  write(chunk({}, reply.finishReason ?? 'stop'));
   if (request.stream_options?.include_usage) {
-    write({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usage(request, reply.content) });
+    write({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usage(request, text) });
   }
   res.end('data: [DONE]\n\n');
+}
+
+async function sendRawStream(res: ServerResponse, raw: FakeOpenAiRawStream): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  for (const data of raw.sse) {
+    if (!(await pause(res, raw.chunkDelayMs))) return;
+    res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+  }
+  res.end();
+}
+
+/** Waits `ms`; false (at once) if the connection closed meanwhile. */
+function pause(res: ServerResponse, ms: number | undefined): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  if (!ms || ms <= 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      res.off('close', onClose);
+      resolve(!res.destroyed);
+    }, ms);
+    res.once('close', onClose);
+  });
+}
+
+function watchEnd(res: ServerResponse): Promise<'finished' | 'closed'> {
+  return new Promise((resolve) => {
+    res.once('finish', () => resolve('finished'));
+    res.once('close', () => resolve(res.writableFinished ? 'finished' : 'closed'));
+  });
+}
+
+/** Splits into pieces of `size` characters (code points, so no surrogate pair is cut). */
+function pieces(text: string, size: number): string[] {
+  const chars = Array.from(text);
+  const out: string[] = [];
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
+  return out;
 }
 
 function usage(request: FakeChatCompletionBody, content: string) {

@@ -105,7 +105,7 @@ export interface ListCallsResponse {
 export interface EndCallRequest {
   account_id: string;
   id: string;
-  /** Why: hangup (the API), given_up (nobody answered), ... */
+  /** Why: hangup (the API), given_up (nobody answered), or the engine's completed, silence, max_duration, no_input. */
   reason: string;
 }
 

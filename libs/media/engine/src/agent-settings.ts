@@ -1,0 +1,134 @@
+/**
+ * What the engine needs of an agent, with the spec's "0 means default" rules applied once. Built from the agent
+ * document (spec) and its effective inheritable fields, both as the agents service returns them.
+ */
+export interface LanguageSettings {
+  code: string;
+  greeting: string;
+  systemPrompt: string;
+  silencePrompt: string;
+  sttProvider: string;
+  ttsProvider: string;
+  voiceId: string;
+  voices: Record<string, string>;
+}
+
+export interface FlowNode {
+  id: string;
+  type: 'llm' | 'static' | 'router';
+  say?: string;
+  say_in?: Record<string, string>;
+  edges?: FlowEdge[];
+}
+
+export interface FlowEdge {
+  to: string;
+  type?: 'intent' | 'expression' | 'always' | 'event';
+  priority?: number;
+  event?: string;
+  expression?: { logic?: 'and' | 'or'; conditions: { variable: string; operator: string; value?: unknown }[] };
+}
+
+export interface AgentSettings {
+  mode: 'conversation' | 'keypad' | 'normal' | 'webrtc';
+  languages: LanguageSettings[];
+  model: string;
+  temperature: number | undefined;
+  maxTokens: number | undefined;
+  speed: number | undefined;
+  pitch: number | undefined;
+  interruptWords: number;
+  interruptPhrases: string[];
+  /** Seconds; undefined = never. */
+  silencePromptSeconds: number | undefined;
+  silenceHangupSeconds: number | undefined;
+  /** Seconds; undefined = the carrier's limit. */
+  maxCallSeconds: number | undefined;
+  endCallTool: boolean;
+  transferNumber: string;
+  flow: { start?: string; nodes: FlowNode[] } | undefined;
+  keypadTimeoutSeconds: number;
+  maxNoInput: number;
+  noInput: string;
+}
+
+interface Spec {
+  mode?: AgentSettings['mode'];
+  languages?: {
+    code: string;
+    greeting?: string;
+    system_prompt?: string;
+    silence_prompt?: string;
+    stt_provider?: string;
+    tts_provider?: string;
+    voice_id?: string;
+    voices?: Record<string, string>;
+  }[];
+  conversation?: {
+    interrupt_words?: number;
+    interrupt_phrases?: string[];
+    silence_prompt_seconds?: number;
+    silence_hangup_seconds?: number;
+    max_call_seconds?: number;
+  };
+  flow?: { start?: string; nodes?: FlowNode[] };
+  keypad_timeout_seconds?: number;
+  max_no_input?: number;
+  no_input?: string;
+}
+
+interface Effective {
+  model?: string;
+  temperature?: number;
+  max_tokens?: number;
+  speed?: number;
+  pitch?: number;
+  autonomy?: string;
+  capabilities?: { end_call?: boolean };
+  transfer_number?: string;
+}
+
+/** -1 never, 0 (or absent) the default, else the value. */
+const seconds = (value: number | undefined, fallback: number) => (value === -1 ? undefined : value ? value : fallback);
+const positive = (value: number | undefined) => (value ? value : undefined);
+
+export function agentSettings(spec: Spec, effective: Effective, defaults: { model: string; sttProvider: string; ttsProvider: string }): AgentSettings {
+  const first = spec.languages?.[0];
+  const languages = (spec.languages ?? [{ code: 'en-US' }]).map((l, i) => ({
+    code: l.code,
+    greeting: l.greeting ?? '',
+    // A later entry without a prompt speaks the first entry's instructions in its own language.
+    systemPrompt: l.system_prompt || (i > 0 && first?.system_prompt ? `${first.system_prompt}\n\nSpeak ${l.code} with the caller.` : ''),
+    silencePrompt: l.silence_prompt ?? '',
+    sttProvider: l.stt_provider || (i === 0 ? '' : first?.stt_provider ?? '') || defaults.sttProvider,
+    ttsProvider: l.tts_provider || defaults.ttsProvider,
+    voiceId: l.voice_id ?? '',
+    voices: l.voices ?? {},
+  }));
+  const c = spec.conversation ?? {};
+  return {
+    mode: spec.mode ?? 'conversation',
+    languages,
+    model: effective.model || defaults.model,
+    temperature: effective.temperature,
+    maxTokens: positive(effective.max_tokens),
+    speed: positive(effective.speed),
+    pitch: positive(effective.pitch),
+    interruptWords: c.interrupt_words || 2,
+    interruptPhrases: c.interrupt_phrases ?? [],
+    silencePromptSeconds: seconds(c.silence_prompt_seconds, 8),
+    silenceHangupSeconds: seconds(c.silence_hangup_seconds, 20),
+    maxCallSeconds: positive(c.max_call_seconds),
+    endCallTool: effective.autonomy !== 'custom' || effective.capabilities?.end_call === true,
+    transferNumber: effective.transfer_number ?? '',
+    flow: spec.flow?.nodes?.length ? { start: spec.flow.start, nodes: spec.flow.nodes } : undefined,
+    keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,
+    maxNoInput: spec.max_no_input || 2,
+    noInput: spec.no_input ?? '',
+  };
+}
+
+/** `{{name}}` placeholders filled from the call's variables; unknown names are left as written. */
+export function fillVariables(text: string, variables: Record<string, string>): string {
+  return text.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (whole, name: string) => variables[name] ?? whole);
+}

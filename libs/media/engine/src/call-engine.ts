@@ -1,0 +1,599 @@
+import { ChatMessage, LlmProvider, ToolDefinition } from '@parley/llm';
+import { Resampler } from '@parley/audio';
+import { SpeechError, SpeechToText, SttEvent, SttStream, TextToSpeech } from '@parley/speech';
+import { AgentSettings, FlowEdge, FlowNode, LanguageSettings, fillVariables } from './agent-settings';
+import { Clock } from './clock';
+import { engineMetrics } from './metrics';
+import { AudioSink, FRAME_MS, Playout } from './playout';
+import { SentenceChunker } from './sentences';
+import { EnergyVad } from './vad';
+
+export interface EngineTurn {
+  role: 'user' | 'assistant';
+  text: string;
+  language: string;
+  startMs: number;
+  endMs: number;
+  interrupted: boolean;
+}
+
+/** What the engine asks of whoever hosts the call (the media worker's session, or a test). */
+export interface EngineHost {
+  sink: AudioSink;
+  clock: Clock;
+  /** A completed turn, in order. */
+  onTurn(turn: EngineTurn): void;
+  /** The engine is done with the call (`silence`, `max_duration`, `agent`, `completed`, `no_input`). */
+  hangup(reason: string): void;
+  transfer(destination: string): Promise<void>;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface EngineProviders {
+  /** Every recognizer the deployment configured; the language entry's first choice is tried first. */
+  stt: SpeechToText[];
+  tts: TextToSpeech[];
+  llm: LlmProvider;
+}
+
+export interface EngineOptions {
+  /** Sample rate of audio in and out (8000 on a phone line). */
+  sampleRate: number;
+  variables?: Record<string, string>;
+  /** Whether the sink's marks come back (carrier streams: yes). */
+  marksEchoed?: boolean;
+  /** Give up on a synthesizer that has produced no audio after this long and try the next. */
+  ttsFirstAudioTimeoutMs?: number;
+}
+
+/** Words that stop the agent whatever interrupt_words says. */
+const STOP_WORDS = new Set(['stop', 'wait', 'hold', 'pause', 'quiet', 'enough']);
+/** A caller who talks this long over the agent interrupts it, words or not. */
+const KEEP_TALKING_MS = 1500;
+const BUILT_IN = {
+  silencePrompt: 'Are you still there?',
+  goodbye: 'Goodbye.',
+  trouble: 'Sorry, I am having trouble right now. Please try again later.',
+  invalidKey: 'Sorry, that is not an option.',
+};
+const END_CALL_TOOL: ToolDefinition = {
+  name: 'end_call',
+  description: 'End the call once the conversation is complete and you have said goodbye.',
+  parameters: { type: 'object', properties: {}, additionalProperties: false },
+};
+
+interface AgentTurn {
+  controller: AbortController;
+  interruptible: boolean;
+  /** Sentences spoken so far, by playout segment. */
+  segments: { id: number; text: string }[];
+  startMs: number;
+  firstAudioAt?: number;
+}
+
+/**
+ * One call's conversation: inbound audio → VAD → streaming STT → end of turn → LLM → sentences → TTS → paced
+ * playback, every stage of an agent turn sharing one AbortController so barge-in stops them all at once. Also
+ * the keypad (DTMF menu from the flow's static nodes) and normal (greeting then transfer) modes.
+ */
+export class CallEngine {
+  private readonly playout: Playout;
+  private readonly vad = new EnergyVad();
+  private readonly startedAt: number;
+  private readonly language: LanguageSettings;
+  private stt: SttStream | undefined;
+  private sttIndex = 0;
+  private turn: AgentTurn | undefined;
+  private history: ChatMessage[] = [];
+  private userText = '';
+  private partialText = '';
+  private speechStartedAt: number | undefined;
+  private endOfSpeechAt: number | undefined;
+  private silenceTimers: unknown[] = [];
+  private maxTimer: unknown;
+  private ended = false;
+  private node: FlowNode | undefined;
+  private keypadTimer: unknown;
+  private noInputRounds = 0;
+
+  constructor(
+    private readonly settings: AgentSettings,
+    private readonly providers: EngineProviders,
+    private readonly host: EngineHost,
+    private readonly options: EngineOptions,
+  ) {
+    this.playout = new Playout(host.sink, host.clock, options.sampleRate, options.marksEchoed ?? true);
+    this.startedAt = host.clock.now();
+    this.language = settings.languages[0];
+  }
+
+  /** Opens the call: the greeting of the opening language, exactly as written. */
+  async start(): Promise<void> {
+    engineMetrics.callsInProgress.inc();
+    if (this.settings.maxCallSeconds) {
+      this.maxTimer = this.host.clock.setTimeout(() => void this.goodbye('max_duration'), this.settings.maxCallSeconds * 1000);
+    }
+    if (this.settings.mode === 'keypad') return this.enterNode(this.startNode());
+    if (this.settings.mode === 'conversation') await this.openStt();
+    const greeting = this.fill(this.language.greeting);
+    if (greeting) await this.say(greeting, { interruptible: this.settings.mode === 'conversation' });
+    if (this.ended) return;
+    if (this.settings.mode === 'normal') {
+      if (this.settings.transferNumber) await this.host.transfer(this.settings.transferNumber);
+      else this.finish('completed');
+      return;
+    }
+    this.armSilence();
+  }
+
+  /** One inbound frame of PCM16 at the engine's sample rate. */
+  pushAudio(frame: Int16Array): void {
+    if (this.ended || this.settings.mode !== 'conversation') return;
+    this.stt?.write(frame);
+    const change = this.vad.push(frame, (frame.length * 1000) / this.options.sampleRate);
+    const now = this.host.clock.now();
+    if (change === 'speech_start') {
+      this.speechStartedAt = now;
+      this.disarmSilence();
+    } else if (change === 'speech_end') {
+      this.endOfSpeechAt = now;
+      this.stt?.finalize();
+      // Quiet is counted from the caller's last words, whether or not they made a turn.
+      if (!this.turn) this.armSilence();
+    }
+    if (this.vad.speaking && this.speechStartedAt !== undefined && this.turn?.interruptible && now - this.speechStartedAt >= KEEP_TALKING_MS) {
+      this.interrupt('kept talking');
+    }
+  }
+
+  /** A key the caller pressed. */
+  pushDtmf(digit: string): void {
+    if (this.ended || this.settings.mode !== 'keypad' || !this.node) return;
+    const node = this.node;
+    this.host.clock.clearTimeout(this.keypadTimer);
+    // A key pressed during the menu stops the menu: the caller knows what they want.
+    if (this.turn) this.interrupt('key pressed');
+    this.noInputRounds = 0;
+    this.host.onTurn({ role: 'user', text: digit, language: this.language.code, startMs: this.offset(), endMs: this.offset(), interrupted: false });
+    const next = this.route(node, { digit });
+    if (next) void this.enterNode(next);
+    else void this.say(BUILT_IN.invalidKey, { interruptible: true }).then(() => this.enterNode(node));
+  }
+
+  /** The carrier confirmed playback up to a mark. */
+  onMark(name: string): void {
+    this.playout.onMark(name);
+  }
+
+  /** The call is over from the outside (caller hung up, stream closed): stop every stage. */
+  async stop(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    this.cut();
+    this.clearTimers();
+    engineMetrics.callsInProgress.dec();
+    await this.stt?.close().catch(() => undefined);
+  }
+
+  // ---- conversation ----------------------------------------------------------------------------------------
+
+  private async openStt(): Promise<void> {
+    const order = this.ordered(this.providers.stt, this.language.sttProvider);
+    for (; this.sttIndex < order.length; this.sttIndex++) {
+      const provider = order[this.sttIndex];
+      try {
+        this.stt = await provider.open(
+          { language: this.language.code, sampleRate: this.options.sampleRate },
+          { onTranscript: (e) => this.onTranscript(e), onError: (e) => void this.sttFailed(provider.name, e) },
+        );
+        return;
+      } catch (error) {
+        this.log('recognizer failed to open', { provider: provider.name, err: String(error) });
+        const next = order[this.sttIndex + 1];
+        if (next) engineMetrics.fallbacks.inc({ kind: 'stt', from: provider.name, to: next.name });
+      }
+    }
+    this.log('no recognizer available');
+  }
+
+  private async sttFailed(name: string, error: SpeechError): Promise<void> {
+    if (this.ended) return;
+    this.log('recognizer failed', { provider: name, err: error.message });
+    const order = this.ordered(this.providers.stt, this.language.sttProvider);
+    const next = order[this.sttIndex + 1];
+    if (!next) return;
+    engineMetrics.fallbacks.inc({ kind: 'stt', from: name, to: next.name });
+    this.sttIndex++;
+    await this.openStt();
+  }
+
+  private onTranscript(event: SttEvent): void {
+    if (this.ended) return;
+    if (event.type === 'partial') {
+      this.partialText = event.text;
+      this.considerBargeIn(`${this.userText} ${event.text}`, false);
+      return;
+    }
+    if (event.text) this.userText = `${this.userText} ${event.text}`.trim();
+    this.partialText = '';
+    if (this.considerBargeIn(this.userText, true)) return;
+    if (!event.endOfTurn || !this.userText) return;
+    if (this.turn) {
+      // The agent kept the floor (too few words to interrupt): a backchannel such as "mm-hm", not a turn.
+      this.userText = '';
+      return;
+    }
+    this.commitUserTurn();
+  }
+
+  /** Interrupts the agent when the caller's words call for it; true when it did. */
+  private considerBargeIn(text: string, final: boolean): boolean {
+    const turn = this.turn;
+    if (!turn?.interruptible) return false;
+    const words = text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
+    const phrase = words.join(' ');
+    const byPhrase = final && this.settings.interruptPhrases.some((p) => normalise(p) === phrase);
+    if (words.length >= this.settings.interruptWords || words.some((w) => STOP_WORDS.has(w)) || byPhrase) {
+      this.interrupt(byPhrase ? 'interrupt phrase' : 'caller words');
+      return true;
+    }
+    return false;
+  }
+
+  private commitUserTurn(): void {
+    this.disarmSilence();
+    const text = this.userText;
+    this.userText = '';
+    const endMs = this.offset();
+    const startMs = this.speechStartedAt !== undefined ? this.speechStartedAt - this.startedAt : endMs;
+    this.host.onTurn({ role: 'user', text, language: this.language.code, startMs, endMs, interrupted: false });
+    this.history.push({ role: 'user', content: text });
+    void this.reply();
+  }
+
+  private async reply(): Promise<void> {
+    const messages: ChatMessage[] = [
+      ...(this.language.systemPrompt ? [{ role: 'system' as const, content: this.fill(this.language.systemPrompt) }] : []),
+      ...this.history,
+    ];
+    let endCall = false;
+    const llm = this.providers.llm;
+    const settings = this.settings;
+    const endOfSpeech = this.endOfSpeechAt ?? this.host.clock.now();
+    const log = (m: string, f?: Record<string, unknown>) => this.log(m, f);
+    const clock = this.host.clock;
+    async function* text(signal: AbortSignal): AsyncIterable<string> {
+      let first = true;
+      try {
+        for await (const event of llm.stream({
+          model: settings.model,
+          messages,
+          temperature: settings.temperature,
+          maxTokens: settings.maxTokens,
+          tools: settings.endCallTool ? [END_CALL_TOOL] : undefined,
+          signal,
+        })) {
+          if (event.type === 'text' && event.delta) {
+            if (first) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (clock.now() - endOfSpeech) / 1000);
+            first = false;
+            yield event.delta;
+          } else if (event.type === 'tool_calls') {
+            endCall = event.calls.some((c) => c.name === END_CALL_TOOL.name);
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        log('model failed', { err: String(error) });
+        yield BUILT_IN.trouble;
+      }
+    }
+    const result = await this.speak(text, { interruptible: true, endOfSpeechAt: endOfSpeech });
+    if (this.ended) return;
+    if (endCall && !result.interrupted) return this.finish('agent');
+    if (!result.interrupted) this.armSilence();
+  }
+
+  // ---- speaking ----------------------------------------------------------------------------------------------
+
+  private say(line: string, options: { interruptible: boolean }): Promise<{ interrupted: boolean }> {
+    return this.speak(async function* () {
+      yield line;
+    }, options);
+  }
+
+  /**
+   * Speaks streamed text sentence by sentence and records the assistant turn, cut to what the caller heard when
+   * interrupted.
+   */
+  private async speak(
+    source: (signal: AbortSignal) => AsyncIterable<string>,
+    options: { interruptible: boolean; endOfSpeechAt?: number },
+  ): Promise<{ interrupted: boolean }> {
+    if (this.ended) return { interrupted: true };
+    this.cut();
+    const turn: AgentTurn = { controller: new AbortController(), interruptible: options.interruptible, segments: [], startMs: this.offset() };
+    this.turn = turn;
+    const signal = turn.controller.signal;
+    const chunker = new SentenceChunker();
+    const sentence = async (text: string) => {
+      const id = this.playout.open();
+      turn.segments.push({ id, text });
+      await this.synthesize(id, text, signal, () => {
+        if (turn.firstAudioAt !== undefined) return;
+        turn.firstAudioAt = this.host.clock.now();
+        if (options.endOfSpeechAt !== undefined) {
+          engineMetrics.stageLatency.observe({ stage: 'response' }, (turn.firstAudioAt - options.endOfSpeechAt) / 1000);
+        }
+      });
+      this.playout.end(id);
+    };
+    try {
+      for await (const delta of source(signal)) {
+        if (signal.aborted) break;
+        for (const s of chunker.push(delta)) {
+          if (signal.aborted) break;
+          await sentence(s);
+        }
+      }
+      const rest = chunker.flush();
+      if (rest && !signal.aborted) await sentence(rest);
+      await Promise.all(turn.segments.map((s) => this.playout.played(s.id)));
+    } catch (error) {
+      if (!signal.aborted) this.log('speaking failed', { err: String(error) });
+    }
+    if (this.turn === turn) this.turn = undefined;
+    const interrupted = signal.aborted;
+    const text = this.heardText(turn, interrupted);
+    for (const s of turn.segments) this.playout.release(s.id);
+    if (text) {
+      this.host.onTurn({ role: 'assistant', text, language: this.language.code, startMs: turn.startMs, endMs: this.offset(), interrupted });
+      this.history.push({ role: 'assistant', content: text });
+    }
+    return { interrupted };
+  }
+
+  /** Synthesizes one sentence into a playout segment, falling back to the next synthesizer on failure. */
+  private async synthesize(segment: number, text: string, signal: AbortSignal, onFirstAudio: () => void): Promise<void> {
+    const order = this.ordered(this.providers.tts, this.language.ttsProvider);
+    const timeoutMs = this.options.ttsFirstAudioTimeoutMs ?? 3000;
+    for (let i = 0; i < order.length && !signal.aborted; i++) {
+      const tts = order[i];
+      const attempt = new AbortController();
+      const abort = () => attempt.abort();
+      signal.addEventListener('abort', abort);
+      const started = this.host.clock.now();
+      let pushed = 0;
+      const timer = this.host.clock.setTimeout(() => pushed === 0 && attempt.abort(), timeoutMs);
+      try {
+        const frames = new FrameCutter(this.playout.frameSize);
+        let resampler: Resampler | undefined;
+        for await (const chunk of tts.synthesize({
+          text,
+          language: this.language.code,
+          voiceId: i === 0 ? this.language.voiceId : this.language.voices[tts.name] ?? '',
+          speed: this.settings.speed,
+          pitch: this.settings.pitch,
+          signal: attempt.signal,
+        })) {
+          if (attempt.signal.aborted) break;
+          resampler ??= new Resampler(chunk.sampleRate, this.options.sampleRate);
+          for (const frame of frames.push(resampler.process(chunk.pcm))) {
+            if (pushed++ === 0) {
+              engineMetrics.stageLatency.observe({ stage: 'tts_first_audio' }, (this.host.clock.now() - started) / 1000);
+              onFirstAudio();
+            }
+            this.playout.push(segment, frame);
+          }
+        }
+        const last = frames.flush();
+        if (last && !attempt.signal.aborted) this.playout.push(segment, last);
+        if (!attempt.signal.aborted || signal.aborted || pushed > 0) return;
+        throw new SpeechError(`no audio within ${timeoutMs} ms`, { code: 'timeout', provider: tts.name });
+      } catch (error) {
+        if (signal.aborted || pushed > 0) return; // barge-in, or a voice that failed mid-sentence: keep what played
+        const next = order[i + 1];
+        this.log('synthesizer failed', { provider: tts.name, err: String(error) });
+        if (next) engineMetrics.fallbacks.inc({ kind: 'tts', from: tts.name, to: next.name });
+      } finally {
+        this.host.clock.clearTimeout(timer);
+        signal.removeEventListener('abort', abort);
+      }
+    }
+  }
+
+  /** Barge-in: every stage of the agent's turn stops at once and the carrier drops its buffered audio. */
+  private interrupt(why: string): void {
+    const turn = this.turn;
+    if (!turn) return;
+    engineMetrics.bargeIns.inc();
+    this.log('barge-in', { why });
+    this.cut();
+  }
+
+  /** Stops the current agent turn, if any, and drops its unplayed audio. */
+  private cut(): void {
+    this.turn?.controller.abort();
+    this.turn = undefined;
+    this.playout.clear();
+  }
+
+  private heardText(turn: AgentTurn, interrupted: boolean): string {
+    if (!interrupted) return turn.segments.map((s) => s.text).join(' ');
+    const parts: string[] = [];
+    for (const s of turn.segments) {
+      const total = this.playout.totalMs(s.id);
+      const heard = this.playout.heardMs(s.id);
+      if (total > 0 && heard >= total) {
+        parts.push(s.text);
+        continue;
+      }
+      if (heard > 0 && total > 0) {
+        const words = s.text.split(/\s+/);
+        parts.push(words.slice(0, Math.floor((words.length * heard) / total)).join(' '));
+      }
+      break;
+    }
+    return parts.join(' ').trim();
+  }
+
+  // ---- timers, ending ------------------------------------------------------------------------------------
+
+  /** Quiet time is counted from here; the prompt and the hangup are both measured from this point. */
+  private armSilence(): void {
+    this.disarmSilence();
+    if (this.ended || this.settings.mode !== 'conversation') return;
+    const { silencePromptSeconds: prompt, silenceHangupSeconds: hangup } = this.settings;
+    if (prompt !== undefined) {
+      this.silenceTimers.push(
+        this.host.clock.setTimeout(() => void this.say(this.fill(this.language.silencePrompt) || BUILT_IN.silencePrompt, { interruptible: true }), prompt * 1000),
+      );
+    }
+    if (hangup !== undefined) this.silenceTimers.push(this.host.clock.setTimeout(() => void this.goodbye('silence'), hangup * 1000));
+  }
+
+  private disarmSilence(): void {
+    for (const t of this.silenceTimers) this.host.clock.clearTimeout(t);
+    this.silenceTimers = [];
+  }
+
+  private async goodbye(reason: string): Promise<void> {
+    if (this.ended) return;
+    this.clearTimers();
+    if (this.turn) this.interrupt(reason);
+    await this.say(BUILT_IN.goodbye, { interruptible: false });
+    this.finish(reason);
+  }
+
+  private finish(reason: string): void {
+    if (this.ended) return;
+    this.host.hangup(reason);
+    void this.stop();
+  }
+
+  private clearTimers(): void {
+    this.disarmSilence();
+    this.host.clock.clearTimeout(this.maxTimer);
+    this.host.clock.clearTimeout(this.keypadTimer);
+  }
+
+  // ---- keypad ---------------------------------------------------------------------------------------------
+
+  private startNode(): FlowNode | undefined {
+    const nodes = this.settings.flow?.nodes ?? [];
+    return nodes.find((n) => n.id === this.settings.flow?.start) ?? nodes[0];
+  }
+
+  /** Reads a menu node, then waits for a key (keypad_timeout_seconds), repeating it after no_input. */
+  private async enterNode(node: FlowNode | undefined): Promise<void> {
+    if (this.ended) return;
+    this.node = node;
+    if (!node) return this.finish('completed');
+    const line = this.fill(node.say_in?.[this.language.code] ?? node.say ?? '');
+    const { interrupted } = line ? await this.say(line, { interruptible: true }) : { interrupted: false };
+    if (this.ended || interrupted || this.node !== node) return;
+    if (!node.edges?.length) return this.finish('completed');
+    this.keypadTimer = this.host.clock.setTimeout(() => void this.noInput(node), this.settings.keypadTimeoutSeconds * 1000);
+  }
+
+  private async noInput(node: FlowNode): Promise<void> {
+    if (this.ended || this.node !== node) return;
+    if (++this.noInputRounds >= this.settings.maxNoInput) return this.goodbye('no_input');
+    if (this.settings.noInput) await this.say(this.fill(this.settings.noInput), { interruptible: true });
+    if (this.node === node) await this.enterNode(node);
+  }
+
+  /** The next node for a keypress: expression edges first (by priority), then the catch-all. */
+  private route(node: FlowNode, variables: Record<string, string>): FlowNode | undefined {
+    const edges = [...(node.edges ?? [])].sort((a, b) => (a.priority ?? 0) - (b.priority ?? 0));
+    const match =
+      edges.find((e) => e.type === 'expression' && matches(e, { ...this.options.variables, ...variables })) ?? edges.find((e) => e.type === 'always');
+    return match ? this.settings.flow?.nodes.find((n) => n.id === match.to) : undefined;
+  }
+
+  // ---- helpers --------------------------------------------------------------------------------------------
+
+  private ordered<P extends { name: string }>(providers: P[], first: string): P[] {
+    return [...providers.filter((p) => p.name === first), ...providers.filter((p) => p.name !== first)];
+  }
+
+  private fill(text: string): string {
+    return fillVariables(text, this.options.variables ?? {});
+  }
+
+  private offset(): number {
+    return Math.round(this.host.clock.now() - this.startedAt);
+  }
+
+  private log(message: string, fields?: Record<string, unknown>): void {
+    this.host.log?.(message, fields);
+  }
+}
+
+function normalise(text: string): string {
+  return (text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? []).join(' ');
+}
+
+function matches(edge: FlowEdge, variables: Record<string, string>): boolean {
+  const conditions = edge.expression?.conditions ?? [];
+  const test = (c: { variable: string; operator: string; value?: unknown }) => {
+    const actual = variables[c.variable];
+    const expected = c.value === undefined ? undefined : String(c.value);
+    switch (c.operator) {
+      case 'eq':
+        return actual === expected;
+      case 'neq':
+        return actual !== expected;
+      case 'in':
+        return Array.isArray(c.value) && c.value.map(String).includes(actual ?? '');
+      case 'not_in':
+        return Array.isArray(c.value) && !c.value.map(String).includes(actual ?? '');
+      case 'contains':
+        return actual !== undefined && expected !== undefined && actual.includes(expected);
+      case 'exists':
+        return actual !== undefined;
+      case 'not_exists':
+        return actual === undefined;
+      case 'gt':
+      case 'gte':
+      case 'lt':
+      case 'lte': {
+        const a = Number(actual);
+        const b = Number(c.value);
+        if (Number.isNaN(a) || Number.isNaN(b)) return false;
+        return c.operator === 'gt' ? a > b : c.operator === 'gte' ? a >= b : c.operator === 'lt' ? a < b : a <= b;
+      }
+      default:
+        return false;
+    }
+  };
+  if (!conditions.length) return false;
+  return edge.expression?.logic === 'or' ? conditions.some(test) : conditions.every(test);
+}
+
+/** Cuts a stream of samples into whole frames; the last partial frame is padded with silence. */
+class FrameCutter {
+  private pending = new Int16Array(0);
+
+  constructor(private readonly size: number) {}
+
+  push(samples: Int16Array): Int16Array[] {
+    const all = new Int16Array(this.pending.length + samples.length);
+    all.set(this.pending);
+    all.set(samples, this.pending.length);
+    const frames: Int16Array[] = [];
+    let at = 0;
+    for (; at + this.size <= all.length; at += this.size) frames.push(all.slice(at, at + this.size));
+    this.pending = all.slice(at);
+    return frames;
+  }
+
+  flush(): Int16Array | undefined {
+    if (!this.pending.length) return undefined;
+    const frame = new Int16Array(this.size);
+    frame.set(this.pending);
+    this.pending = new Int16Array(0);
+    return frame;
+  }
+}
+
+export { FRAME_MS };

@@ -1,0 +1,21 @@
+import { Counter, Gauge, Histogram } from 'prom-client';
+
+const seconds = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5];
+
+/** The conversation engine's metrics (one registry per process, shared by every call on the worker). */
+export const engineMetrics = {
+  callsInProgress: new Gauge({ name: 'parley_engine_calls_in_progress', help: 'Conversations running on this worker (autoscaling signal)' }),
+  stageLatency: new Histogram({
+    name: 'parley_engine_stage_latency_seconds',
+    help: 'Per-stage latency: stt_final (end of speech to final transcript), llm_first_token, tts_first_audio, response (end of speech to first outbound frame)',
+    labelNames: ['stage'] as const,
+    buckets: seconds,
+  }),
+  bargeIns: new Counter({ name: 'parley_engine_barge_ins_total', help: 'Agent turns cut off by the caller' }),
+  fallbacks: new Counter({
+    name: 'parley_engine_provider_fallbacks_total',
+    help: 'Turns where a speech provider failed and the next configured one took over',
+    labelNames: ['kind', 'from', 'to'] as const,
+  }),
+  framesLate: new Counter({ name: 'parley_engine_frames_late_total', help: 'Outbound frames sent more than one frame late' }),
+};

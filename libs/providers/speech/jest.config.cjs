@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'speech',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};
