@@ -175,6 +175,35 @@ describe('conversation engine', () => {
     expect(carrier.clears).toBe(1);
   });
 
+  it('does not take the tail of the caller’s own question for talking over the answer', async () => {
+    const llm = new FakeLlm(['Here is a fairly long answer to your question. It goes on for a while.']);
+    const { engine, clock, stt, carrier, feed, turns } = setup(settings(), { llm });
+    void engine.start();
+    await clock.advance(3000);
+    // A 1.4 s question whose end the recognizer reports before the VAD's own hangover is over.
+    await feed(1400, speech);
+    stt[0].emit({ type: 'final', text: 'Can you tell me everything about your opening hours please', endOfTurn: true });
+    await feed(600, quiet);
+    await clock.advance(4000);
+    expect(carrier.clears).toBe(0);
+    expect(turns.at(-1)).toMatchObject({ role: 'assistant', interrupted: false });
+  });
+
+  it('interrupts a caller who keeps talking over the answer for 1.5 s, words or not', async () => {
+    const llm = new FakeLlm(['Here is a fairly long answer to your question. It goes on for a while and then some more.']);
+    const { engine, clock, stt, carrier, feed } = setup(settings({}, { interrupt_words: 10 }), { llm });
+    void engine.start();
+    await clock.advance(3000);
+    stt[0].queue('Question');
+    await feed(300, speech);
+    await feed(700, quiet);
+    await clock.advance(300);
+    await feed(1400, speech);
+    expect(carrier.clears).toBe(0);
+    await feed(200, speech);
+    expect(carrier.clears).toBe(1);
+  });
+
   it('lets a stop word interrupt on its own', async () => {
     const llm = new FakeLlm(['This is a fairly long answer that takes a while to read out loud.']);
     const { engine, clock, stt, carrier, feed } = setup(settings({}, { interrupt_words: 5 }), { llm });

@@ -141,7 +141,16 @@ export class CallEngine {
       // Quiet is counted from the caller's last words, whether or not they made a turn.
       if (!this.turn) this.armSilence();
     }
-    if (this.vad.speaking && this.speechStartedAt !== undefined && this.turn?.interruptible && now - this.speechStartedAt >= KEEP_TALKING_MS) {
+    // Talking over the agent counts from when both are talking: the tail of the caller's own turn (the recognizer
+    // ended it while the VAD's hangover still says speech) is not talking over the answer to it.
+    const turn = this.turn;
+    if (
+      this.vad.speaking &&
+      this.speechStartedAt !== undefined &&
+      turn?.interruptible &&
+      turn.firstAudioAt !== undefined &&
+      now - Math.max(this.speechStartedAt, turn.firstAudioAt) >= KEEP_TALKING_MS
+    ) {
       this.interrupt('kept talking');
     }
   }
@@ -384,6 +393,9 @@ export class CallEngine {
             }
             this.playout.push(segment, frame);
           }
+          // A vendor faster than real time would otherwise run this loop for a whole sentence in one go, and
+          // every other call's frames on this worker would wait behind it.
+          await new Promise<void>((resolve) => this.host.clock.setTimeout(resolve, 0));
         }
         const last = frames.flush();
         if (last && !attempt.signal.aborted) this.playout.push(segment, last);

@@ -106,6 +106,8 @@ export interface FakeSpeechToTextOptions {
    * own, as a streaming vendor with endpointing would. `true` for the default thresholds.
    */
   autoDetect?: boolean | EnergySpeechDetectorOptions;
+  /** Keep a copy of every frame written (default true); long benchmarks turn it off to hold memory flat. */
+  keepFrames?: boolean;
 }
 
 /** What the fake knows of one stream it opened. */
@@ -133,6 +135,7 @@ export class FakeSpeechToText implements SpeechToText {
   readonly streams: FakeSttStreamRecord[] = [];
   private readonly texts: string[] = [];
   private readonly detectorOptions: EnergySpeechDetectorOptions | undefined;
+  private readonly keepFrames: boolean;
   private nextOpenError: Error | undefined;
   private live: FakeStream | undefined;
 
@@ -140,6 +143,7 @@ export class FakeSpeechToText implements SpeechToText {
     this.name = options.name ?? 'fake-stt';
     const auto = options.autoDetect;
     this.detectorOptions = auto === true ? {} : auto || undefined;
+    this.keepFrames = options.keepFrames ?? true;
   }
 
   /** Appends texts, answered one per finalized (or auto-detected) utterance. */
@@ -183,7 +187,7 @@ export class FakeSpeechToText implements SpeechToText {
     const record: FakeSttStreamRecord = { options: { ...options }, frames: [], samples: 0, finalizeCount: 0, closed: false, events: [] };
     this.streams.push(record);
     const detector = this.detectorOptions ? new EnergySpeechDetector(options.sampleRate, this.detectorOptions) : undefined;
-    const stream = new FakeStream(record, handlers, detector, () => this.texts.shift() ?? '');
+    const stream = new FakeStream(record, handlers, detector, () => this.texts.shift() ?? '', this.keepFrames);
     this.live = stream;
     return stream;
   }
@@ -200,11 +204,12 @@ class FakeStream implements SttStream {
     private readonly handlers: SttStreamHandlers,
     private readonly detector: EnergySpeechDetector | undefined,
     private readonly nextText: () => string,
+    private readonly keepFrames: boolean,
   ) {}
 
   write(pcm: Int16Array): void {
     if (this.record.closed) return;
-    this.record.frames.push(pcm.slice());
+    if (this.keepFrames) this.record.frames.push(pcm.slice());
     this.record.samples += pcm.length;
     for (const _segment of this.detector?.push(pcm) ?? []) this.endOfTurn();
   }

@@ -23,6 +23,8 @@ export type FakeSpeechOutcome = 'streaming' | 'completed' | 'closed' | 'error';
 
 /** One request the server received on a vendor route. */
 export interface FakeSpeechServerRequest {
+  /** `performance.now()` when the request arrived (scenario tests compare it with other events of the process). */
+  receivedAt: number;
   method: string;
   /** The path without the query. */
   path: string;
@@ -138,6 +140,7 @@ export abstract class FakeSpeechServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const receivedAt = performance.now();
     const raw = await readBody(req);
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://fake');
@@ -147,6 +150,7 @@ export abstract class FakeSpeechServer {
 
     let resolveFinished!: (outcome: Exclude<FakeSpeechOutcome, 'streaming'>) => void;
     const record: FakeSpeechServerRequest = {
+      receivedAt,
       method,
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
