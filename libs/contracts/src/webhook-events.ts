@@ -10,7 +10,7 @@ export interface WebhookEventData {
   'call.recording.ready': { recording_url: string; content_type: string; duration_seconds: number };
   'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string };
   'call.opt_out': { number: string };
-  'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean };
+  'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean; error?: string };
   'csat.received': { rating: number; comment?: string };
 }
 

@@ -79,6 +79,7 @@ interface Spec {
 
 interface Effective {
   model?: string;
+  models?: Record<string, string>;
   temperature?: number;
   max_tokens?: number;
   speed?: number;
@@ -92,7 +93,14 @@ interface Effective {
 const seconds = (value: number | undefined, fallback: number) => (value === -1 ? undefined : value ? value : fallback);
 const positive = (value: number | undefined) => (value ? value : undefined);
 
-export function agentSettings(spec: Spec, effective: Effective, defaults: { model: string; sttProvider: string; ttsProvider: string }): AgentSettings {
+/**
+ * `defaults.llmProvider` names the deployment's model provider: an agent's `models[that name]` overrides `model`.
+ */
+export function agentSettings(
+  spec: Spec,
+  effective: Effective,
+  defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string },
+): AgentSettings {
   const first = spec.languages?.[0];
   const languages = (spec.languages ?? [{ code: 'en-US' }]).map((l, i) => ({
     code: l.code,
@@ -109,7 +117,7 @@ export function agentSettings(spec: Spec, effective: Effective, defaults: { mode
   return {
     mode: spec.mode ?? 'conversation',
     languages,
-    model: effective.model || defaults.model,
+    model: (defaults.llmProvider && effective.models?.[defaults.llmProvider]) || effective.model || defaults.model,
     temperature: effective.temperature,
     maxTokens: positive(effective.max_tokens),
     speed: positive(effective.speed),

@@ -223,6 +223,9 @@ export class CallEngine {
       this.considerBargeIn(`${this.userText} ${event.text}`, false);
       return;
     }
+    if (event.endOfTurn && this.endOfSpeechAt !== undefined) {
+      engineMetrics.stageLatency.observe({ stage: 'stt_final' }, Math.max(0, this.host.clock.now() - this.endOfSpeechAt) / 1000);
+    }
     if (event.text) this.userText = `${this.userText} ${event.text}`.trim();
     this.partialText = '';
     if (this.considerBargeIn(this.userText, true)) return;

@@ -126,4 +126,24 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
       errors: [{ field: 'from', message: expect.stringContaining('TWILIO_FROM_NUMBER') }],
     });
   });
+
+  it('puts an opted-out number on the do-not-call list, tells webhooks, and refuses later calls to it', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100077' });
+    expect(await calls.optOut('acc_1', call.id, '')).toBe('+15550100077');
+    const optOut = (await outboxTypes(call.id)).find((e) => e.type === 'call.opt_out');
+    expect(optOut?.data).toEqual({ number: '+15550100077' });
+    await expect(control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100077' })).rejects.toMatchObject({
+      code: 'validation_error',
+      errors: [{ field: 'to', message: expect.stringContaining('do-not-call') }],
+    });
+    // Another account's list is its own.
+    expect(await calls.isDoNotCall('acc_2', '+15550100077')).toBe(false);
+  });
+
+  it('records each function the agent invoked as call.tool.called', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100078' });
+    await calls.toolCalled('acc_1', call.id, { name: 'lookup_order', kind: 'custom_function', arguments: { order: '42' }, ok: false, error: 'HTTP 500' });
+    const event = (await outboxTypes(call.id)).find((e) => e.type === 'call.tool.called');
+    expect(event?.data).toEqual({ name: 'lookup_order', kind: 'custom_function', arguments: { order: '42' }, ok: false, error: 'HTTP 500' });
+  });
 });

@@ -70,6 +70,9 @@ export class CallControl {
       ...(input.from === undefined || input.from === '' || isE164(input.from) ? [] : [{ field: 'from', message: 'must be an E.164 number' }]),
     ];
     if (problems.length) throw AppError.validation(problems);
+    if (await this.calls.isDoNotCall(accountId, input.to)) {
+      throw AppError.validation([{ field: 'to', message: 'is on this account’s do-not-call list: its owner asked not to be called again' }]);
+    }
     const agent = await this.agentSettings(accountId, input.agentId, 'agent_id');
     const carrier = this.carrierFor(agent);
     const from = input.from || this.defaultFrom(carrier);

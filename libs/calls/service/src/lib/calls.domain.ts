@@ -226,6 +226,28 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     });
   }
 
+  /** Adds the number to the account's do-not-call list and tells webhooks (`call.opt_out`). */
+  async optOut(accountId: string, id: string, number: string): Promise<string> {
+    let recorded = number;
+    await this.amend(accountId, id, async (call, m) => {
+      recorded = number || (call.direction === 'inbound' ? call.from : call.to);
+      if (!recorded) throw AppError.validation([{ field: 'number', message: 'the call has no remote number to record' }]);
+      await m.query(`INSERT INTO do_not_call (account_id, number, call_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [accountId, recorded, call.id]);
+      return [await this.emit(m, call, 'call.opt_out', { number: recorded })];
+    });
+    return recorded;
+  }
+
+  async isDoNotCall(accountId: string, number: string): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM do_not_call WHERE account_id = $1 AND number = $2`, [accountId, number]);
+    return rows.length > 0;
+  }
+
+  /** The agent invoked a function (`call.tool.called`). */
+  async toolCalled(accountId: string, id: string, data: WebhookEventData['call.tool.called']): Promise<void> {
+    await this.amend(accountId, id, async (call, m) => [await this.emit(m, call, 'call.tool.called', data)]);
+  }
+
   /** Passes a client's event to whoever runs the live call (the media worker listens on the call's activity). */
   async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<InjectedCallEvent> {
     const call = await this.get(accountId, id);

@@ -103,6 +103,21 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     return { event_id: injected.id, created_at: injected.created_at };
   }
 
+  async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<callsV1.RecordOptOutResponse> {
+    return { number: await this.calls.optOut(req.account_id, req.call_id, req.number) };
+  }
+
+  async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<callsV1.RecordToolCallResponse> {
+    let args: Record<string, unknown> = {};
+    try {
+      args = JSON.parse(req.arguments_json || '{}') as Record<string, unknown>;
+    } catch {
+      args = { raw: req.arguments_json };
+    }
+    await this.calls.toolCalled(req.account_id, req.call_id, { name: req.name, kind: req.kind, arguments: args, ok: req.ok, ...(req.error ? { error: req.error } : {}) });
+    return {};
+  }
+
   async transferCall(req: callsV1.TransferCallRequest): Promise<callsV1.TransferCallResponse> {
     return { call: toCallMessage(await this.control.transfer(req.account_id, req.id, req.destination)) };
   }

@@ -77,4 +77,24 @@ export class AddCallMedia1763800000302 implements MigrationInterface {
   }
 }
 
-export const CALLS_MIGRATIONS = [CreateOutbox1763700000000, CreateCalls1763700000301, AddCallMedia1763800000302];
+/** The per-account do-not-call list: numbers whose callers opted out. */
+export class CreateDoNotCall1763800000303 implements MigrationInterface {
+  name = 'CreateDoNotCall1763800000303';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS do_not_call (
+        account_id text NOT NULL,
+        number text NOT NULL,
+        call_id text,
+        created_at timestamptz(3) NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, number)
+      )`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS do_not_call`);
+  }
+}
+
+export const CALLS_MIGRATIONS = [CreateOutbox1763700000000, CreateCalls1763700000301, AddCallMedia1763800000302, CreateDoNotCall1763800000303];

@@ -26,7 +26,7 @@ export interface CallSessionDeps {
   bus: Bus;
   recordings: BlobStore;
   providers: EngineProviders;
-  defaults: { model: string; sttProvider: string; ttsProvider: string };
+  defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
 }
 
 /**

@@ -89,7 +89,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
         bus,
         recordings: createBlobStore(config),
         providers: this.providers,
-        defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts },
+        defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts, llmProvider: this.providers.llm.name },
       },
     );
   }

@@ -39,6 +39,6 @@ export function speechProviders(config: ServiceConfig): EngineProviders {
   return {
     stt: build(config.STT_PROVIDERS, sttByName, 'speech recognition'),
     tts: build(config.TTS_PROVIDERS, ttsByName, 'speech synthesis'),
-    llm: new OpenAiCompatibleLlm({ name: 'conversation', baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, timeoutMs: 20_000, maxRetries: 0 }),
+    llm: new OpenAiCompatibleLlm({ name: 'openai', baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, timeoutMs: 20_000, maxRetries: 0 }),
   };
 }

@@ -245,6 +245,37 @@ export interface TransferCallResponse {
   call: Call | undefined;
 }
 
+/**
+ * The caller asked not to be contacted again: the number joins the account's do-not-call list and call.opt_out
+ * is delivered. Later outbound calls to it are refused.
+ */
+export interface RecordOptOutRequest {
+  account_id: string;
+  call_id: string;
+  /** E.164; empty = the call's remote party (to for outbound, from for inbound). */
+  number: string;
+}
+
+export interface RecordOptOutResponse {
+  number: string;
+}
+
+/** The agent invoked a function during the call (call.tool.called). */
+export interface RecordToolCallRequest {
+  account_id: string;
+  call_id: string;
+  name: string;
+  /** custom_function, registered_function, transfer_call, calendar_availability, book_appointment, end_call, ... */
+  kind: string;
+  /** JSON object of the arguments the model gave. */
+  arguments_json: string;
+  ok: boolean;
+  error: string;
+}
+
+export interface RecordToolCallResponse {
+}
+
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
@@ -274,6 +305,10 @@ export interface CallsServiceClient {
   injectEvent(request: InjectEventRequest, metadata?: Metadata): Observable<InjectEventResponse>;
 
   transferCall(request: TransferCallRequest, metadata?: Metadata): Observable<TransferCallResponse>;
+
+  recordOptOut(request: RecordOptOutRequest, metadata?: Metadata): Observable<RecordOptOutResponse>;
+
+  recordToolCall(request: RecordToolCallRequest, metadata?: Metadata): Observable<RecordToolCallResponse>;
 }
 
 export interface CallsServiceController {
@@ -341,6 +376,16 @@ export interface CallsServiceController {
     request: TransferCallRequest,
     metadata?: Metadata,
   ): Promise<TransferCallResponse> | Observable<TransferCallResponse> | TransferCallResponse;
+
+  recordOptOut(
+    request: RecordOptOutRequest,
+    metadata?: Metadata,
+  ): Promise<RecordOptOutResponse> | Observable<RecordOptOutResponse> | RecordOptOutResponse;
+
+  recordToolCall(
+    request: RecordToolCallRequest,
+    metadata?: Metadata,
+  ): Promise<RecordToolCallResponse> | Observable<RecordToolCallResponse> | RecordToolCallResponse;
 }
 
 export function CallsServiceControllerMethods() {
@@ -359,6 +404,8 @@ export function CallsServiceControllerMethods() {
       "getRecording",
       "injectEvent",
       "transferCall",
+      "recordOptOut",
+      "recordToolCall",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);

@@ -1,0 +1,89 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { callsV1 } from '@parley/contracts';
+import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
+import { FakeLlm } from '@parley/llm';
+import { InProcessBus } from '@parley/messaging';
+import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
+import { LocalBlobStore } from '@parley/storage';
+import { CallsPort } from './calls-port';
+import { MediaStreamServer } from './media-stream.server';
+
+const CALL = { id: 'call_1', account_id: 'acc_1', agent_id: 'agt_1', status: 'in_progress', recording_enabled: false, variables: {} } as unknown as callsV1.Call;
+
+function start(token: string) {
+  return JSON.stringify({
+    event: 'start',
+    sequenceNumber: '1',
+    streamSid: 'MZ1',
+    start: {
+      streamSid: 'MZ1',
+      accountSid: 'AC1',
+      callSid: 'CA1',
+      tracks: ['inbound'],
+      customParameters: { token },
+      mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+    },
+  });
+}
+
+describe('media stream server', () => {
+  const ended: callsV1.EndCallRequest[] = [];
+  let attached!: () => void;
+  const attachedOnce = new Promise<void>((resolve) => (attached = resolve));
+  const calls: CallsPort = {
+    attachMedia: async () => (attached(), CALL),
+    heartbeat: async () => true,
+    recordingReady: async () => undefined,
+    appendTurn: async () => undefined,
+    endCall: async (req) => void ended.push(req),
+    transferCall: async () => undefined,
+  };
+  const bus = new InProcessBus();
+  bus.open();
+  const server = new MediaStreamServer(
+    { twilio: new TwilioMediaStreamProtocol() },
+    {
+      calls,
+      agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }) },
+      bus,
+      recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'drain-'))),
+      providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
+      defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    },
+  );
+  let port = 0;
+
+  beforeAll(async () => {
+    port = await server.listen(0, '127.0.0.1');
+  });
+
+  it('refuses paths of carriers it does not speak', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/streams/carrier-pigeon`);
+    const status = await new Promise<number | undefined>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode)).on('error', () => resolve(undefined)));
+    expect(status).toBe(404);
+  });
+
+  it('drains on shutdown: no new streams, live calls get the grace period, then end with reason shutdown', async () => {
+    const live = new WebSocket(`ws://127.0.0.1:${port}/streams/twilio`);
+    await new Promise((resolve) => live.once('open', resolve));
+    const closed = new Promise<number>((resolve) => live.once('close', (code) => resolve(code)));
+    live.send(start('tok'));
+    await attachedOnce;
+
+    const startedAt = Date.now();
+    const draining = server.close(400);
+    const late = await new Promise<number | undefined>((resolve) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/streams/twilio`);
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode)).on('error', () => resolve(undefined));
+    });
+    // The listener may already be closed (connection refused) or answer 503: either way no new stream starts.
+    expect([503, undefined]).toContain(late);
+    expect(await closed).toBe(1001);
+    await draining;
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(380);
+    expect(ended).toEqual([{ account_id: 'acc_1', id: 'call_1', reason: 'shutdown' }]);
+  });
+});
