@@ -41,9 +41,12 @@ class FakeCarrier implements AudioSink {
   }
 }
 
+let syllable = 0;
+/** Caller speech: a tone with a quiet 20 ms between syllables, as real speech has. */
 const speech = () => {
+  const amplitude = ++syllable % 5 === 0 ? 300 : 8000;
   const frame = new Int16Array(FRAME);
-  for (let i = 0; i < FRAME; i++) frame[i] = Math.round(8000 * Math.sin((2 * Math.PI * 300 * i) / RATE));
+  for (let i = 0; i < FRAME; i++) frame[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 300 * i) / RATE));
   return frame;
 };
 const quiet = () => new Int16Array(FRAME);

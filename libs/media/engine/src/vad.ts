@@ -1,6 +1,8 @@
 /**
  * Voice activity by energy, with an adaptive noise floor: a frame is speech when it is well above the noise the
- * line has been carrying (so steady comfort noise or hiss never counts as speech) and above an absolute floor.
+ * line has been carrying and above an absolute floor. The floor is the quietest frame of the last second: speech
+ * always has quieter moments between syllables, while steady comfort noise or hiss is its own minimum, so it
+ * never counts as speech, however loud, from its first frame on.
  * Speech starts after `startMs` of speech frames and ends after `hangoverMs` without them.
  *
  * Chosen over a neural VAD: Silero's model is not shipped inside any maintained npm package here, and on 8 kHz
@@ -21,7 +23,7 @@ export interface VadOptions {
 export type VadEvent = 'speech_start' | 'speech_end' | undefined;
 
 export class EnergyVad {
-  private floor: number;
+  private readonly levels: number[] = [];
   private speechMs = 0;
   private quietMs = 0;
   private inSpeech = false;
@@ -35,8 +37,6 @@ export class EnergyVad {
     this.hangoverMs = options.hangoverMs ?? 500;
     this.ratio = options.ratio ?? 3;
     this.minRms = options.minRms ?? 300;
-    // Start from a quiet line: the first words must count even when the caller speaks before any silence.
-    this.floor = this.minRms / this.ratio;
   }
 
   get speaking(): boolean {
@@ -46,9 +46,11 @@ export class EnergyVad {
   /** Feeds one frame lasting `ms`; returns a change of state, if any. */
   push(frame: Int16Array, ms: number): VadEvent {
     const level = rms(frame);
-    // The floor follows quiet quickly and loud slowly, so speech does not raise it but line noise does.
-    this.floor = level < this.floor ? this.floor * 0.9 + level * 0.1 : this.floor * 0.995 + level * 0.005;
-    const voiced = level >= this.minRms && level >= this.floor * this.ratio;
+    const window = Math.max(1, Math.round(1000 / ms));
+    this.levels.push(level);
+    if (this.levels.length > window) this.levels.shift();
+    const floor = Math.min(...this.levels);
+    const voiced = level >= this.minRms && level >= floor * this.ratio;
     if (voiced) {
       this.speechMs += ms;
       this.quietMs = 0;
