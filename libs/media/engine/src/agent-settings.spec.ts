@@ -27,4 +27,20 @@ describe('agent settings for the engine', () => {
     expect(agentSettings({}, { autonomy: 'agentic' }, defaults).endCallTool).toBe(true);
     expect(agentSettings({}, { autonomy: 'custom', capabilities: { end_call: false } }, defaults).endCallTool).toBe(false);
   });
+
+  it('reads the tool capabilities of a custom agent (rounds 1-10, 0 = 3) and gives an agentic one all, with 3 rounds', () => {
+    const custom = agentSettings({}, { autonomy: 'custom', capabilities: { call_functions: true, transfer: false, max_tool_rounds: 0 } }, defaults).tools;
+    expect(custom).toMatchObject({ callFunctions: true, transfer: false, endCall: false, maxToolRounds: 3, conversation: true });
+    expect(agentSettings({}, { autonomy: 'custom', capabilities: { max_tool_rounds: 25 } }, defaults).tools.maxToolRounds).toBe(10);
+    expect(agentSettings({}, { autonomy: 'custom' }, defaults).tools).toMatchObject({ endCall: true, transfer: true, callFunctions: false });
+    const agentic = agentSettings({}, { autonomy: 'agentic', capabilities: { max_tool_rounds: 7 }, tools: ['weather'], filler_phrase: 'One sec.' }, defaults).tools;
+    expect(agentic).toMatchObject({ callFunctions: true, transfer: true, endCall: true, maxToolRounds: 3, functionNames: ['weather'], fillerPhrase: 'One sec.' });
+  });
+
+  it('takes the tool configs from the runtime read (secrets in the clear) over the redacted document', () => {
+    const spec = { tool_configs: [{ kind: 'custom_function', name: 'a', request: { url: 'https://x', secret_header_names: ['K'] } }] };
+    const runtime = { tool_configs: [{ kind: 'custom_function', name: 'a', request: { url: 'https://x', secret_header_values: { K: 'v' } } }], functions: [] };
+    expect(agentSettings(spec, {}, defaults, runtime).tools.toolConfigs).toEqual(runtime.tool_configs);
+    expect(agentSettings(spec, {}, defaults).tools.toolConfigs).toEqual(spec.tool_configs);
+  });
 });

@@ -1,3 +1,5 @@
+import { RegisteredFunction, ToolConfig, ToolSettings } from './tools';
+
 /**
  * What the engine needs of an agent, with the spec's "0 means default" rules applied once. Built from the agent
  * document (spec) and its effective inheritable fields, both as the agents service returns them.
@@ -45,6 +47,8 @@ export interface AgentSettings {
   /** Seconds; undefined = the carrier's limit. */
   maxCallSeconds: number | undefined;
   endCallTool: boolean;
+  /** What the conversation turn offers the model, and how many tool rounds it allows. */
+  tools: ToolSettings;
   transferNumber: string;
   flow: { start?: string; nodes: FlowNode[] } | undefined;
   keypadTimeoutSeconds: number;
@@ -72,6 +76,7 @@ interface Spec {
     max_call_seconds?: number;
   };
   flow?: { start?: string; nodes?: FlowNode[] };
+  tool_configs?: unknown[];
   keypad_timeout_seconds?: number;
   max_no_input?: number;
   no_input?: string;
@@ -85,8 +90,16 @@ interface Effective {
   speed?: number;
   pitch?: number;
   autonomy?: string;
-  capabilities?: { end_call?: boolean };
+  capabilities?: { end_call?: boolean; call_functions?: boolean; transfer?: boolean; max_tool_rounds?: number };
   transfer_number?: string;
+  tools?: string[];
+  filler_phrase?: string;
+}
+
+/** What only the media worker's runtime read carries: tool configs with their secrets, registered functions. */
+export interface RuntimeTools {
+  tool_configs?: unknown[];
+  functions?: unknown[];
 }
 
 /** -1 never, 0 (or absent) the default, else the value. */
@@ -100,6 +113,7 @@ export function agentSettings(
   spec: Spec,
   effective: Effective,
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string },
+  runtime?: RuntimeTools,
 ): AgentSettings {
   const first = spec.languages?.[0];
   const languages = (spec.languages ?? [{ code: 'en-US' }]).map((l, i) => ({
@@ -114,8 +128,14 @@ export function agentSettings(
     voices: l.voices ?? {},
   }));
   const c = spec.conversation ?? {};
+  const mode = spec.mode ?? 'conversation';
+  // `custom` reads its capabilities; every other autonomy (agentic) has them all, with 3 tool rounds.
+  const custom = effective.autonomy === 'custom';
+  // A custom agent without the block: call control only (the spec's rule, as the agents service applies it).
+  const caps = effective.capabilities ?? (custom ? { end_call: true, transfer: true } : {});
+  const endCallTool = !custom || caps.end_call === true;
   return {
-    mode: spec.mode ?? 'conversation',
+    mode,
     languages,
     model: (defaults.llmProvider && effective.models?.[defaults.llmProvider]) || effective.model || defaults.model,
     temperature: effective.temperature,
@@ -127,7 +147,20 @@ export function agentSettings(
     silencePromptSeconds: seconds(c.silence_prompt_seconds, 8),
     silenceHangupSeconds: seconds(c.silence_hangup_seconds, 20),
     maxCallSeconds: positive(c.max_call_seconds),
-    endCallTool: effective.autonomy !== 'custom' || effective.capabilities?.end_call === true,
+    endCallTool,
+    tools: {
+      conversation: mode === 'conversation',
+      endCall: endCallTool,
+      callFunctions: !custom || caps.call_functions === true,
+      transfer: !custom || caps.transfer === true,
+      maxToolRounds: custom && caps.max_tool_rounds ? Math.min(10, Math.max(1, caps.max_tool_rounds)) : 3,
+      functionNames: effective.tools ?? [],
+      functions: (runtime?.functions ?? []) as RegisteredFunction[],
+      // The runtime read carries the secrets; the agent document's own list (redacted) serves without it.
+      toolConfigs: (runtime?.tool_configs ?? spec.tool_configs ?? []) as ToolConfig[],
+      fillerPhrase: effective.filler_phrase ?? '',
+      transferNumber: effective.transfer_number ?? '',
+    },
     transferNumber: effective.transfer_number ?? '',
     flow: spec.flow?.nodes?.length ? { start: spec.flow.start, nodes: spec.flow.nodes } : undefined,
     keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,

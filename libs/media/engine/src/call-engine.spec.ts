@@ -1,9 +1,11 @@
+import { parseEgressAllowlist } from '@parley/egress';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech, SpeechError } from '@parley/speech';
 import { agentSettings, AgentSettings } from './agent-settings';
-import { CallEngine, EngineTurn } from './call-engine';
+import { CallEngine, EngineHost, EngineOptions, EngineTurn, ToolCallReport } from './call-engine';
 import { ManualClock } from './clock';
 import { AudioSink } from './playout';
+import { ToolServer } from './testing/tool-server';
 
 const RATE = 8000;
 const FRAME = 160;
@@ -64,7 +66,10 @@ function settings(overrides: Record<string, unknown> = {}, conversation: Record<
   );
 }
 
-function setup(agent: AgentSettings, options: { llm?: FakeLlm; stt?: FakeSpeechToText[]; tts?: FakeTextToSpeech[] } = {}) {
+function setup(
+  agent: AgentSettings,
+  options: { llm?: FakeLlm; stt?: FakeSpeechToText[]; tts?: FakeTextToSpeech[]; host?: Partial<EngineHost>; engine?: Partial<EngineOptions> } = {},
+) {
   const clock = new ManualClock();
   const carrier = new FakeCarrier(clock);
   const turns: EngineTurn[] = [];
@@ -82,8 +87,9 @@ function setup(agent: AgentSettings, options: { llm?: FakeLlm; stt?: FakeSpeechT
       onTurn: (t) => void turns.push(t),
       hangup: (r) => void hangups.push(r),
       transfer: async (d) => void transfers.push(d),
+      ...options.host,
     },
-    { sampleRate: RATE, variables: { name: 'Sam' }, marksEchoed: true },
+    { sampleRate: RATE, variables: { name: 'Sam' }, marksEchoed: true, ...options.engine },
   );
   carrier.engine = engine;
   /** Feeds `ms` of caller audio in 20 ms frames, advancing the clock as a carrier would. */
@@ -341,5 +347,233 @@ describe('keypad and normal modes', () => {
     await clock.advance(5000);
     expect(transfers).toEqual(['+15550100999']);
     expect(stt[0].streams).toHaveLength(0);
+  });
+});
+
+describe('tools in a conversation turn', () => {
+  const server = new ToolServer();
+  let base = '';
+  beforeAll(async () => void (base = await server.start()));
+  afterAll(() => server.close());
+  beforeEach(() => {
+    server.requests.length = 0;
+    server.answer(200, '{"status":"shipped"}', 'application/json');
+  });
+
+  const ENGINE: Partial<EngineOptions> = { tools: { egress: parseEgressAllowlist('127.0.0.1').policy }, callId: 'call_1' };
+
+  const orderTool = (url = `${base}/orders/{{order_id}}/status`, extra: Record<string, unknown> = {}) => ({
+    kind: 'custom_function',
+    name: 'order_status',
+    description: 'Look up the status of an order.',
+    request: {
+      url,
+      headers: { 'X-Shop': 'north' },
+      secret_header_values: { Authorization: 'Bearer s3cret' },
+      parameters: [
+        { name: 'order_id', type: 'string', required: true, in: 'path' },
+        { name: 'channel', type: 'string', enum: ['phone', 'web'] },
+      ],
+    },
+    ...extra,
+  });
+
+  function toolAgent(effective: Record<string, unknown> = {}, tools: { tool_configs?: unknown[]; functions?: unknown[] } = { tool_configs: [orderTool()] }) {
+    return agentSettings(
+      {
+        languages: [{ code: 'en-US', system_prompt: 'You are Ada.', stt_provider: 'fake-stt', tts_provider: 'fake-tts' }],
+        conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+      },
+      { filler_phrase: 'Let me check that for you.', ...effective },
+      { model: 'fake-model', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+      tools,
+    );
+  }
+
+  function toolSetup(agent: AgentSettings, llm: FakeLlm, host: Partial<EngineHost> = {}) {
+    const reports: ToolCallReport[] = [];
+    const h = setup(agent, { llm, host: { recordToolCall: (r) => void reports.push(r), ...host }, engine: ENGINE });
+    /** Lets the engine's clock and real I/O (the local tool server) move together. */
+    const pump = async (ms: number) => {
+      for (let t = 0; t < ms; t += 20) {
+        await h.clock.advance(20);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    };
+    const pumpUntil = async (condition: () => boolean, ms = 15_000) => {
+      for (let t = 0; t < ms && !condition(); t += 20) await pump(20);
+      if (!condition()) throw new Error('condition not met');
+    };
+    const ask = async (text: string) => {
+      h.stt[0].queue(text);
+      await h.feed(300, speech);
+      await h.feed(700, quiet);
+    };
+    const spoken = () => h.tts[0].syntheses.map((s) => s.request.text);
+    const lastAnswer = () => h.turns.filter((t) => t.role === 'assistant').at(-1)?.text;
+    void h.engine.start();
+    return { ...h, reports, pump, pumpUntil, ask, spoken, lastAnswer };
+  }
+
+  const call = (name: string, args: string, id = 'c1') => ({ id, name, arguments: args });
+
+  it('calls a custom function (templated URL, secret header) and answers with its result', async () => {
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"A 17"}')] }, 'Your order A 17 has shipped.']);
+    const h = toolSetup(toolAgent(), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('shipped'));
+
+    expect(server.requests).toHaveLength(1);
+    expect(server.requests[0]).toMatchObject({ method: 'POST', url: '/orders/A%2017/status', body: '{}' });
+    expect(server.requests[0].headers).toMatchObject({ authorization: 'Bearer s3cret', 'x-shop': 'north' });
+    expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['end_call', 'record_opt_out', 'order_status']);
+    expect(llm.requests[1].messages.slice(-3)).toEqual([
+      { role: 'user', content: 'Where is my order?' },
+      { role: 'assistant', content: '', toolCalls: [call('order_status', '{"order_id":"A 17"}')] },
+      { role: 'tool', toolCallId: 'c1', content: '{"status":"shipped"}' },
+    ]);
+    expect(h.lastAnswer()).toBe('Let me check that for you. Your order A 17 has shipped.');
+    expect(h.reports).toEqual([{ name: 'order_status', kind: 'custom_function', arguments: '{"order_id":"A 17"}', ok: true }]);
+  });
+
+  it('refuses arguments outside the schema without a request and lets the model recover', async () => {
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"1","channel":"fax"}')] }, 'Did you order by phone or on the web?']);
+    const h = toolSetup(toolAgent(), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('phone or on the web'));
+
+    expect(server.requests).toHaveLength(0);
+    const result = llm.requests[1].messages.at(-1);
+    expect(result).toMatchObject({ role: 'tool', toolCallId: 'c1' });
+    expect(result?.content).toContain('Refused, no request was made: "channel" must be one of "phone", "web"');
+    expect(h.reports).toEqual([expect.objectContaining({ name: 'order_status', ok: false, error: expect.stringContaining('invalid arguments') })]);
+  });
+
+  it('refuses a tool URL to a private address', async () => {
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"1"}')] }, 'Sorry, I cannot look that up right now.']);
+    const h = toolSetup(toolAgent({}, { tool_configs: [orderTool('https://10.1.2.3/orders/{{order_id}}')] }), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('cannot look that up'));
+
+    expect(llm.requests[1].messages.at(-1)?.content).toBe('The tool call failed: the service could not be reached.');
+    expect(h.reports).toEqual([expect.objectContaining({ ok: false, error: 'refused by the outbound request guard' })]);
+  });
+
+  it('calls a registered function the agent names, POSTing the arguments as JSON', async () => {
+    server.answer(200, 'Sunny, 21 degrees');
+    const weather = { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, url: `${base}/weather` };
+    const llm = new FakeLlm([{ toolCalls: [call('weather', '{"city":"Oslo"}')] }, 'It is sunny in Oslo.']);
+    const h = toolSetup(toolAgent({ tools: ['weather'] }, { tool_configs: [], functions: [weather] }), llm);
+    await h.ask('What is the weather in Oslo?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('sunny in Oslo'));
+
+    expect(server.requests[0]).toMatchObject({ method: 'POST', url: '/weather', body: '{"city":"Oslo"}' });
+    expect(llm.requests[1].messages.at(-1)?.content).toBe('Sunny, 21 degrees');
+    expect(h.reports).toEqual([{ name: 'weather', kind: 'registered_function', arguments: '{"city":"Oslo"}', ok: true }]);
+  });
+
+  it('stops calling tools after max_tool_rounds and asks for an answer in words', async () => {
+    const lookup = { toolCalls: [call('order_status', '{"order_id":"1"}')] };
+    const llm = new FakeLlm([lookup, lookup, { deltas: ['I could not find it.'], toolCalls: [call('order_status', '{"order_id":"1"}')] }]);
+    const h = toolSetup(toolAgent({ autonomy: 'custom', capabilities: { call_functions: true, max_tool_rounds: 2 } }), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('could not find it'));
+
+    expect(llm.requests).toHaveLength(3);
+    expect(server.requests).toHaveLength(2);
+    expect(llm.requests.map((r) => r.toolChoice)).toEqual([undefined, undefined, 'none']);
+    expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['record_opt_out', 'order_status']);
+    expect(h.reports).toHaveLength(2);
+  });
+
+  it('speaks the filler while the tool runs, and the answer once it is back', async () => {
+    let release: () => void = () => undefined;
+    server.respond((_, res) => (release = () => res.writeHead(200).end('{"status":"packed"}')));
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"1"}')] }, 'It is packed.']);
+    const h = toolSetup(toolAgent(), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => server.requests.length === 1);
+    const before = h.carrier.framesAfter(0);
+    await h.pump(1000);
+    expect(h.spoken()).toEqual(['Let me check that for you.']);
+    expect(h.carrier.framesAfter(0) - before).toBeGreaterThan(20);
+    expect(llm.requests).toHaveLength(1);
+    release();
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('packed'));
+    expect(h.lastAnswer()).toBe('Let me check that for you. It is packed.');
+  });
+
+  it('speaks the tool’s pre_tool_message in the call’s language instead of the filler', async () => {
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"1"}')] }, 'It has shipped.']);
+    const h = toolSetup(toolAgent({}, { tool_configs: [orderTool(undefined, { pre_tool_message: { 'en-US': 'One moment while I look.' } })] }), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('shipped'));
+    expect(h.spoken()).toEqual(['One moment while I look.', 'It has shipped.']);
+  });
+
+  it('barge-in during a tool stops the filler and aborts the tool’s request', async () => {
+    let closed = false;
+    server.respond((_, res) => res.on('close', () => (closed = true)));
+    const llm = new FakeLlm([{ toolCalls: [call('order_status', '{"order_id":"1"}')] }]);
+    const h = toolSetup(toolAgent(), llm);
+    await h.ask('Where is my order?');
+    await h.pumpUntil(() => server.requests.length === 1);
+    await h.pump(300);
+    h.stt[0].emit({ type: 'partial', text: 'no wait' });
+    await h.pumpUntil(() => closed && h.reports.length === 1);
+    expect(h.carrier.clears).toBe(1);
+    expect(h.reports).toEqual([expect.objectContaining({ ok: false, error: 'interrupted' })]);
+    expect(llm.requests).toHaveLength(1);
+  });
+
+  it('transfers to the configured destination after the webhook, waiting for it at most 3 s', async () => {
+    server.hang();
+    const transfer = { kind: 'transfer_call', name: 'to_sales', description: 'Sales', pre_tool_message: { en: 'Putting you through.' }, transfer: { destination: '+15550100200', webhook_url: `${base}/transfer` } };
+    const llm = new FakeLlm([{ toolCalls: [call('to_sales', '{"reason":"wants sales","destination":"+19995550000"}')] }]);
+    const h = toolSetup(toolAgent({}, { tool_configs: [transfer] }), llm);
+    await h.ask('Sales please.');
+    await h.pumpUntil(() => server.requests.length === 1);
+    expect(JSON.parse(server.requests[0].body)).toEqual({ type: 'call.transfer', call_id: 'call_1', tool: 'to_sales', destination: '+15550100200', reason: 'wants sales' });
+    await h.pump(2000);
+    expect(h.transfers).toEqual([]);
+    await h.pump(1200);
+    expect(h.transfers).toEqual(['+15550100200']);
+    await h.pump(2000);
+    expect(llm.requests).toHaveLength(1);
+    expect(h.spoken()).toEqual(['Putting you through.']);
+    expect(h.hangups).toEqual([]);
+    expect(h.reports).toEqual([{ name: 'to_sales', kind: 'transfer_call', arguments: '{"reason":"wants sales","destination":"+19995550000"}', ok: true }]);
+  });
+
+  it('says so and carries on when the transfer fails', async () => {
+    const llm = new FakeLlm([{ toolCalls: [call('transfer_call', '{}')] }, 'Sorry, I could not put you through. How else can I help?']);
+    const h = toolSetup(toolAgent({ transfer_number: '+15550100999' }, { tool_configs: [] }), llm, {
+      transfer: async () => {
+        throw new Error('conflict: the call is not in progress');
+      },
+    });
+    await h.ask('A person please.');
+    await h.pumpUntil(() => !!h.lastAnswer()?.includes('could not put you through'));
+    expect(llm.requests[1].messages.at(-1)?.content).toContain('The transfer did not go through');
+    expect(h.reports).toEqual([expect.objectContaining({ name: 'transfer_call', kind: 'transfer_call', ok: false, error: 'transfer failed' })]);
+  });
+
+  it('records an opt-out through the host, then ends the call with end_call; both reported', async () => {
+    let optOuts = 0;
+    const llm = new FakeLlm([
+      { deltas: ['Of course.'], toolCalls: [call('record_opt_out', '')] },
+      { deltas: ['You will not hear from us again. Goodbye.'], toolCalls: [call('end_call', '{}', 'e1')] },
+    ]);
+    const h = toolSetup(toolAgent(), llm, { recordOptOut: async () => void optOuts++ });
+    await h.ask('Please never call me again.');
+    await h.pumpUntil(() => h.hangups.length === 1);
+    expect(optOuts).toBe(1);
+    expect(llm.requests[1].messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('will not be contacted again') });
+    expect(h.spoken()).not.toContain('Let me check that for you.');
+    expect(h.hangups).toEqual(['agent']);
+    expect(h.reports).toEqual([
+      { name: 'record_opt_out', kind: 'record_opt_out', arguments: '{}', ok: true },
+      { name: 'end_call', kind: 'end_call', arguments: '{}', ok: true },
+    ]);
   });
 });

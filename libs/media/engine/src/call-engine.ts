@@ -1,4 +1,5 @@
-import { ChatMessage, LlmProvider, ToolDefinition } from '@parley/llm';
+import { ChatMessage, LlmProvider, ToolCall } from '@parley/llm';
+import type { EgressPolicy, Resolver } from '@parley/egress';
 import { Resampler } from '@parley/audio';
 import { SpeechError, SpeechToText, SttEvent, SttStream, TextToSpeech } from '@parley/speech';
 import { AgentSettings, FlowEdge, FlowNode, LanguageSettings, fillVariables } from './agent-settings';
@@ -7,6 +8,17 @@ import { engineMetrics } from './metrics';
 import { AudioSink, FRAME_MS, Playout } from './playout';
 import { SentenceChunker } from './sentences';
 import { EnergyVad } from './vad';
+import {
+  notifyTransfer,
+  offeredTools,
+  OfferedTool,
+  preToolLine,
+  runCustomFunction,
+  runRegisteredFunction,
+  ToolOutcome,
+  ToolRuntime,
+  transferReason,
+} from './tools';
 
 export interface EngineTurn {
   role: 'user' | 'assistant';
@@ -25,8 +37,24 @@ export interface EngineHost {
   onTurn(turn: EngineTurn): void;
   /** The engine is done with the call (`silence`, `max_duration`, `agent`, `completed`, `no_input`). */
   hangup(reason: string): void;
+  /** Moves the call to `destination`; rejects when it could not (the agent then says so and carries on). */
   transfer(destination: string): Promise<void>;
+  /** One tool invocation, for call.tool.called. */
+  recordToolCall?(report: ToolCallReport): void;
+  /** The caller asked not to be contacted again (call.opt_out). */
+  recordOptOut?(): Promise<void>;
   log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+/** A tool invocation as reported (call.tool.called). */
+export interface ToolCallReport {
+  name: string;
+  /** end_call, record_opt_out, custom_function, registered_function, transfer_call, or unknown. */
+  kind: string;
+  /** The arguments as the model wrote them (JSON text). */
+  arguments: string;
+  ok: boolean;
+  error?: string;
 }
 
 export interface EngineProviders {
@@ -44,6 +72,10 @@ export interface EngineOptions {
   marksEchoed?: boolean;
   /** Give up on a synthesizer that has produced no audio after this long and try the next. */
   ttsFirstAudioTimeoutMs?: number;
+  /** The call's id, sent to transfer webhooks. */
+  callId?: string;
+  /** Outbound requests of tools: the guard's allowlist (EGRESS_ALLOWLIST) and the http-allowed hosts. */
+  tools?: { egress: EgressPolicy; internalHosts?: string[]; resolve?: Resolver; lookup?: Resolver };
 }
 
 /** Words that stop the agent whatever interrupt_words says. */
@@ -56,11 +88,9 @@ const BUILT_IN = {
   trouble: 'Sorry, I am having trouble right now. Please try again later.',
   invalidKey: 'Sorry, that is not an option.',
 };
-const END_CALL_TOOL: ToolDefinition = {
-  name: 'end_call',
-  description: 'End the call once the conversation is complete and you have said goodbye.',
-  parameters: { type: 'object', properties: {}, additionalProperties: false },
-};
+/** Ends a sentence early in a spoken stream: what is pending is synthesized now (before a tool runs). */
+const FLUSH = Symbol('flush');
+type Spoken = string | typeof FLUSH;
 
 interface AgentTurn {
   controller: AbortController;
@@ -95,6 +125,9 @@ export class CallEngine {
   private node: FlowNode | undefined;
   private keypadTimer: unknown;
   private noInputRounds = 0;
+  private readonly toolset: OfferedTool[];
+  /** The carrier took the call elsewhere: the agent says nothing more. */
+  private transferred = false;
 
   constructor(
     private readonly settings: AgentSettings,
@@ -105,6 +138,7 @@ export class CallEngine {
     this.playout = new Playout(host.sink, host.clock, options.sampleRate, options.marksEchoed ?? true);
     this.startedAt = host.clock.now();
     this.language = settings.languages[0];
+    this.toolset = settings.mode === 'conversation' ? offeredTools(settings.tools) : [];
   }
 
   /** Opens the call: the greeting of the opening language, exactly as written. */
@@ -263,46 +297,192 @@ export class CallEngine {
     void this.reply();
   }
 
+  /**
+   * The answer to a caller's turn: the model streams text (spoken as it comes) and may call tools; the tools run
+   * (their pre-tool line or the filler spoken meanwhile), their results go back as tool messages and the model is
+   * asked again, at most `maxToolRounds` times per turn (the last time with tool_choice none). The whole answer
+   * is one agent turn: one AbortController stops the model, the tools' requests and the speech together.
+   */
   private async reply(): Promise<void> {
     const messages: ChatMessage[] = [
       ...(this.language.systemPrompt ? [{ role: 'system' as const, content: this.fill(this.language.systemPrompt) }] : []),
       ...this.history,
     ];
-    let endCall = false;
-    const llm = this.providers.llm;
-    const settings = this.settings;
+    const state = { endCall: false };
     const endOfSpeech = this.endOfSpeechAt ?? this.host.clock.now();
-    const log = (m: string, f?: Record<string, unknown>) => this.log(m, f);
-    const clock = this.host.clock;
-    async function* text(signal: AbortSignal): AsyncIterable<string> {
-      let first = true;
+    const result = await this.speak((signal, turn) => this.answer(messages, state, endOfSpeech, signal, turn), {
+      interruptible: true,
+      endOfSpeechAt: endOfSpeech,
+    });
+    if (this.ended || this.transferred) return;
+    if (state.endCall && !result.interrupted) return this.finish('agent');
+    if (!result.interrupted) this.armSilence();
+  }
+
+  /** The answer's text as the model streams it, round after round of tool calls (see reply). */
+  private async *answer(messages: ChatMessage[], state: { endCall: boolean }, endOfSpeech: number, signal: AbortSignal, turn: AgentTurn): AsyncIterable<Spoken> {
+    const definitions = this.toolset.map((t) => t.definition);
+    const maxRounds = this.settings.tools.maxToolRounds;
+    let first = true;
+    const exchange: ChatMessage[] = [];
+    for (let round = 0; ; round++) {
+      const last = round >= maxRounds;
+      let said = '';
+      let calls: ToolCall[] = [];
       try {
-        for await (const event of llm.stream({
-          model: settings.model,
-          messages,
-          temperature: settings.temperature,
-          maxTokens: settings.maxTokens,
-          tools: settings.endCallTool ? [END_CALL_TOOL] : undefined,
+        for await (const event of this.providers.llm.stream({
+          model: this.settings.model,
+          messages: [...messages, ...exchange],
+          temperature: this.settings.temperature,
+          maxTokens: this.settings.maxTokens,
+          tools: definitions.length ? definitions : undefined,
+          toolChoice: last && definitions.length ? 'none' : undefined,
           signal,
         })) {
           if (event.type === 'text' && event.delta) {
-            if (first) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (clock.now() - endOfSpeech) / 1000);
+            if (first) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (this.host.clock.now() - endOfSpeech) / 1000);
             first = false;
+            said += event.delta;
             yield event.delta;
           } else if (event.type === 'tool_calls') {
-            endCall = event.calls.some((c) => c.name === END_CALL_TOOL.name);
+            calls = event.calls;
           }
         }
       } catch (error) {
         if (signal.aborted) return;
-        log('model failed', { err: String(error) });
+        this.log('model failed', { err: String(error) });
         yield BUILT_IN.trouble;
+        return;
+      }
+      if (signal.aborted) return;
+      const ending = calls.filter((c) => c.name === 'end_call' && this.toolset.some((t) => t.kind === 'end_call'));
+      if (ending.length) {
+        state.endCall = true;
+        this.report({ name: 'end_call', kind: 'end_call', arguments: ending[0].arguments || '{}', ok: true });
+      }
+      // Past the last round the model was told to answer in words; any tool call it still makes is dropped.
+      const work = last ? [] : calls.filter((c) => !ending.includes(c));
+      if (!work.length) return;
+      yield FLUSH;
+      const line = this.toolLine(work);
+      if (line) {
+        yield this.fill(line);
+        yield FLUSH;
+      }
+      const outcomes = await Promise.all(work.map((call) => this.runTool(call, signal, turn)));
+      if (signal.aborted || this.ended) return;
+      const results = work.map((call, i) => ({ role: 'tool' as const, toolCallId: call.id, content: outcomes[i].result }));
+      exchange.push({ role: 'assistant', content: said, toolCalls: work }, ...results);
+      // The history keeps the exchange; what was said is in the turn's own text, recorded after it.
+      this.history.push({ role: 'assistant', content: '', toolCalls: work }, ...results);
+      if (state.endCall || this.transferred) return;
+    }
+  }
+
+  // ---- tools -------------------------------------------------------------------------------------------------
+
+  /** The line spoken while a round's tools run: the first pre-tool message in the call's language, else the filler. */
+  private toolLine(calls: ToolCall[]): string {
+    for (const call of calls) {
+      const tool = this.toolset.find((t) => t.definition.name === call.name);
+      if (!tool || tool.kind === 'end_call' || tool.kind === 'record_opt_out') continue;
+      const line = preToolLine(tool, this.language.code, '');
+      if (line) return line;
+    }
+    const runs = calls.some((c) => this.toolset.some((t) => t.definition.name === c.name && t.kind !== 'record_opt_out' && t.kind !== 'end_call'));
+    return runs ? this.settings.tools.fillerPhrase : '';
+  }
+
+  /** Runs one tool call and reports it (call.tool.called); the outcome's text goes back to the model. */
+  private async runTool(call: ToolCall, signal: AbortSignal, turn: AgentTurn): Promise<ToolOutcome> {
+    const tool = this.toolset.find((t) => t.definition.name === call.name);
+    const args = call.arguments || '{}';
+    let outcome: ToolOutcome;
+    if (!tool) {
+      outcome = { ok: false, result: `There is no tool named "${call.name}".`, error: 'unknown tool' };
+    } else {
+      const rt: ToolRuntime = {
+        egress: this.options.tools?.egress ?? { allowlist: [] },
+        internalHosts: this.options.tools?.internalHosts ?? [],
+        clock: this.host.clock,
+        signal,
+        log: (m, f) => this.log(m, { tool: call.name, ...f }),
+        resolve: this.options.tools?.resolve,
+        lookup: this.options.tools?.lookup,
+      };
+      try {
+        switch (tool.kind) {
+          case 'custom_function':
+            outcome = await runCustomFunction(tool.config, args, rt);
+            break;
+          case 'registered_function':
+            outcome = await runRegisteredFunction(tool.fn, args, rt);
+            break;
+          case 'transfer_call':
+            outcome = await this.transferTool(tool, args, rt, turn);
+            break;
+          case 'record_opt_out':
+            outcome = await this.optOut();
+            break;
+          default:
+            outcome = { ok: true, result: 'Done.' };
+        }
+      } catch (error) {
+        this.log('tool failed', { tool: call.name, err: String(error) });
+        outcome = { ok: false, result: 'The tool call failed.', error: 'internal error' };
       }
     }
-    const result = await this.speak(text, { interruptible: true, endOfSpeechAt: endOfSpeech });
-    if (this.ended) return;
-    if (endCall && !result.interrupted) return this.finish('agent');
-    if (!result.interrupted) this.armSilence();
+    this.report({ name: call.name, kind: tool?.kind ?? 'unknown', arguments: args, ok: outcome.ok, ...(outcome.error ? { error: outcome.error } : {}) });
+    return outcome;
+  }
+
+  /**
+   * transfer_call: the destination comes from configuration, never from the model. The webhook (if any) is told
+   * first and waited on at most 3 s; then, once the caller has heard what was said so far, the host moves the
+   * call. Refused by the carrier or the calls service: the model hears so and tells the caller.
+   */
+  private async transferTool(tool: Extract<OfferedTool, { kind: 'transfer_call' }>, args: string, rt: ToolRuntime, turn: AgentTurn): Promise<ToolOutcome> {
+    const reason = transferReason(args);
+    if (tool.webhookUrl) {
+      const told = await notifyTransfer(tool.webhookUrl, { callId: this.options.callId ?? '', tool: tool.definition.name, destination: tool.destination, reason }, rt);
+      if (!told.ok) this.log('transfer webhook not confirmed; transferring anyway', { err: told.error });
+    }
+    if (rt.signal.aborted) return { ok: false, result: 'The transfer was cancelled.', error: 'interrupted' };
+    await Promise.all(turn.segments.map((s) => this.playout.played(s.id)));
+    if (rt.signal.aborted) return { ok: false, result: 'The transfer was cancelled.', error: 'interrupted' };
+    try {
+      await this.host.transfer(tool.destination);
+    } catch (error) {
+      this.log('transfer failed', { err: String(error) });
+      return {
+        ok: false,
+        result: 'The transfer did not go through: the caller is still with you. Tell them you could not put them through, and keep helping.',
+        error: 'transfer failed',
+      };
+    }
+    this.transferred = true;
+    // The carrier has the call now: no silence prompt, no goodbye at max_call_seconds.
+    this.clearTimers();
+    return { ok: true, result: 'The caller is being transferred. Say nothing more.' };
+  }
+
+  private async optOut(): Promise<ToolOutcome> {
+    if (!this.host.recordOptOut) return { ok: false, result: 'The request could not be recorded right now.', error: 'not available' };
+    try {
+      await this.host.recordOptOut();
+      return { ok: true, result: 'Recorded: this number will not be contacted again. Confirm it to the caller.' };
+    } catch (error) {
+      this.log('opt-out not recorded', { err: String(error) });
+      return { ok: false, result: 'The request could not be recorded right now. Apologise and tell the caller it will be passed on.', error: 'not recorded' };
+    }
+  }
+
+  private report(report: ToolCallReport): void {
+    try {
+      this.host.recordToolCall?.(report);
+    } catch (error) {
+      this.log('tool call not reported', { err: String(error) });
+    }
   }
 
   // ---- speaking ----------------------------------------------------------------------------------------------
@@ -318,7 +498,7 @@ export class CallEngine {
    * interrupted.
    */
   private async speak(
-    source: (signal: AbortSignal) => AsyncIterable<string>,
+    source: (signal: AbortSignal, turn: AgentTurn) => AsyncIterable<Spoken>,
     options: { interruptible: boolean; endOfSpeechAt?: number },
   ): Promise<{ interrupted: boolean }> {
     if (this.ended) return { interrupted: true };
@@ -340,9 +520,10 @@ export class CallEngine {
       this.playout.end(id);
     };
     try {
-      for await (const delta of source(signal)) {
+      for await (const piece of source(signal, turn)) {
         if (signal.aborted) break;
-        for (const s of chunker.push(delta)) {
+        const ready = piece === FLUSH ? [chunker.flush()].filter((x): x is string => !!x) : chunker.push(piece);
+        for (const s of ready) {
           if (signal.aborted) break;
           await sentence(s);
         }

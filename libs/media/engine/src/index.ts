@@ -5,3 +5,4 @@ export * from './metrics';
 export * from './playout';
 export * from './sentences';
 export * from './vad';
+export * from './tools';

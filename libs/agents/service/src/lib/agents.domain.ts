@@ -10,8 +10,8 @@ import { AgentEntity, AgentGroupEntity } from './agent.entity';
 import { AgentsRepository } from './agents.repository';
 import { RegisteredFunction } from './functions.catalogue';
 import { GroupsRepository } from './groups.repository';
-import { applyPatch, EffectiveConfig, groupDifferences, presentAgent, resolveEffective, sealSecrets } from './spec/agent-document';
-import { AgentSpec, GroupSpec } from './spec/agent-spec';
+import { applyPatch, EffectiveConfig, groupDifferences, presentAgent, resolveEffective, runtimeToolConfigs, sealSecrets } from './spec/agent-document';
+import { AgentSpec, GroupSpec, ToolConfig } from './spec/agent-spec';
 import { Sealer } from '@parley/persistence';
 import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/validate-agent';
 
@@ -47,6 +47,18 @@ export class AgentsDomain {
     const agent = await this.agents.find(accountId, id);
     if (!agent) throw AppError.notFound('agent');
     return this.view(agent);
+  }
+
+  /**
+   * Internal (media worker): the agent plus what executing its tools needs, secrets opened. Never reaches the
+   * public API; GetAgent stays redacted.
+   */
+  async getAgentRuntime(accountId: string, id: string): Promise<{ view: AgentView; toolConfigs: ToolConfig[]; functions: RegisteredFunction[] }> {
+    const agent = await this.agents.find(accountId, id);
+    if (!agent) throw AppError.notFound('agent');
+    const view = await this.view(agent);
+    const named = new Set(view.effective.tools ?? []);
+    return { view, toolConfigs: runtimeToolConfigs(agent.spec, this.sealer), functions: this.functions.filter((f) => named.has(f.name)) };
   }
 
   async locateAgent(id: string): Promise<string> {

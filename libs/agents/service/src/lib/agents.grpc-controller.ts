@@ -51,6 +51,12 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
     return { agent: toAgent(await this.domain.getAgent(req.account_id, req.id)) };
   }
 
+  /** Internal: the media worker's read, with tool secrets opened (see the proto). */
+  async getAgentRuntime(req: agentsV1.GetAgentRuntimeRequest): Promise<agentsV1.GetAgentRuntimeResponse> {
+    const runtime = await this.domain.getAgentRuntime(req.account_id, req.id);
+    return { agent: toAgent(runtime.view), tool_configs_json: JSON.stringify(runtime.toolConfigs), functions_json: JSON.stringify(runtime.functions) };
+  }
+
   async locateAgent(req: agentsV1.LocateAgentRequest): Promise<agentsV1.LocateAgentResponse> {
     return { account_id: await this.domain.locateAgent(req.id) };
   }

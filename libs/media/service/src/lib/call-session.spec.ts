@@ -37,6 +37,12 @@ class FakeCalls implements CallsPort {
   async transferCall(): Promise<void> {
     return undefined;
   }
+  async recordToolCall(): Promise<void> {
+    return undefined;
+  }
+  async recordOptOut(): Promise<void> {
+    return undefined;
+  }
 }
 
 /** An agent with no greeting: the engine listens and says nothing, so these tests see only the caller's side. */

@@ -5,6 +5,7 @@ import { agentSettings, CallEngine, EngineProviders, realClock } from '@parley/v
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
+import type { EgressPolicy } from '@parley/egress';
 import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 
@@ -27,6 +28,8 @@ export interface CallSessionDeps {
   recordings: BlobStore;
   providers: EngineProviders;
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
+  /** Outbound requests of agent tools: EGRESS_ALLOWLIST and INTERNAL_HOSTS (absent: public https only). */
+  tools?: { egress: EgressPolicy; internalHosts: string[] };
 }
 
 /**
@@ -155,7 +158,7 @@ export class CallSession {
       this.log.error({ err: error, callId: call.id }, 'agent could not be read; the call gets no conversation');
       return;
     }
-    const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults);
+    const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
     const ids = { account_id: call.account_id, call_id: call.id };
     this.engine = new CallEngine(
@@ -183,9 +186,17 @@ export class CallSession {
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
             .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed')),
         transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
+        // Reported in order with the turns (call.tool.called).
+        recordToolCall: (report) =>
+          void (this.turns = this.turns.then(() =>
+            this.deps.calls
+              .recordToolCall({ ...ids, name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' })
+              .catch((e) => this.log.warn({ err: e, callId: call.id, tool: report.name }, 'tool call not recorded')),
+          )),
+        recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
         log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),
       },
-      { sampleRate, variables: call.variables, marksEchoed: true },
+      { sampleRate, variables: call.variables, marksEchoed: true, callId: call.id, tools: this.deps.tools },
     );
     void this.engine.start().catch((e) => this.log.error({ err: e, callId: call.id }, 'conversation failed'));
   }

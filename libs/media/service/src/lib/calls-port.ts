@@ -1,8 +1,10 @@
 import { callsV1 } from '@parley/contracts';
+import type { RuntimeTools } from '@parley/voice-engine';
 
 /**
  * What a call session needs from the control plane (gRPC clients in the worker, fakes in unit tests): attach a
- * stream to its call, report liveness, turns and the recording, end or transfer the call, read the agent.
+ * stream to its call, report liveness, turns, tool calls, opt-outs and the recording, end or transfer the call,
+ * read the agent.
  */
 export interface CallsPort {
   attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.Call>;
@@ -11,9 +13,16 @@ export interface CallsPort {
   appendTurn(req: callsV1.AppendTurnRequest): Promise<void>;
   endCall(req: callsV1.EndCallRequest): Promise<void>;
   transferCall(req: callsV1.TransferCallRequest): Promise<void>;
+  /** call.tool.called */
+  recordToolCall(req: callsV1.RecordToolCallRequest): Promise<void>;
+  /** The caller asked not to be contacted again (call.opt_out). */
+  recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void>;
 }
 
-/** The agent as the engine reads it: its document and its effective (inherited) fields. */
+/**
+ * The agent as the engine reads it: its document, its effective (inherited) fields and, from the internal runtime
+ * read, the tools it executes with their secrets in the clear (absent: the document's redacted tool configs).
+ */
 export interface AgentsPort {
-  getAgent(accountId: string, agentId: string): Promise<{ spec: Record<string, unknown>; effective: Record<string, unknown> }>;
+  getAgent(accountId: string, agentId: string): Promise<{ spec: Record<string, unknown>; effective: Record<string, unknown>; runtime?: RuntimeTools }>;
 }

@@ -66,6 +66,8 @@ class FakeControlPlane implements CallsPort, AgentsPort {
   readonly heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   readonly attached: callsV1.AttachMediaRequest[] = [];
   readonly agentReads: { accountId: string; agentId: string; at: number }[] = [];
+  readonly toolCalls: callsV1.RecordToolCallRequest[] = [];
+  readonly optOuts: callsV1.RecordOptOutRequest[] = [];
   private readonly byToken = new Map<string, callsV1.Call>();
   private carrierCallId = '';
 
@@ -107,6 +109,14 @@ class FakeControlPlane implements CallsPort, AgentsPort {
   async transferCall(req: callsV1.TransferCallRequest): Promise<void> {
     this.transfers.push({ destination: req.destination, at: performance.now() });
     await this.carrier.transferCall(this.carrierCallId, req.destination);
+  }
+
+  async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<void> {
+    this.toolCalls.push(req);
+  }
+
+  async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void> {
+    this.optOuts.push(req);
   }
 
   async getAgent(accountId: string, agentId: string): Promise<Agent> {
@@ -517,7 +527,7 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
       { role: 'assistant', content: 'Hello Sam.' },
       { role: 'user', content: question },
     ]);
-    expect(body.tools?.map((t) => t.function.name)).toEqual(['end_call']);
+    expect(body.tools?.map((t) => t.function.name)).toEqual(['end_call', 'record_opt_out']);
     // Synthesized sentence by sentence, and heard.
     expect(spokenTexts(c.elevenLabs, 'text')).toEqual(['Hello Sam.', ...sentencesOf(answer)]);
     const heard = c.stream.received.filter(isMedia).map(pcmOf);
@@ -724,6 +734,29 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
     expect(c.transcription.requests).toHaveLength(0);
     expect(c.llm.requests).toHaveLength(0);
   }, 12_000);
+
+  it('runs a tool in the turn: record_opt_out reaches the calls service, its result goes back to the model over the wire, call.tool.called reported', async () => {
+    const question = 'Please take my number off your list.';
+    const answer = 'Done, we will not call you again.';
+    const c = await placeCall({
+      spec: conversationAgent({ greeting: 'Hello.' }),
+      utterances: [question],
+      llm: (body) =>
+        body.messages.some((m) => m.role === 'tool') ? answer : { content: 'Of course.', toolCalls: [{ id: 'call_opt', name: 'record_opt_out', arguments: '{}' }] },
+    });
+    await until(() => c.control.turns[0], 'the greeting turn');
+    await c.line.say(callerSpeechMulaw(question));
+    await until(() => c.control.turns[2], 'the answer turn');
+
+    expect(c.control.optOuts).toEqual([expect.objectContaining({ account_id: 'acc_1', number: '' })]);
+    expect(c.control.toolCalls).toEqual([expect.objectContaining({ name: 'record_opt_out', kind: 'record_opt_out', arguments_json: '{}', ok: true, error: '' })]);
+    expect(c.llm.requests).toHaveLength(2);
+    expect(c.llm.requests[1].body.messages.slice(-2)).toEqual([
+      expect.objectContaining({ role: 'assistant', tool_calls: [expect.objectContaining({ id: 'call_opt', function: { name: 'record_opt_out', arguments: '{}' } })] }),
+      { role: 'tool', tool_call_id: 'call_opt', content: expect.stringContaining('will not be contacted again') },
+    ]);
+    expect(c.control.turns[2]).toMatchObject({ role: 'assistant', text: `Of course. ${answer}`, interrupted: false });
+  }, 20_000);
 
   it('in normal mode reads the greeting, then transfers the call to transfer_number', async () => {
     const greeting = 'Putting you through to our front desk.';

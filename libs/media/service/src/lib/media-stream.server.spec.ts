@@ -40,6 +40,8 @@ describe('media stream server', () => {
     appendTurn: async () => undefined,
     endCall: async (req) => void ended.push(req),
     transferCall: async () => undefined,
+    recordToolCall: async () => undefined,
+    recordOptOut: async () => undefined,
   };
   const bus = new InProcessBus();
   bus.open();

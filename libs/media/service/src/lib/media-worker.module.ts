@@ -3,6 +3,7 @@ import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1, CALLS_V1, callsV1 } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
+import { parseEgressAllowlist } from '@parley/egress';
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { grpcClientProvider, RpcClient } from '@parley/rpc';
@@ -50,9 +51,20 @@ class GrpcCallsPort implements CallsPort {
   async transferCall(req: callsV1.TransferCallRequest): Promise<void> {
     await this.client.call('transferCall', (s, md) => s.transferCall(req, md));
   }
+
+  async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<void> {
+    await this.client.call('recordToolCall', (s, md) => s.recordToolCall(req, md));
+  }
+
+  async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void> {
+    await this.client.call('recordOptOut', (s, md) => s.recordOptOut(req, md));
+  }
 }
 
-/** The agents service over gRPC: the agent document and its effective fields. */
+/**
+ * The agents service over gRPC: the internal runtime read (GetAgentRuntime), which adds to the agent document
+ * and its effective fields the tools the engine executes, secrets in the clear. Only this worker reads it.
+ */
 class GrpcAgentsPort implements AgentsPort {
   private readonly client: RpcClient<agentsV1.AgentsServiceClient>;
 
@@ -61,9 +73,14 @@ class GrpcAgentsPort implements AgentsPort {
   }
 
   async getAgent(accountId: string, agentId: string) {
-    const { agent } = await this.client.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
+    const res = await this.client.call('getAgentRuntime', (s, md) => s.getAgentRuntime({ account_id: accountId, id: agentId }, md));
+    const agent = res.agent;
     if (!agent) throw new Error('agents service answered without an agent');
-    return { spec: JSON.parse(agent.spec_json) as Record<string, unknown>, effective: JSON.parse(agent.effective_json) as Record<string, unknown> };
+    return {
+      spec: JSON.parse(agent.spec_json) as Record<string, unknown>,
+      effective: JSON.parse(agent.effective_json) as Record<string, unknown>,
+      runtime: { tool_configs: JSON.parse(res.tool_configs_json || '[]') as unknown[], functions: JSON.parse(res.functions_json || '[]') as unknown[] },
+    };
   }
 }
 
@@ -90,6 +107,10 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
         recordings: createBlobStore(config),
         providers: this.providers,
         defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts, llmProvider: this.providers.llm.name },
+        tools: {
+          egress: parseEgressAllowlist(config.EGRESS_ALLOWLIST ?? '').policy,
+          internalHosts: config.INTERNAL_HOSTS.split(',').map((h) => h.trim()).filter(Boolean),
+        },
       },
     );
   }

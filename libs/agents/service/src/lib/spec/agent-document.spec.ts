@@ -1,4 +1,4 @@
-import { applyPatch, groupDifferences, presentAgent, resolveEffective, sealSecrets } from './agent-document';
+import { applyPatch, groupDifferences, presentAgent, resolveEffective, runtimeToolConfigs, sealSecrets } from './agent-document';
 import { AgentSpec } from './agent-spec';
 import { normalizeLanguage } from './languages';
 import { Sealer } from '@parley/persistence';
@@ -97,5 +97,25 @@ describe('inheritance', () => {
   it('lists only overridden fields whose values differ', () => {
     const member = agent({ model: 'group-model', temperature: 0.9, tools: ['b'], overrides: ['model', 'temperature'] });
     expect(groupDifferences(member, group)).toEqual([{ field: 'temperature', agent: 0.9, group: 0.2 }]);
+  });
+});
+
+describe('runtime tools (GetAgentRuntime)', () => {
+  it('opens sealed request headers for the media worker and leaves calendar tools out', () => {
+    const stored = sealSecrets(
+      agent({
+        tool_configs: [
+          { kind: 'custom_function', name: 'fn', description: 'f', request: { url: 'https://x', secret_header_values: { 'X-Key': 'k-123456' } } },
+          { kind: 'transfer_call', name: 'to_sales', description: 't', transfer: { destination: '+15550100200' } },
+          { kind: 'calendar_availability', name: 'cal', description: 'c', calendar: { api_key: { value: 'cal_live_1234' } } },
+        ],
+      }),
+      sealer,
+    );
+    expect(JSON.stringify(stored)).not.toContain('k-123456');
+    const runtime = runtimeToolConfigs(stored, sealer);
+    expect(runtime.map((t) => t.name)).toEqual(['fn', 'to_sales']);
+    expect(runtime[0].request).toEqual({ url: 'https://x', method: 'POST', timeout_seconds: 8, secret_header_values: { 'X-Key': 'k-123456' } });
+    expect(presentAgent(stored).tool_configs?.[0].request?.secret_header_values).toBeUndefined();
   });
 });

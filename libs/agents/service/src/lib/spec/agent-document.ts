@@ -55,6 +55,26 @@ export function sealSecrets(spec: AgentSpec, sealer: Sealer): AgentSpec {
   return out;
 }
 
+/**
+ * The tools the runtime executes, for the media worker alone (GetAgentRuntime): custom functions and transfers,
+ * with the sealed request headers opened into `secret_header_values`. Calendar tools (and their keys) stay out.
+ */
+export function runtimeToolConfigs(stored: AgentSpec, sealer: Sealer): ToolConfig[] {
+  return (stored.tool_configs ?? [])
+    .filter((tc) => tc.kind === 'custom_function' || tc.kind === 'transfer_call')
+    .map((original) => {
+      const tc = structuredClone(original);
+      delete tc.calendar;
+      if (tc.request) {
+        const sealed = tc.request.secret_headers ?? {};
+        tc.request.secret_header_values = Object.fromEntries(Object.entries(sealed).map(([name, value]) => [name, sealer.unseal({ sealed: value, hint: '' })]));
+        delete tc.request.secret_headers;
+        delete tc.request.secret_header_names;
+      }
+      return tc;
+    });
+}
+
 /** Legacy `simple` (before spec version 2): a model with no retrieval and no functions, read as `custom`. */
 function upgradeLegacy(spec: AgentSpec): AgentSpec {
   if ((spec.spec_version ?? 1) >= SPEC_VERSION || spec.autonomy !== 'simple') return spec;

@@ -196,6 +196,31 @@ export interface ListFunctionsResponse {
   data: RegisteredFunction[];
 }
 
+/**
+ * Internal, for the media worker only (never exposed through the gateway): what the runtime needs to execute an
+ * agent's tools. The agent is the same redacted form GetAgent returns; the tools come alongside in the clear.
+ */
+export interface GetAgentRuntimeRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface GetAgentRuntimeResponse {
+  agent:
+    | Agent
+    | undefined;
+  /**
+   * JSON array: the agent's tool_configs of kinds custom_function and transfer_call, with
+   * request.secret_header_values unsealed (header name to value). Calendar tools are left out.
+   */
+  tool_configs_json: string;
+  /**
+   * JSON array: the registered functions the agent's effective `tools` names, as declared in FUNCTIONS_FILE
+   * (name, description, parameters, url, method, timeout_seconds). Names the catalogue lacks are skipped.
+   */
+  functions_json: string;
+}
+
 export interface AgentsServiceClient {
   createAgent(request: CreateAgentRequest, metadata?: Metadata): Observable<CreateAgentResponse>;
 
@@ -226,6 +251,8 @@ export interface AgentsServiceClient {
   listGroupMembers(request: ListGroupMembersRequest, metadata?: Metadata): Observable<ListGroupMembersResponse>;
 
   listFunctions(request: ListFunctionsRequest, metadata?: Metadata): Observable<ListFunctionsResponse>;
+
+  getAgentRuntime(request: GetAgentRuntimeRequest, metadata?: Metadata): Observable<GetAgentRuntimeResponse>;
 }
 
 export interface AgentsServiceController {
@@ -303,6 +330,11 @@ export interface AgentsServiceController {
     request: ListFunctionsRequest,
     metadata?: Metadata,
   ): Promise<ListFunctionsResponse> | Observable<ListFunctionsResponse> | ListFunctionsResponse;
+
+  getAgentRuntime(
+    request: GetAgentRuntimeRequest,
+    metadata?: Metadata,
+  ): Promise<GetAgentRuntimeResponse> | Observable<GetAgentRuntimeResponse> | GetAgentRuntimeResponse;
 }
 
 export function AgentsServiceControllerMethods() {
@@ -323,6 +355,7 @@ export function AgentsServiceControllerMethods() {
       "listAgentGroups",
       "listGroupMembers",
       "listFunctions",
+      "getAgentRuntime",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);

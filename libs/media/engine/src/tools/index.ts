@@ -1,0 +1,7 @@
+export * from './arguments';
+export * from './custom-function';
+export * from './http';
+export * from './registered-function';
+export * from './registry';
+export * from './transfer';
+export * from './types';
