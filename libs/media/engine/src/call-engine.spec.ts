@@ -5,6 +5,7 @@ import { agentSettings, AgentSettings } from './agent-settings';
 import { CallEngine, EngineHost, EngineOptions, EngineTurn, ToolCallReport } from './call-engine';
 import { ManualClock } from './clock';
 import { AudioSink } from './playout';
+import { FakeCalCom } from './testing/fake-calcom';
 import { ToolServer } from './testing/tool-server';
 
 const RATE = 8000;
@@ -434,6 +435,76 @@ describe('tools in a conversation turn', () => {
     ]);
     expect(h.lastAnswer()).toBe('Let me check that for you. Your order A 17 has shipped.');
     expect(h.reports).toEqual([{ name: 'order_status', kind: 'custom_function', arguments: '{"order_id":"A 17"}', ok: true }]);
+  });
+
+  describe('calendar tools (fake Cal.com)', () => {
+    const cal = new FakeCalCom('cal_live_engine_key');
+    let calBase = '';
+    beforeAll(async () => void (calBase = await cal.start()));
+    afterAll(() => cal.close());
+    beforeEach(() => {
+      cal.reset();
+      cal.slots = { 42: ['2026-03-02T09:00:00.000-05:00', '2026-03-02T09:30:00.000-05:00'] };
+    });
+    const calendar = { provider: 'cal.com', api_key: { value: 'cal_live_engine_key' }, event_type_id: 42, timezone: 'America/New_York' };
+    const calendarTools = [
+      { kind: 'calendar_availability', name: 'check_times', description: 'Open appointment times.', calendar },
+      { kind: 'book_appointment', name: 'book', description: 'Book an appointment.', calendar },
+    ];
+    const calSetup = (agent: AgentSettings, llm: FakeLlm) => {
+      const reports: ToolCallReport[] = [];
+      const h = setup(agent, { llm, host: { recordToolCall: (r) => void reports.push(r) }, engine: { ...ENGINE, tools: { ...ENGINE.tools!, calendarBaseUrl: calBase } } });
+      void h.engine.start();
+      const pumpUntil = async (condition: () => boolean) => {
+        for (let t = 0; t < 15_000 && !condition(); t += 20) {
+          await h.clock.advance(20);
+          await new Promise((r) => setTimeout(r, 1));
+        }
+        if (!condition()) throw new Error('condition not met');
+      };
+      const ask = async (text: string) => {
+        h.stt[0].queue(text);
+        await h.feed(300, speech);
+        await h.feed(700, quiet);
+      };
+      return { ...h, reports, pumpUntil, ask, lastAnswer: () => h.turns.filter((t) => t.role === 'assistant').at(-1)?.text };
+    };
+
+    it('offers them from tool_configs, checks the times and books one, reported by kind', async () => {
+      const llm = new FakeLlm([
+        { toolCalls: [call('check_times', '{"start_date":"2026-03-02"}')] },
+        'I have 9 or 9:30 on Monday.',
+        { toolCalls: [call('book', '{"start":"2026-03-02T09:30:00.000-05:00","name":"Ada"}', 'c2')] },
+        'You are booked for 9:30 on Monday.',
+      ]);
+      const h = calSetup(toolAgent({}, { tool_configs: calendarTools }), llm);
+      await h.ask('Can I come in Monday?');
+      await h.pumpUntil(() => !!h.lastAnswer()?.includes('9:30 on Monday'));
+      expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['end_call', 'record_opt_out', 'check_times', 'book']);
+      expect(llm.requests[1].messages.at(-1)?.content).toContain('Monday, March 2, 9:30 AM (start: 2026-03-02T09:30:00.000-05:00)');
+      await h.ask('9:30 please, I am Ada.');
+      await h.pumpUntil(() => !!h.lastAnswer()?.includes('booked'));
+      expect(llm.requests[3].messages.at(-1)?.content).toContain('Booked for Ada: Monday, March 2, 9:30 AM');
+      expect(cal.bookings).toEqual([expect.objectContaining({ eventTypeId: 42, start: '2026-03-02T14:30:00.000Z' })]);
+      expect(h.reports).toEqual([
+        { name: 'check_times', kind: 'calendar_availability', arguments: '{"start_date":"2026-03-02"}', ok: true },
+        { name: 'book', kind: 'book_appointment', arguments: '{"start":"2026-03-02T09:30:00.000-05:00","name":"Ada"}', ok: true },
+      ]);
+    });
+
+    it('offers them to a custom agent only with call_functions', async () => {
+      const custom = (call_functions: boolean) =>
+        calSetup(toolAgent({ autonomy: 'custom', capabilities: { end_call: true, call_functions } }, { tool_configs: calendarTools }), new FakeLlm(['Hi.']));
+      for (const [callFunctions, expected] of [
+        [true, ['end_call', 'record_opt_out', 'check_times', 'book']],
+        [false, ['end_call', 'record_opt_out']],
+      ] as const) {
+        const h = custom(callFunctions);
+        await h.ask('Hello?');
+        await h.pumpUntil(() => h.llm.requests.length > 0);
+        expect(h.llm.requests[0].tools?.map((t) => t.name)).toEqual(expected);
+      }
+    });
   });
 
   it('refuses arguments outside the schema without a request and lets the model recover', async () => {

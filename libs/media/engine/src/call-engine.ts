@@ -13,6 +13,8 @@ import {
   offeredTools,
   OfferedTool,
   preToolLine,
+  runBookAppointment,
+  runCalendarAvailability,
   runCustomFunction,
   runRegisteredFunction,
   ToolOutcome,
@@ -74,8 +76,11 @@ export interface EngineOptions {
   ttsFirstAudioTimeoutMs?: number;
   /** The call's id, sent to transfer webhooks. */
   callId?: string;
-  /** Outbound requests of tools: the guard's allowlist (EGRESS_ALLOWLIST) and the http-allowed hosts. */
-  tools?: { egress: EgressPolicy; internalHosts?: string[]; resolve?: Resolver; lookup?: Resolver };
+  /**
+   * Outbound requests of tools: the guard's allowlist (EGRESS_ALLOWLIST), the http-allowed hosts, and the Cal.com
+   * API the calendar tools call (CALENDAR_BASE_URL, default https://api.cal.com).
+   */
+  tools?: { egress: EgressPolicy; internalHosts?: string[]; calendarBaseUrl?: string; resolve?: Resolver; lookup?: Resolver };
 }
 
 /** Words that stop the agent whatever interrupt_words says. */
@@ -404,6 +409,7 @@ export class CallEngine {
       const rt: ToolRuntime = {
         egress: this.options.tools?.egress ?? { allowlist: [] },
         internalHosts: this.options.tools?.internalHosts ?? [],
+        calendarBaseUrl: this.options.tools?.calendarBaseUrl,
         clock: this.host.clock,
         signal,
         log: (m, f) => this.log(m, { tool: call.name, ...f }),
@@ -417,6 +423,12 @@ export class CallEngine {
             break;
           case 'registered_function':
             outcome = await runRegisteredFunction(tool.fn, args, rt);
+            break;
+          case 'calendar_availability':
+            outcome = await runCalendarAvailability(tool.config, args, rt);
+            break;
+          case 'book_appointment':
+            outcome = await runBookAppointment(tool.config, args, rt);
             break;
           case 'transfer_call':
             outcome = await this.transferTool(tool, args, rt, turn);

@@ -178,6 +178,10 @@ export class ServiceConfig {
   @Transform(({ value }) => (value === undefined ? '' : String(value)))
   EGRESS_ALLOWLIST: string = '';
 
+  /** Cal.com API the calendar tools (calendar_availability, book_appointment) call; a self-hosted Cal.com or a test double elsewhere. */
+  @Matches(/^https?:\/\/[^\s?#]+$/, { message: 'CALENDAR_BASE_URL must be an http(s) URL without query' })
+  CALENDAR_BASE_URL: string = 'https://api.cal.com';
+
   /** JSON file declaring the registered functions agents may call (see README); unset = none. */
   @IsOptional()
   @IsString()

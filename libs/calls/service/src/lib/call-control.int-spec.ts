@@ -59,6 +59,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
 
   const outboxTypes = async (callId: string) =>
     ((await dataSource.getRepository(OutboxRecord).find({ order: { createdAt: 'ASC' } })) as OutboxRecord[])
+      .filter((r) => r.subject.startsWith('parley.events.'))
       .map((r) => r.payload as { type: string; call_id: string; data: unknown })
       .filter((e) => e.call_id === callId);
 

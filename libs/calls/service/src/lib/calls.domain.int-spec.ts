@@ -52,6 +52,7 @@ describe('calls domain (real PostgreSQL)', () => {
 
   const outbox = async (callId: string) =>
     ((await dataSource.getRepository(OutboxRecord).find({ order: { createdAt: 'ASC' } })) as OutboxRecord[])
+      .filter((r) => r.subject.startsWith('parley.events.'))
       .map((r) => r.payload as { type: string; call_id: string; data: unknown })
       .filter((e) => e.call_id === callId);
 

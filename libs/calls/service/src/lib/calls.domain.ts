@@ -4,9 +4,11 @@ import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity
 import {
   CallActivity,
   CallDirection,
+  CallEnded,
   callsV1,
   InjectedCallEvent,
   LIVE,
+  SUBJECTS,
   WebhookEvent,
   webhookEventSubject,
   WebhookEventData,
@@ -115,6 +117,12 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
         updatedAt: now,
         answeredAt: null,
         endedAt: null,
+        summary: null,
+        extracted: null,
+        analysisModel: null,
+        analysedAt: null,
+        analysisAttempts: 0,
+        analysisError: null,
       });
       await m.insert(CallEntity, entity as QueryDeepPartialEntity<CallEntity>);
       return entity;
@@ -166,6 +174,11 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       }
       await m.save(CallEntity, current);
       events.push(...(await this.emitFor(m, current)));
+      if (wantsAnalysis(current)) {
+        // Same transaction as call.ended: the post-call analysis starts only once the end is committed.
+        const ended: CallEnded = { account_id: current.accountId, call_id: current.id, agent_id: current.agentId };
+        await enqueueOutbox(m, SUBJECTS.callEnded, ended, `calls.call.ended:${current.id}`);
+      }
       return { call: current, changed: true };
     });
     if (changed) this.afterCommit(call, events);
@@ -201,6 +214,49 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       return [await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined })];
     });
     return call.turns;
+  }
+
+  /**
+   * Writes the post-call analysis onto an ended call and enqueues `call.analysed` in the same transaction. Only the
+   * analysis columns change (never the status). Undefined when the call was analysed already (a redelivery).
+   */
+  async recordAnalysis(
+    accountId: string,
+    id: string,
+    result: { summary: string | null; extracted: Record<string, string | number | boolean | null>; model: string },
+  ): Promise<WebhookEvent | undefined> {
+    const written = await this.dataSource.transaction(async (m) => {
+      const call = await this.lock(m, accountId, id);
+      if (call.analysedAt) return undefined;
+      const now = new Date();
+      await m.update(
+        CallEntity,
+        { id, accountId },
+        { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, updatedAt: now },
+      );
+      Object.assign(call, { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, updatedAt: now });
+      const event = await this.emit(m, call, 'call.analysed', { summary: result.summary, extracted: result.extracted, model: result.model });
+      return { call, event };
+    });
+    if (!written) return undefined;
+    this.relay.nudge();
+    this.broadcast(id, { kind: 'event', event: written.event });
+    return written.event;
+  }
+
+  /**
+   * Counts one failed analysis attempt. At `maxAttempts` the analysis is given up: `error` is recorded and true is
+   * returned (nothing more to do); true as well when the call was analysed meanwhile. False: try again later.
+   */
+  async recordAnalysisFailure(accountId: string, id: string, error: string, maxAttempts: number): Promise<boolean> {
+    return this.dataSource.transaction(async (m) => {
+      const call = await this.lock(m, accountId, id);
+      if (call.analysedAt || call.analysisError) return true;
+      const attempts = call.analysisAttempts + 1;
+      const giveUp = attempts >= maxAttempts;
+      await m.update(CallEntity, { id, accountId }, { analysisAttempts: attempts, ...(giveUp ? { analysisError: error.slice(0, 1000) } : {}) });
+      return giveUp;
+    });
   }
 
   async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[] }> {
@@ -325,6 +381,11 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
   }
 }
 
+/** Post-call analysis runs for a call that is over and was answered (or has a transcript). */
+function wantsAnalysis(c: CallEntity): boolean {
+  return !isLive(c.status) && (c.answeredAt !== null || c.turns > 0);
+}
+
 function durationSeconds(c: CallEntity): number {
   return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
 }
@@ -357,7 +418,7 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     recording_enabled: c.recordingEnabled,
     recording_content_type: c.recordingContentType ?? '',
     recording_duration_seconds: c.recordingDurationSeconds ?? 0,
-    summary: '',
-    extracted_json: '',
+    summary: c.summary ?? '',
+    extracted_json: c.extracted ? JSON.stringify(c.extracted) : '',
   };
 }

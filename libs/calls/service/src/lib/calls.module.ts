@@ -2,12 +2,14 @@ import { Module } from '@nestjs/common';
 import { ClientsModule } from '@nestjs/microservices';
 import { AGENTS_V1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
+import { OpenAiCompatibleLlm } from '@parley/llm';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
 import { CarrierRegistry } from './carrier-registry';
+import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis, PostCallConsumer } from './post-call-analysis';
 
 @Module({
   imports: [
@@ -15,7 +17,19 @@ import { CarrierRegistry } from './carrier-registry';
       { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
     ]),
   ],
-  controllers: [CallsGrpcController],
-  providers: [CallsDomain, CallControl, { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) }],
+  controllers: [CallsGrpcController, PostCallConsumer],
+  providers: [
+    CallsDomain,
+    CallControl,
+    PostCallAnalysis,
+    { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) },
+    {
+      provide: POST_CALL_LLM,
+      inject: [CONFIG],
+      // No retries inside one attempt: a failed attempt is retried by the bus's redelivery (with back-off).
+      useFactory: (c: ServiceConfig) =>
+        new OpenAiCompatibleLlm({ name: 'post-call', baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY, timeoutMs: POST_CALL_DEADLINE_MS, maxRetries: 0 }),
+    },
+  ],
 })
 export class CallsModule {}

@@ -32,6 +32,16 @@ export class CallEntity {
   @Column({ name: 'last_media_at', type: 'timestamptz', precision: 3, nullable: true }) lastMediaAt: Date | null;
   /** Where the carrier put the caller through, once transferred. */
   @Column({ name: 'transferred_to', type: 'text', nullable: true }) transferredTo: string | null;
+  /** Post-call summary; null until analysed, or when the agent's summary is off or the model gave none. */
+  @Column({ type: 'text', nullable: true }) summary: string | null;
+  /** Post-call extracted fields by name (each typed or null); null until analysed. */
+  @Column({ type: 'jsonb', nullable: true }) extracted: Record<string, string | number | boolean | null> | null;
+  @Column({ name: 'analysis_model', type: 'text', nullable: true }) analysisModel: string | null;
+  @Column({ name: 'analysed_at', type: 'timestamptz', precision: 3, nullable: true }) analysedAt: Date | null;
+  /** Failed analysis attempts so far. */
+  @Column({ name: 'analysis_attempts', type: 'int', default: 0 }) analysisAttempts: number;
+  /** Why the analysis was given up (after the last allowed attempt); null otherwise. */
+  @Column({ name: 'analysis_error', type: 'text', nullable: true }) analysisError: string | null;
 }
 
 @Entity({ name: 'call_turns' })

@@ -97,4 +97,35 @@ export class CreateDoNotCall1763800000303 implements MigrationInterface {
   }
 }
 
-export const CALLS_MIGRATIONS = [CreateOutbox1763700000000, CreateCalls1763700000301, AddCallMedia1763800000302, CreateDoNotCall1763800000303];
+/**
+ * Post-call analysis written onto the call: the summary, the extracted fields, the model that produced them and
+ * when; failed attempts are counted, and the last error is kept once the analysis was given up.
+ */
+export class AddCallAnalysis1763900000304 implements MigrationInterface {
+  name = 'AddCallAnalysis1763900000304';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE calls
+        ADD COLUMN IF NOT EXISTS summary text,
+        ADD COLUMN IF NOT EXISTS extracted jsonb,
+        ADD COLUMN IF NOT EXISTS analysis_model text,
+        ADD COLUMN IF NOT EXISTS analysed_at timestamptz(3),
+        ADD COLUMN IF NOT EXISTS analysis_attempts int NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS analysis_error text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE calls DROP COLUMN IF EXISTS summary, DROP COLUMN IF EXISTS extracted, DROP COLUMN IF EXISTS analysis_model,
+        DROP COLUMN IF EXISTS analysed_at, DROP COLUMN IF EXISTS analysis_attempts, DROP COLUMN IF EXISTS analysis_error`);
+  }
+}
+
+export const CALLS_MIGRATIONS = [
+  CreateOutbox1763700000000,
+  CreateCalls1763700000301,
+  AddCallMedia1763800000302,
+  CreateDoNotCall1763800000303,
+  AddCallAnalysis1763900000304,
+];

@@ -43,14 +43,22 @@ const FAILURE_TEXT: Record<Failure, string> = {
   aborted: 'The tool call was cancelled.',
 };
 
+/** A request that got an answer: its status and (capped) body; or the outcome of one that did not. */
+export type ToolExchange = { status: number; text: string; truncated: boolean } | { failed: ToolOutcome };
+
 /**
  * One request of a tool, through the outbound-request guard (safeFetch with EGRESS_ALLOWLIST): redirects are not
  * followed (a redirect would carry the secret headers elsewhere; it reads as a non-2xx status), the deadline
- * runs on the engine's clock (and on the real one as a backstop), barge-in aborts it. The answer the model
- * gets: a 2xx body as text, cut at MAX_RESULT_BYTES; otherwise the status, or that the service failed or was
- * slow. What went wrong inside the deployment (an address refused, a DNS error) goes to the log only.
+ * runs on the engine's clock (and on the real one as a backstop), barge-in aborts it. Gives back the status and
+ * the body cut at `maxBytes` (a non-2xx body only with `readErrorBody`); what went wrong inside the deployment
+ * (an address refused, a DNS error) goes to the log only, the failure's outcome says only that the service failed
+ * or was slow.
  */
-export async function toolFetch(request: ToolHttpRequest, rt: ToolRuntime): Promise<ToolOutcome> {
+export async function toolExchange(
+  request: ToolHttpRequest,
+  rt: ToolRuntime,
+  options: { maxBytes?: number; readErrorBody?: boolean } = {},
+): Promise<ToolExchange> {
   const deadline = new AbortController();
   const timer = rt.clock.setTimeout(() => deadline.abort(new DOMException('tool deadline', 'TimeoutError')), request.timeoutMs);
   const signal = AbortSignal.any([rt.signal, deadline.signal]);
@@ -70,13 +78,13 @@ export async function toolFetch(request: ToolHttpRequest, rt: ToolRuntime): Prom
       },
       rt.egress,
     );
-    if (response.status < 200 || response.status >= 300) {
+    const success = response.status >= 200 && response.status < 300;
+    if (!success && !options.readErrorBody) {
       await response.body?.cancel().catch(() => undefined);
-      return { ok: false, result: `The tool call failed: the service answered with HTTP status ${response.status}.`, error: `HTTP ${response.status}` };
+      return { status: response.status, text: '', truncated: false };
     }
-    const { text, truncated } = await readCapped(response, MAX_RESULT_BYTES);
-    if (!text) return { ok: true, result: `Done (HTTP ${response.status}, no content).` };
-    return { ok: true, result: truncated ? `${text} …(truncated)` : text };
+    const { text, truncated } = await readCapped(response, options.maxBytes ?? MAX_RESULT_BYTES);
+    return { status: response.status, text, truncated };
   } catch (error) {
     const failure: Failure = rt.signal.aborted
       ? 'aborted'
@@ -87,10 +95,25 @@ export async function toolFetch(request: ToolHttpRequest, rt: ToolRuntime): Prom
           : 'network';
     rt.log?.('tool request failed', { failure, err: error instanceof EgressRefused ? error.reason : String((error as Error)?.message ?? error) });
     const report = { refused: 'refused by the outbound request guard', timeout: `no answer within ${request.timeoutMs / 1000} s`, aborted: 'interrupted', network: 'network error' }[failure];
-    return { ok: false, result: FAILURE_TEXT[failure], error: report };
+    return { failed: { ok: false, result: FAILURE_TEXT[failure], error: report } };
   } finally {
     rt.clock.clearTimeout(timer);
   }
+}
+
+/**
+ * One request of a tool (toolExchange). The answer the model gets: a 2xx body as text, cut at MAX_RESULT_BYTES;
+ * otherwise the status, or that the service failed or was slow.
+ */
+export async function toolFetch(request: ToolHttpRequest, rt: ToolRuntime): Promise<ToolOutcome> {
+  const exchange = await toolExchange(request, rt);
+  if ('failed' in exchange) return exchange.failed;
+  const { status, text, truncated } = exchange;
+  if (status < 200 || status >= 300) {
+    return { ok: false, result: `The tool call failed: the service answered with HTTP status ${status}.`, error: `HTTP ${status}` };
+  }
+  if (!text) return { ok: true, result: `Done (HTTP ${status}, no content).` };
+  return { ok: true, result: truncated ? `${text} …(truncated)` : text };
 }
 
 /** Reads at most `limit` bytes of the body as UTF-8 and cancels the rest. */

@@ -1,4 +1,5 @@
 export * from './arguments';
+export * from './calendar';
 export * from './custom-function';
 export * from './http';
 export * from './registered-function';

@@ -24,7 +24,7 @@ const settings = (over: Partial<ToolSettings> = {}): ToolSettings => ({
 const names = (s: ToolSettings) => offeredTools(s).map((t) => t.definition.name);
 
 describe('tools offered in a turn', () => {
-  it('offers everything to an agentic agent; calendar tools and unknown functions are left out', () => {
+  it('offers everything to an agentic agent; a calendar tool without key or event type and unknown functions are left out', () => {
     expect(names(settings())).toEqual(['end_call', 'record_opt_out', 'lookup', 'to_sales', 'weather']);
   });
 
@@ -32,6 +32,22 @@ describe('tools offered in a turn', () => {
     expect(names(settings({ callFunctions: false }))).toEqual(['end_call', 'record_opt_out', 'to_sales']);
     expect(names(settings({ transfer: false }))).toEqual(['end_call', 'record_opt_out', 'lookup', 'weather']);
     expect(names(settings({ endCall: false, callFunctions: false, transfer: false }))).toEqual(['record_opt_out']);
+  });
+
+  it('offers calendar tools with an event type and an unsealed key, behind call_functions', () => {
+    const calendar: ToolConfig[] = [
+      { kind: 'calendar_availability', name: 'check_times', description: 'Times', calendar: { api_key: { value: 'k' }, event_type_id: 42 } },
+      { kind: 'book_appointment', name: 'book', description: 'Book', calendar: { api_key: { value: 'k' }, event_type_id: 42 } },
+      { kind: 'book_appointment', name: 'redacted', description: 'Book', calendar: { api_key: { hint: '1234' }, event_type_id: 42 } },
+    ];
+    const tools = offeredTools(settings({ toolConfigs: calendar, functionNames: [], transfer: false }));
+    expect(tools.map((t) => [t.kind, t.definition.name])).toEqual([
+      ['end_call', 'end_call'],
+      ['record_opt_out', 'record_opt_out'],
+      ['calendar_availability', 'check_times'],
+      ['book_appointment', 'book'],
+    ]);
+    expect(names(settings({ toolConfigs: calendar, callFunctions: false, transfer: false }))).toEqual(['end_call', 'record_opt_out']);
   });
 
   it('offers a built-in transfer_call to transfer_number when no transfer tool is configured', () => {

@@ -1,16 +1,25 @@
 import type { ToolDefinition } from '@parley/llm';
+import { calendarDefinition, calendarUsable } from './calendar';
 import { customFunctionDefinition } from './custom-function';
 import { registeredFunctionDefinition } from './registered-function';
 import { transferDefinition } from './transfer';
-import { CustomFunctionConfig, RegisteredFunction, ToolConfig } from './types';
+import { CalendarToolConfig, CustomFunctionConfig, RegisteredFunction, ToolConfig } from './types';
 
-export type ToolKind = 'end_call' | 'record_opt_out' | 'custom_function' | 'registered_function' | 'transfer_call';
+export type ToolKind =
+  | 'end_call'
+  | 'record_opt_out'
+  | 'custom_function'
+  | 'registered_function'
+  | 'transfer_call'
+  | 'calendar_availability'
+  | 'book_appointment';
 
 /** One tool offered to the model, with what executing it needs. */
 export type OfferedTool =
   | { kind: 'end_call' | 'record_opt_out'; definition: ToolDefinition }
   | { kind: 'custom_function'; definition: ToolDefinition; config: CustomFunctionConfig; preToolMessage?: Record<string, string> }
   | { kind: 'registered_function'; definition: ToolDefinition; fn: RegisteredFunction }
+  | { kind: 'calendar_availability' | 'book_appointment'; definition: ToolDefinition; config: CalendarToolConfig; preToolMessage?: Record<string, string> }
   | { kind: 'transfer_call'; definition: ToolDefinition; destination: string; webhookUrl?: string; preToolMessage?: Record<string, string> };
 
 /** What decides the tools of a conversation turn (AgentSettings.tools). */
@@ -50,8 +59,8 @@ const BUILT_IN_TRANSFER =
 /**
  * The tools offered in a turn, in this order, first name wins: `end_call` (capabilities.end_call),
  * `record_opt_out` (conversation mode, always), the agent's tool configs (custom_function behind
- * capabilities.call_functions, transfer_call behind capabilities.transfer; calendar kinds are not executed and
- * not offered), the registered functions its `tools` names (capabilities.call_functions), and, with
+ * capabilities.call_functions, transfer_call behind capabilities.transfer, the calendar kinds behind
+ * capabilities.call_functions and only with an event type and an unsealed key), the registered functions its `tools` names (capabilities.call_functions), and, with
  * capabilities.transfer, a built-in `transfer_call` to `transfer_number` when no transfer tool is configured.
  */
 export function offeredTools(settings: ToolSettings): OfferedTool[] {
@@ -61,6 +70,8 @@ export function offeredTools(settings: ToolSettings): OfferedTool[] {
   for (const config of settings.toolConfigs) {
     if (config.kind === 'custom_function' && settings.callFunctions && config.request?.url) {
       tools.push({ kind: 'custom_function', definition: customFunctionDefinition(config), config, preToolMessage: config.pre_tool_message });
+    } else if ((config.kind === 'calendar_availability' || config.kind === 'book_appointment') && settings.callFunctions && calendarUsable(config)) {
+      tools.push({ kind: config.kind, definition: calendarDefinition(config), config, preToolMessage: config.pre_tool_message });
     } else if (config.kind === 'transfer_call' && settings.transfer && config.transfer?.destination) {
       tools.push({
         kind: 'transfer_call',

@@ -41,15 +41,28 @@ export interface TransferConfig {
   transfer: { destination: string; webhook_url?: string };
 }
 
-/** Kinds the runtime does not execute yet (calendar): never offered. */
-export interface OtherToolConfig {
+/**
+ * A Cal.com tool. The runtime read carries the key unsealed as `calendar.api_key.value`; the agent document's own
+ * list has only its `hint` (and such a tool is not offered).
+ */
+export interface CalendarToolConfig {
   kind: 'calendar_availability' | 'book_appointment';
   name: string;
   description: string;
   pre_tool_message?: Record<string, string>;
+  calendar?: {
+    provider?: string;
+    api_key?: { value?: string; hint?: string };
+    event_type_id?: number;
+    event_type_slug?: string;
+    event_type_title?: string;
+    duration_minutes?: number;
+    /** IANA zone of the caller; empty: the agent's (UTC). */
+    timezone?: string;
+  };
 }
 
-export type ToolConfig = CustomFunctionConfig | TransferConfig | OtherToolConfig;
+export type ToolConfig = CustomFunctionConfig | TransferConfig | CalendarToolConfig;
 
 /** A function the deployment registers (FUNCTIONS_FILE): the runtime sends the arguments as JSON to `url`. */
 export interface RegisteredFunction {
@@ -78,6 +91,8 @@ export interface ToolRuntime {
   /** Hosts a tool may call over plain http (INTERNAL_HOSTS); https otherwise. */
   internalHosts: readonly string[];
   clock: Clock;
+  /** Cal.com API of the calendar tools (CALENDAR_BASE_URL); default https://api.cal.com. */
+  calendarBaseUrl?: string;
   /** The agent turn's signal: barge-in aborts the request. */
   signal: AbortSignal;
   log?: (message: string, fields?: Record<string, unknown>) => void;

@@ -28,8 +28,8 @@ export interface CallSessionDeps {
   recordings: BlobStore;
   providers: EngineProviders;
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
-  /** Outbound requests of agent tools: EGRESS_ALLOWLIST and INTERNAL_HOSTS (absent: public https only). */
-  tools?: { egress: EgressPolicy; internalHosts: string[] };
+  /** Outbound requests of agent tools: EGRESS_ALLOWLIST and INTERNAL_HOSTS (absent: public https only); CALENDAR_BASE_URL. */
+  tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
 }
 
 /**

@@ -110,6 +110,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
         tools: {
           egress: parseEgressAllowlist(config.EGRESS_ALLOWLIST ?? '').policy,
           internalHosts: config.INTERNAL_HOSTS.split(',').map((h) => h.trim()).filter(Boolean),
+          calendarBaseUrl: config.CALENDAR_BASE_URL,
         },
       },
     );

@@ -101,20 +101,26 @@ describe('inheritance', () => {
 });
 
 describe('runtime tools (GetAgentRuntime)', () => {
-  it('opens sealed request headers for the media worker and leaves calendar tools out', () => {
+  it('opens sealed request headers and calendar keys for the media worker', () => {
+    const calendar = { provider: 'cal.com', event_type_id: 42, duration_minutes: 30, timezone: 'Europe/Oslo' };
     const stored = sealSecrets(
       agent({
         tool_configs: [
           { kind: 'custom_function', name: 'fn', description: 'f', request: { url: 'https://x', secret_header_values: { 'X-Key': 'k-123456' } } },
           { kind: 'transfer_call', name: 'to_sales', description: 't', transfer: { destination: '+15550100200' } },
-          { kind: 'calendar_availability', name: 'cal', description: 'c', calendar: { api_key: { value: 'cal_live_1234' } } },
+          { kind: 'calendar_availability', name: 'cal', description: 'c', calendar: { ...calendar, api_key: { value: 'cal_live_1234' } } },
+          { kind: 'book_appointment', name: 'book', description: 'b', calendar: { ...calendar, api_key: { value: 'cal_live_5678' } } },
         ],
       }),
       sealer,
     );
     expect(JSON.stringify(stored)).not.toContain('k-123456');
+    expect(JSON.stringify(stored)).not.toContain('cal_live_1234');
     const runtime = runtimeToolConfigs(stored, sealer);
-    expect(runtime.map((t) => t.name)).toEqual(['fn', 'to_sales']);
+    expect(runtime.map((t) => t.name)).toEqual(['fn', 'to_sales', 'cal', 'book']);
+    expect(runtime[2].calendar).toEqual({ ...calendar, api_key: { value: 'cal_live_1234' } });
+    expect(runtime[3].calendar?.api_key).toEqual({ value: 'cal_live_5678' });
+    expect(JSON.stringify(presentAgent(stored).tool_configs)).not.toContain('cal_live');
     expect(runtime[0].request).toEqual({ url: 'https://x', method: 'POST', timeout_seconds: 8, secret_header_values: { 'X-Key': 'k-123456' } });
     expect(presentAgent(stored).tool_configs?.[0].request?.secret_header_values).toBeUndefined();
   });

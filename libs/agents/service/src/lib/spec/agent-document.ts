@@ -56,23 +56,30 @@ export function sealSecrets(spec: AgentSpec, sealer: Sealer): AgentSpec {
 }
 
 /**
- * The tools the runtime executes, for the media worker alone (GetAgentRuntime): custom functions and transfers,
- * with the sealed request headers opened into `secret_header_values`. Calendar tools (and their keys) stay out.
+ * The tools the runtime executes, for the media worker alone (GetAgentRuntime, an internal RPC): custom functions
+ * and transfers with the sealed request headers opened into `secret_header_values`, and the calendar tools with
+ * the sealed key opened into `calendar.api_key.value`.
  */
 export function runtimeToolConfigs(stored: AgentSpec, sealer: Sealer): ToolConfig[] {
-  return (stored.tool_configs ?? [])
-    .filter((tc) => tc.kind === 'custom_function' || tc.kind === 'transfer_call')
-    .map((original) => {
-      const tc = structuredClone(original);
-      delete tc.calendar;
-      if (tc.request) {
-        const sealed = tc.request.secret_headers ?? {};
-        tc.request.secret_header_values = Object.fromEntries(Object.entries(sealed).map(([name, value]) => [name, sealer.unseal({ sealed: value, hint: '' })]));
-        delete tc.request.secret_headers;
-        delete tc.request.secret_header_names;
+  return (stored.tool_configs ?? []).map((original) => {
+    const tc = structuredClone(original);
+    if (tc.kind === 'calendar_availability' || tc.kind === 'book_appointment') {
+      const key = tc.calendar?.api_key;
+      if (tc.calendar) {
+        if (isSealed(key)) tc.calendar.api_key = { value: sealer.unseal(key) };
+        else if (!key || !('value' in key)) delete tc.calendar.api_key;
       }
-      return tc;
-    });
+    } else {
+      delete tc.calendar;
+    }
+    if (tc.request) {
+      const sealed = tc.request.secret_headers ?? {};
+      tc.request.secret_header_values = Object.fromEntries(Object.entries(sealed).map(([name, value]) => [name, sealer.unseal({ sealed: value, hint: '' })]));
+      delete tc.request.secret_headers;
+      delete tc.request.secret_header_names;
+    }
+    return tc;
+  });
 }
 
 /** Legacy `simple` (before spec version 2): a model with no retrieval and no functions, read as `custom`. */

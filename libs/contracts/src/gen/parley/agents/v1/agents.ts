@@ -210,8 +210,8 @@ export interface GetAgentRuntimeResponse {
     | Agent
     | undefined;
   /**
-   * JSON array: the agent's tool_configs of kinds custom_function and transfer_call, with
-   * request.secret_header_values unsealed (header name to value). Calendar tools are left out.
+   * JSON array: the agent's tool_configs, with request.secret_header_values unsealed (header name to
+   * value) and, on the calendar kinds, calendar.api_key unsealed as {"value": "..."}.
    */
   tool_configs_json: string;
   /**
