@@ -53,6 +53,8 @@ export interface AgentSettings {
   flow: { start?: string; nodes: FlowNode[] } | undefined;
   keypadTimeoutSeconds: number;
   maxNoInput: number;
+  /** `follow`: move to another configured language when the caller speaks it. */
+  languageDetection: 'off' | 'follow';
   noInput: string;
 }
 
@@ -80,6 +82,7 @@ interface Spec {
   keypad_timeout_seconds?: number;
   max_no_input?: number;
   no_input?: string;
+  language_detection?: 'off' | 'follow';
 }
 
 interface Effective {
@@ -166,6 +169,7 @@ export function agentSettings(
     keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,
     maxNoInput: spec.max_no_input || 2,
     noInput: spec.no_input ?? '',
+    languageDetection: spec.language_detection === 'follow' && languages.length > 1 ? 'follow' : 'off',
   };
 }
 

@@ -290,6 +290,55 @@ describe('conversation engine', () => {
   });
 });
 
+describe('languages', () => {
+  it('follows the caller into another configured language: that entry’s prompt, voice and synthesizer', async () => {
+    const agent = agentSettings(
+      {
+        language_detection: 'follow',
+        languages: [
+          { code: 'en-US', greeting: 'Hello.', system_prompt: 'You are Ada.', tts_provider: 'fake-tts', stt_provider: 'fake-stt' },
+          { code: 'fr-FR', voice_id: 'voix', tts_provider: 'french-tts' },
+        ],
+        conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+      },
+      {},
+      { model: 'm', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    );
+    const english = new FakeTextToSpeech({ name: 'fake-tts' });
+    const french = new FakeTextToSpeech({ name: 'french-tts' });
+    const llm = new FakeLlm(['Bien sûr, nous ouvrons à neuf heures.']);
+    const { engine, clock, stt, turns, feed } = setup(agent, { tts: [english, french], llm });
+    void engine.start();
+    await clock.advance(2000);
+    expect(stt[0].streams[0].options.language).toBe('multi');
+    await feed(300, speech);
+    stt[0].emit({ type: 'final', text: 'Bonjour, vous ouvrez quand ?', endOfTurn: true, language: 'fr' });
+    await feed(600, quiet);
+    await clock.advance(4000);
+    expect(french.syntheses.map((s) => [s.request.text, s.request.voiceId, s.request.language])).toEqual([
+      ['Bien sûr, nous ouvrons à neuf heures.', 'voix', 'fr-FR'],
+    ]);
+    expect(llm.requests[0].messages[0]).toEqual({ role: 'system', content: 'You are Ada.\n\nSpeak fr-FR with the caller.' });
+    expect(turns.filter((t) => t.role === 'user').map((t) => t.language)).toEqual(['fr-FR']);
+  });
+
+  it('stays in the opening language when detection is off', async () => {
+    const agent = agentSettings(
+      { languages: [{ code: 'en-US', tts_provider: 'fake-tts' }, { code: 'fr-FR', voice_id: 'voix' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } },
+      {},
+      { model: 'm', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    );
+    const { engine, clock, stt, turns, feed } = setup(agent, { llm: new FakeLlm(['Sure.']) });
+    void engine.start();
+    await clock.advance(500);
+    expect(stt[0].streams[0].options.language).toBe('en-US');
+    await feed(300, speech);
+    stt[0].emit({ type: 'final', text: 'Bonjour', endOfTurn: true, language: 'fr' });
+    await clock.advance(2000);
+    expect(turns.find((t) => t.role === 'user')?.language).toBe('en-US');
+  });
+});
+
 describe('keypad and normal modes', () => {
   const menu = {
     mode: 'keypad',

@@ -115,7 +115,7 @@ export class CallEngine {
   private readonly playout: Playout;
   private readonly vad = new EnergyVad();
   private readonly startedAt: number;
-  private readonly language: LanguageSettings;
+  private language: LanguageSettings;
   private stt: SttStream | undefined;
   private sttIndex = 0;
   private turn: AgentTurn | undefined;
@@ -231,7 +231,8 @@ export class CallEngine {
       const provider = order[this.sttIndex];
       try {
         this.stt = await provider.open(
-          { language: this.language.code, sampleRate: this.options.sampleRate },
+          // Following the caller's language needs a recognizer that detects it (Deepgram: `multi`).
+          { language: this.settings.languageDetection === 'follow' ? 'multi' : this.language.code, sampleRate: this.options.sampleRate },
           { onTranscript: (e) => this.onTranscript(e), onError: (e) => void this.sttFailed(provider.name, e) },
         );
         return;
@@ -265,6 +266,7 @@ export class CallEngine {
     if (event.endOfTurn && this.endOfSpeechAt !== undefined) {
       engineMetrics.stageLatency.observe({ stage: 'stt_final' }, Math.max(0, this.host.clock.now() - this.endOfSpeechAt) / 1000);
     }
+    if (event.text && event.language) this.follow(event.language);
     if (event.text) this.userText = `${this.userText} ${event.text}`.trim();
     this.partialText = '';
     if (this.considerBargeIn(this.userText, true)) return;
@@ -275,6 +277,20 @@ export class CallEngine {
       return;
     }
     this.commitUserTurn();
+  }
+
+  /**
+   * `language_detection: follow`: the caller spoke another configured language, so the agent moves to that
+   * entry (its prompt, voice and synthesizer; the recognizer keeps detecting). Matched on the primary subtag.
+   */
+  private follow(detected: string): void {
+    if (this.settings.languageDetection !== 'follow') return;
+    const base = (code: string) => code.split(/[-_]/)[0].toLowerCase();
+    if (base(detected) === base(this.language.code)) return;
+    const next = this.settings.languages.find((l) => l.code.toLowerCase() === detected.toLowerCase()) ?? this.settings.languages.find((l) => base(l.code) === base(detected));
+    if (!next) return;
+    this.log('language followed', { from: this.language.code, to: next.code });
+    this.language = next;
   }
 
   /** Interrupts the agent when the caller's words call for it; true when it did. */
