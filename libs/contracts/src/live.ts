@@ -23,7 +23,9 @@ export interface InjectedCallEvent {
 export type CallActivity =
   | { kind: 'status'; call: Call }
   | { kind: 'event'; event: WebhookEvent }
-  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent };
+  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent }
+  /** An answering machine picked up and the agent leaves `message` (its voicemail is `message`). */
+  | { kind: 'voicemail'; call_id: string; message: string };
 
 export const LIVE = {
   /** Everything about one call; the calls service is the only broadcaster. */

@@ -52,8 +52,12 @@ export interface PlaceCallRequest {
   streamToken: string;
   /** URL the carrier posts status changes to. */
   statusCallbackUrl: string;
-  /** Ask the carrier to tell a human from an answering machine. */
+  /**
+   * Ask the carrier to tell a human from an answering machine, without delaying the call (the result is posted
+   * to `machineDetectionUrl` once known, read with `parseMachineDetection`).
+   */
   machineDetection?: boolean;
+  machineDetectionUrl?: string;
   /** Seconds to let the callee's phone ring before giving up (`no_answer`). */
   timeoutSeconds?: number;
 }
@@ -75,6 +79,12 @@ export interface CarrierStatusUpdate {
   answeredBy?: 'human' | 'machine' | 'unknown';
   /** When the carrier says the change happened (the time of parsing when it does not say). */
   at: Date;
+}
+
+/** Who answered, as the carrier's machine detection judged it. */
+export interface MachineDetection {
+  carrierCallId: string;
+  answeredBy: 'human' | 'machine' | 'unknown';
 }
 
 export interface InboundCall {
@@ -113,6 +123,8 @@ export interface CarrierAdapter {
   parseStatusCallback(params: Record<string, string>): CarrierStatusUpdate;
   /** Reads an inbound-call webhook. Throws a CarrierError (`invalid_request`) on missing fields. */
   parseInbound(params: Record<string, string>): InboundCall;
+  /** Reads a machine-detection result webhook. Throws a CarrierError (`invalid_request`) on missing fields. */
+  parseMachineDetection(params: Record<string, string>): MachineDetection;
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   isE164,
   isSipUri,
   isTerminalCarrierCallStatus,
+  MachineDetection,
   PlaceCallRequest,
   PlacedCall,
 } from './carrier-adapter';
@@ -190,6 +191,15 @@ export class FakeCarrier implements CarrierAdapter {
     const answeredBy = params['AnsweredBy'];
     if (answeredBy === 'human' || answeredBy === 'machine' || answeredBy === 'unknown') update.answeredBy = answeredBy;
     return update;
+  }
+
+  parseMachineDetection(params: Record<string, string>): MachineDetection {
+    const carrierCallId = params['CallId'];
+    const answeredBy = params['AnsweredBy'];
+    if (!carrierCallId || (answeredBy !== 'human' && answeredBy !== 'machine' && answeredBy !== 'unknown')) {
+      throw this.invalid('machine detection without CallId or AnsweredBy (human, machine, unknown)');
+    }
+    return { carrierCallId, answeredBy };
   }
 
   parseInbound(params: Record<string, string>): InboundCall {

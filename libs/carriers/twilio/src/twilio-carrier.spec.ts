@@ -59,9 +59,21 @@ describe('TwilioCarrier against FakeTwilioServer', () => {
     expect(server.callResources.get(placed.carrierCallId)).toMatchObject({ to: '+15550001111', status: 'queued' });
   });
 
-  it('asks for machine detection and a ring timeout when requested', async () => {
-    await carrier.placeCall({ ...request, machineDetection: true, timeoutSeconds: 25 });
-    expect(server.lastCall?.form).toMatchObject({ MachineDetection: 'Enable', Timeout: '25' });
+  it('asks for asynchronous machine detection and a ring timeout when requested', async () => {
+    await carrier.placeCall({ ...request, machineDetection: true, machineDetectionUrl: 'https://parley.test/carriers/twilio/amd', timeoutSeconds: 25 });
+    expect(server.lastCall?.form).toMatchObject({
+      MachineDetection: 'Enable',
+      AsyncAmd: 'true',
+      AsyncAmdStatusCallback: 'https://parley.test/carriers/twilio/amd',
+      AsyncAmdStatusCallbackMethod: 'POST',
+      Timeout: '25',
+    });
+  });
+
+  it('reads the machine-detection verdict: machines, fax and beeps are machines', () => {
+    expect(carrier.parseMachineDetection({ CallSid: 'CA1', AnsweredBy: 'machine_end_beep' })).toEqual({ carrierCallId: 'CA1', answeredBy: 'machine' });
+    expect(carrier.parseMachineDetection({ CallSid: 'CA1', AnsweredBy: 'human' })).toEqual({ carrierCallId: 'CA1', answeredBy: 'human' });
+    expect(() => carrier.parseMachineDetection({ AnsweredBy: 'human' })).toThrow(/CallSid/);
   });
 
   it('escapes the stream token in the TwiML', async () => {

@@ -10,6 +10,7 @@ import {
   InboundCall,
   isE164,
   isSipUri,
+  MachineDetection,
   PlaceCallRequest,
   PlacedCall,
 } from '@parley/carrier-core';
@@ -77,7 +78,15 @@ export class TwilioCarrier implements CarrierAdapter {
         statusCallback: req.statusCallbackUrl,
         statusCallbackMethod: 'POST',
         statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
-        ...(req.machineDetection ? { machineDetection: 'Enable' } : {}),
+        // Asynchronous detection: the call connects at once and the verdict arrives on its own callback.
+        ...(req.machineDetection
+          ? {
+              machineDetection: 'Enable',
+              asyncAmd: 'true',
+              asyncAmdStatusCallback: req.machineDetectionUrl ?? req.statusCallbackUrl,
+              asyncAmdStatusCallbackMethod: 'POST',
+            }
+          : {}),
         ...(req.timeoutSeconds !== undefined ? { timeout: req.timeoutSeconds } : {}),
       }),
     );
@@ -131,6 +140,14 @@ export class TwilioCarrier implements CarrierAdapter {
     const answeredBy = mapAnsweredBy(params['AnsweredBy']);
     if (answeredBy) update.answeredBy = answeredBy;
     return update;
+  }
+
+  /** Twilio's asynchronous AMD callback: `CallSid` and `AnsweredBy` (machine_start, machine_end_*, fax: machine). */
+  parseMachineDetection(params: Record<string, string>): MachineDetection {
+    const carrierCallId = params['CallSid'];
+    const answeredBy = mapAnsweredBy(params['AnsweredBy']);
+    if (!carrierCallId || !answeredBy) throw invalid('machine detection callback without CallSid or AnsweredBy');
+    return { carrierCallId, answeredBy };
   }
 
   parseInbound(params: Record<string, string>): InboundCall {

@@ -339,6 +339,22 @@ describe('languages', () => {
   });
 });
 
+describe('voicemail', () => {
+  it('stops the greeting, leaves the message with variables filled, then hangs up', async () => {
+    const { engine, clock, tts, hangups, turns } = setup(settings());
+    void engine.start();
+    await clock.advance(700);
+    void engine.leaveVoicemail('Hi {{name}}, please call us back.');
+    await clock.advance(5000);
+    expect(tts[0].syntheses.map((s) => s.request.text)).toEqual(['Hello Sam, this is Ada.', 'Hi Sam, please call us back.']);
+    expect(turns.map((t) => [t.text, t.interrupted])).toEqual([
+      [expect.any(String), true],
+      ['Hi Sam, please call us back.', false],
+    ]);
+    expect(hangups).toEqual(['voicemail']);
+  });
+});
+
 describe('keypad and normal modes', () => {
   const menu = {
     mode: 'keypad',

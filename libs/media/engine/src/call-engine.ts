@@ -208,6 +208,20 @@ export class CallEngine {
     else void this.say(BUILT_IN.invalidKey, { interruptible: true }).then(() => this.enterNode(node));
   }
 
+  /**
+   * The carrier's machine detection heard an answering machine and the agent's `voicemail` is `message`: whatever
+   * the agent was saying stops, `message` (with {{variables}}) is spoken to the recording, then the call ends
+   * (`voicemail`).
+   */
+  async leaveVoicemail(message: string): Promise<void> {
+    if (this.ended) return;
+    this.clearTimers();
+    this.cut();
+    const line = this.fill(message);
+    if (line) await this.say(line, { interruptible: false });
+    this.finish('voicemail');
+  }
+
   /** The carrier confirmed playback up to a mark. */
   onMark(name: string): void {
     this.playout.onMark(name);

@@ -439,7 +439,8 @@ export class FakeMediaStream {
 
 function playedBytes(segment: { bytes: Buffer; startAt: number; endAt: number }, now: number): number {
   const elapsed = Math.min(now, segment.endAt) - segment.startAt;
-  return Math.max(0, Math.min(segment.bytes.length, Math.floor(elapsed * MULAW_BYTES_PER_MS)));
+  // The epsilon keeps float error (399.9999… ms) from losing the last byte of audio that has fully played.
+  return Math.max(0, Math.min(segment.bytes.length, Math.floor(elapsed * MULAW_BYTES_PER_MS + 1e-3)));
 }
 
 function toBuffers(data: WebSocket.RawData): Buffer[] {

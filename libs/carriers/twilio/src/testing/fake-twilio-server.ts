@@ -339,6 +339,21 @@ export class FakeTwilioServer {
     return res.status;
   }
 
+  /**
+   * Posts the asynchronous answering-machine verdict (`AnsweredBy`: human, machine_start, machine_end_beep, fax,
+   * unknown) to the call's AsyncAmdStatusCallback, signed as Twilio signs. Resolves to the HTTP status.
+   */
+  async sendMachineDetection(sid: string, answeredBy: string): Promise<number> {
+    const call = this.callResources.get(sid);
+    const url = call ? single(call.createForm['AsyncAmdStatusCallback']) : undefined;
+    if (!url) throw new Error(`FakeTwilioServer: call ${sid} asked for no asynchronous machine detection`);
+    const params = { AccountSid: this.accountSid, CallSid: sid, AnsweredBy: answeredBy, MachineDetectionDuration: '2500' };
+    const signed = signedTwilioWebhook(url, params, this.authToken);
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed.headers }, body: signed.body });
+    await res.arrayBuffer();
+    return res.status;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const method = req.method ?? 'GET';

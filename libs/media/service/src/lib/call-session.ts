@@ -146,6 +146,7 @@ export class CallSession {
       if (activity.kind === 'status' && (activity.call.status === 'ended' || activity.call.status === 'failed')) {
         this.socket.close(1000, `call ${activity.call.status}`);
       }
+      if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
     });
     await this.startEngine(call, event.format.sampleRate);
   }
