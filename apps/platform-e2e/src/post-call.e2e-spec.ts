@@ -137,7 +137,7 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
     expect(request?.body.response_format).toEqual({ type: 'json_object' });
     expect(JSON.stringify(request?.body.messages)).toContain('Caller: A table for four on Friday, please.');
     expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'hangup', summary: SUMMARY, extracted });
-    // One analysis per call, however often the event is seen.
+    // One analysis per call: the worker keeps polling, the call is no longer due.
     await new Promise((r) => setTimeout(r, 1000));
     expect(events(call.id).filter((e) => e.event.type === 'call.analysed')).toHaveLength(1);
   }, 60_000);

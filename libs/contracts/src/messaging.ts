@@ -41,22 +41,10 @@ export interface AgentChanged {
   at: string;
 }
 
-/**
- * A call reached its final status after it was answered (`ended`, or `failed` once answered): written in the same
- * transaction as the customer-facing `call.ended`, so it is published only after that commit. The calls service's
- * own post-call analysis consumes it.
- */
-export interface CallEnded {
-  account_id: string;
-  call_id: string;
-  agent_id: string;
-}
-
 export const SUBJECTS = {
   agentCreated: subject<AgentChanged>('parley.domain.agents.agent.created', STREAMS.domain),
   agentUpdated: subject<AgentChanged>('parley.domain.agents.agent.updated', STREAMS.domain),
   agentDeleted: subject<AgentChanged>('parley.domain.agents.agent.deleted', STREAMS.domain),
-  callEnded: subject<CallEnded>('parley.domain.calls.call.ended', STREAMS.domain),
 } as const;
 
 /** Message header carrying the public request id across every NATS hop. */

@@ -4,11 +4,9 @@ import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity
 import {
   CallActivity,
   CallDirection,
-  CallEnded,
   callsV1,
   InjectedCallEvent,
   LIVE,
-  SUBJECTS,
   WebhookEvent,
   webhookEventSubject,
   WebhookEventData,
@@ -123,6 +121,7 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
         analysedAt: null,
         analysisAttempts: 0,
         analysisError: null,
+        analysisDueAt: null,
       });
       await m.insert(CallEntity, entity as QueryDeepPartialEntity<CallEntity>);
       return entity;
@@ -171,14 +170,11 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
         current.endedAt = now;
         current.endReason = next.endReason ?? 'completed';
         current.failureReason = next.failureReason ?? null;
+        // Same transaction as call.ended: the post-call analysis is due once the end is committed (PostCallAnalysis).
+        if (wantsAnalysis(current)) current.analysisDueAt = now;
       }
       await m.save(CallEntity, current);
       events.push(...(await this.emitFor(m, current)));
-      if (wantsAnalysis(current)) {
-        // Same transaction as call.ended: the post-call analysis starts only once the end is committed.
-        const ended: CallEnded = { account_id: current.accountId, call_id: current.id, agent_id: current.agentId };
-        await enqueueOutbox(m, SUBJECTS.callEnded, ended, `calls.call.ended:${current.id}`);
-      }
       return { call: current, changed: true };
     });
     if (changed) this.afterCommit(call, events);
@@ -217,8 +213,8 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /**
-   * Writes the post-call analysis onto an ended call and enqueues `call.analysed` in the same transaction. Only the
-   * analysis columns change (never the status). Undefined when the call was analysed already (a redelivery).
+   * Writes the post-call analysis onto an ended call and enqueues `call.analysed` in the same transaction, ending its
+   * schedule. Only the analysis columns change (never the status). Undefined when the call was analysed already.
    */
   async recordAnalysis(
     accountId: string,
@@ -232,9 +228,9 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       await m.update(
         CallEntity,
         { id, accountId },
-        { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, updatedAt: now },
+        { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now },
       );
-      Object.assign(call, { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, updatedAt: now });
+      Object.assign(call, { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now });
       const event = await this.emit(m, call, 'call.analysed', { summary: result.summary, extracted: result.extracted, model: result.model });
       return { call, event };
     });
@@ -245,18 +241,65 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /**
-   * Counts one failed analysis attempt. At `maxAttempts` the analysis is given up: `error` is recorded and true is
-   * returned (nothing more to do); true as well when the call was analysed meanwhile. False: try again later.
+   * Claims up to `limit` calls whose analysis is due at `now` (oldest first), skipping rows another worker has
+   * locked, and leases each until `leaseUntil` (its `analysis_due_at`): another worker (or this one after a crash)
+   * takes it up again only once the lease ran out. One short statement, no transaction left open. The returned
+   * lease is the claim's fencing token for `rescheduleAnalysis` and `unscheduleAnalysis`.
    */
-  async recordAnalysisFailure(accountId: string, id: string, error: string, maxAttempts: number): Promise<boolean> {
+  async claimDueAnalyses(now: Date, limit: number, leaseUntil: Date): Promise<AnalysisClaim[]> {
+    if (limit <= 0) return [];
+    const [rows]: [{ id: string; account_id: string; agent_id: string; analysis_due_at: Date }[], number] = await this.dataSource.query(
+      `UPDATE calls SET analysis_due_at = $2
+        WHERE id IN (SELECT id FROM calls
+                      WHERE analysed_at IS NULL AND analysis_due_at IS NOT NULL AND analysis_due_at <= $1 AND analysis_error IS NULL
+                      ORDER BY analysis_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, agent_id, analysis_due_at`,
+      [now, leaseUntil, limit],
+    );
+    return rows.map((r) => ({ callId: r.id, accountId: r.account_id, agentId: r.agent_id, lease: new Date(r.analysis_due_at) }));
+  }
+
+  /**
+   * Counts one failed analysis attempt of the claim holding `lease`. Before `maxAttempts` the analysis is due again
+   * at `retryAt(attempts)` ('retry'); at `maxAttempts` it is given up: `error` is recorded, the schedule ends
+   * ('given_up'). 'stale': the lease is no longer this claim's (expired and claimed again, or the call was analysed
+   * or given up meanwhile); nothing is changed.
+   */
+  async rescheduleAnalysis(
+    accountId: string,
+    id: string,
+    lease: Date,
+    error: string,
+    maxAttempts: number,
+    retryAt: (attempts: number) => Date,
+  ): Promise<{ outcome: 'retry' | 'given_up' | 'stale'; attempts: number }> {
     return this.dataSource.transaction(async (m) => {
       const call = await this.lock(m, accountId, id);
-      if (call.analysedAt || call.analysisError) return true;
+      if (call.analysedAt || call.analysisError || call.analysisDueAt?.getTime() !== lease.getTime()) {
+        return { outcome: 'stale' as const, attempts: call.analysisAttempts };
+      }
       const attempts = call.analysisAttempts + 1;
       const giveUp = attempts >= maxAttempts;
-      await m.update(CallEntity, { id, accountId }, { analysisAttempts: attempts, ...(giveUp ? { analysisError: error.slice(0, 1000) } : {}) });
-      return giveUp;
+      await m.update(
+        CallEntity,
+        { id, accountId },
+        giveUp ? { analysisAttempts: attempts, analysisError: error.slice(0, 1000), analysisDueAt: null } : { analysisAttempts: attempts, analysisDueAt: retryAt(attempts) },
+      );
+      return { outcome: giveUp ? ('given_up' as const) : ('retry' as const), attempts };
     });
+  }
+
+  /**
+   * Ends the schedule of a claim that needs no analysis (nothing to ask, already done), or makes it due at `dueAt`
+   * (a claim handed back, e.g. on shutdown). Only while `lease` is still the claim's.
+   */
+  async unscheduleAnalysis(accountId: string, id: string, lease: Date, dueAt: Date | null = null): Promise<void> {
+    await this.dataSource.query(`UPDATE calls SET analysis_due_at = $4 WHERE id = $1 AND account_id = $2 AND analysis_due_at = $3`, [
+      id,
+      accountId,
+      lease,
+      dueAt,
+    ]);
   }
 
   async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[] }> {
@@ -379,6 +422,15 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
   private broadcast(callId: string, activity: CallActivity): void {
     this.bus.broadcast(LIVE.callActivity(callId).name, activity).catch((e) => this.log.warn({ err: e, callId }, 'live broadcast failed'));
   }
+}
+
+/** A call whose post-call analysis is due (claimed by one worker until `lease`). */
+export interface AnalysisClaim {
+  accountId: string;
+  callId: string;
+  agentId: string;
+  /** The claim's `analysis_due_at`: when another worker may take the call up; the claim's fencing token. */
+  lease: Date;
 }
 
 /** Post-call analysis runs for a call that is over and was answered (or has a transcript). */

@@ -9,7 +9,7 @@ import { AGENTS_GRPC, CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
 import { CarrierRegistry } from './carrier-registry';
-import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis, PostCallConsumer } from './post-call-analysis';
+import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-call-analysis';
 
 @Module({
   imports: [
@@ -17,7 +17,7 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis, PostCallConsume
       { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
     ]),
   ],
-  controllers: [CallsGrpcController, PostCallConsumer],
+  controllers: [CallsGrpcController],
   providers: [
     CallsDomain,
     CallControl,
@@ -26,7 +26,7 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis, PostCallConsume
     {
       provide: POST_CALL_LLM,
       inject: [CONFIG],
-      // No retries inside one attempt: a failed attempt is retried by the bus's redelivery (with back-off).
+      // No retries inside one attempt: a failed attempt is rescheduled by PostCallAnalysis (with back-off).
       useFactory: (c: ServiceConfig) =>
         new OpenAiCompatibleLlm({ name: 'post-call', baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY, timeoutMs: POST_CALL_DEADLINE_MS, maxRetries: 0 }),
     },

@@ -42,6 +42,11 @@ export class CallEntity {
   @Column({ name: 'analysis_attempts', type: 'int', default: 0 }) analysisAttempts: number;
   /** Why the analysis was given up (after the last allowed attempt); null otherwise. */
   @Column({ name: 'analysis_error', type: 'text', nullable: true }) analysisError: string | null;
+  /**
+   * When the post-call analysis is next due: set when an analysable call ends, pushed forward as a lease while an
+   * attempt runs and as the back-off after a failure; null once analysed, given up, with nothing to do, or never due.
+   */
+  @Column({ name: 'analysis_due_at', type: 'timestamptz', precision: 3, nullable: true }) analysisDueAt: Date | null;
 }
 
 @Entity({ name: 'call_turns' })

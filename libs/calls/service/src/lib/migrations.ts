@@ -122,10 +122,39 @@ export class AddCallAnalysis1763900000304 implements MigrationInterface {
   }
 }
 
+/**
+ * The post-call analysis schedule, in the calls table itself: `analysis_due_at` is when the call's analysis is
+ * next due (set by the transaction that ends an analysable call; pushed forward as a lease while an attempt runs
+ * and as the back-off after a failure; cleared once analysed, given up or found to have nothing to do). Replaces
+ * the `parley.domain.calls.call.ended` domain event: calls ended lately (the last day) and neither analysed nor
+ * given up are scheduled now, and that event's unpublished outbox rows are retired.
+ */
+export class AddCallAnalysisSchedule1764000000305 implements MigrationInterface {
+  name = 'AddCallAnalysisSchedule1764000000305';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS analysis_due_at timestamptz(3)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS calls_analysis_due ON calls (analysis_due_at) WHERE analysed_at IS NULL AND analysis_due_at IS NOT NULL`);
+    await q.query(`
+      UPDATE calls SET analysis_due_at = now()
+       WHERE analysed_at IS NULL AND analysis_error IS NULL AND analysis_due_at IS NULL
+         AND status IN ('ended', 'failed') AND (answered_at IS NOT NULL OR turns > 0) AND ended_at > now() - interval '1 day'`);
+    await q.query(`
+      UPDATE outbox SET published_at = now(), last_error = 'superseded by calls.analysis_due_at'
+       WHERE subject = 'parley.domain.calls.call.ended' AND published_at IS NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS calls_analysis_due`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS analysis_due_at`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
   AddCallMedia1763800000302,
   CreateDoNotCall1763800000303,
   AddCallAnalysis1763900000304,
+  AddCallAnalysisSchedule1764000000305,
 ];

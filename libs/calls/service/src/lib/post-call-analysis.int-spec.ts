@@ -1,7 +1,6 @@
 import { ClientGrpc } from '@nestjs/microservices';
 import { of, throwError } from 'rxjs';
 import { DataSource } from 'typeorm';
-import { CallEnded, SUBJECTS } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { FakeLlm, LlmError } from '@parley/llm';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
@@ -10,7 +9,7 @@ import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallsDomain, NewCall, toCallMessage } from './calls.domain';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
-import { POST_CALL_MAX_ATTEMPTS, PostCallAnalysis } from './post-call-analysis';
+import { POST_CALL_CONCURRENCY, POST_CALL_LEASE_MS, POST_CALL_MAX_ATTEMPTS, POST_CALL_RETRY_DELAYS_MS, PostCallAnalysis } from './post-call-analysis';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 50, POST_CALL_MODEL: 'post-call-default', PUBLIC_URL: 'https://parley.example' });
 
@@ -61,32 +60,20 @@ const JSON_ANSWER = JSON.stringify({
   extracted: { caller_name: 'Ada', party_size: '4', vip: 'yes', outcome: 'Booked' },
 });
 
-describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () => {
+describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
   let bus: InProcessBus;
   let relay: OutboxRelay;
   let calls: CallsDomain;
-  /** Calls whose call.ended domain event the bus hands to the analysis; the others' are acknowledged untouched. */
-  const viaBus = new Map<string, PostCallAnalysis>();
-  const deliveries: { callId: string; outcome: string }[] = [];
+  /** The workers' clock: the wall clock until a test sets it (to reach a back-off or a lease's end). */
+  let fixed: Date | undefined;
+  const clock = () => fixed ?? new Date();
 
   beforeAll(async () => {
     db = await createTestDatabase('parley_postcall');
     dataSource = await openServiceDatabase(db.url, { schema: 'calls', entities: [CallEntity, CallTurnEntity, OutboxRecord], migrations: CALLS_MIGRATIONS });
     bus = new InProcessBus();
-    // What the service's BusServer does for PostCallConsumer: a durable consumer of its own call.ended.
-    await bus.subscribe(SUBJECTS.callEnded.name, 'calls_parley_domain_calls_call_ended', async (m) => {
-      const event = m.payload as CallEnded;
-      const analysis = viaBus.get(event.call_id);
-      if (!analysis) return;
-      try {
-        deliveries.push({ callId: event.call_id, outcome: await analysis.onCallEnded(event) });
-      } catch (error) {
-        deliveries.push({ callId: event.call_id, outcome: `failed: ${(error as Error).message}` });
-        throw error;
-      }
-    });
     bus.open();
     relay = new OutboxRelay(dataSource, bus, { pollMs: 50 });
     calls = new CallsDomain(dataSource, relay, bus, config);
@@ -99,15 +86,20 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
     await db?.drop();
   });
 
+  beforeEach(async () => {
+    // Every test starts with nothing due, so a worker's pass sees only the calls its test ends.
+    await dataSource.query(`UPDATE calls SET analysis_due_at = NULL`);
+    fixed = undefined;
+  });
+
   afterEach(() => {
     agentsDown = false;
   });
 
-  const analysisWith = (llm: FakeLlm) => new PostCallAnalysis(calls, llm, agents, config);
+  const workerWith = (llm: FakeLlm) => new PostCallAnalysis(calls, llm, agents, config, clock);
 
-  async function endedCall(agentId: string, turns: [('user' | 'assistant'), string][], analysis?: PostCallAnalysis): Promise<CallEntity> {
+  async function endedCall(agentId: string, turns: [('user' | 'assistant'), string][]): Promise<CallEntity> {
     const call = await calls.insert(newCall(agentId));
-    if (analysis) viaBus.set(call.id, analysis);
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
     for (const [i, [role, text]] of turns.entries()) {
       await calls.appendTurn('acc_1', call.id, { role, text, language: 'en', startMs: i * 1000, endMs: i * 1000 + 800, interrupted: false });
@@ -122,45 +114,30 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
   const webhookEvents = async (callId: string) =>
     (await rows(callId)).filter((r) => r.subject.startsWith('parley.events.')).map((r) => r.payload as { type: string; data: Record<string, unknown> });
   const analysed = async (callId: string) => (await webhookEvents(callId)).filter((e) => e.type === 'call.analysed');
+  const outcomes = async (worker: PostCallAnalysis) => (await worker.runDue()).map((r) => r.outcome);
+  /** Sets the clock to `ms` after `from`. */
+  const at = (from: Date, ms: number) => (fixed = new Date(from.getTime() + ms));
 
-  async function waitFor<T>(check: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = await check();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-
-  it('after call.ended, writes the summary and typed fields onto the call and enqueues call.analysed with them', async () => {
+  it('schedules the analysis with the end, then writes the summary and typed fields onto the call with call.analysed', async () => {
     const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025' }]);
-    const call = await endedCall(
-      'agt_full',
-      [
-        ['assistant', 'Good evening, Trattoria Ada speaking.'],
-        ['user', 'Hi, this is Ada, I am a member. A table for four on Friday, please.'],
-        ['assistant', 'Booked: four people, Friday at eight.'],
-      ],
-      analysisWith(llm),
-    );
+    const call = await endedCall('agt_full', [
+      ['assistant', 'Good evening, Trattoria Ada speaking.'],
+      ['user', 'Hi, this is Ada, I am a member. A table for four on Friday, please.'],
+      ['assistant', 'Booked: four people, Friday at eight.'],
+    ]);
+    // Same transaction as the end: due at the end, no domain event, no analysis yet.
+    expect(call.analysisDueAt?.getTime()).toBe(call.endedAt?.getTime());
+    expect((await rows(call.id)).filter((r) => !r.subject.startsWith('parley.events.'))).toEqual([]);
 
-    const done = await waitFor(async () => {
-      const c = await calls.get('acc_1', call.id);
-      return c.analysedAt ? c : undefined;
-    });
+    expect(await workerWith(llm).runDue()).toEqual([{ callId: call.id, outcome: 'analysed' }]);
+    const done = await calls.get('acc_1', call.id);
     const extracted = { caller_name: 'Ada', party_size: 4, vip: true, outcome: 'booked' };
     expect(done).toMatchObject({ status: 'ended', endReason: 'completed', summary: 'Ada booked a table for four on Friday.', extracted });
-    expect(done).toMatchObject({ analysisModel: 'post-call-default-2025', analysisAttempts: 0, analysisError: null });
+    expect(done).toMatchObject({ analysisModel: 'post-call-default-2025', analysisAttempts: 0, analysisError: null, analysisDueAt: null });
     const message = toCallMessage(done);
     expect(message.summary).toBe('Ada booked a table for four on Friday.');
     expect(JSON.parse(message.extracted_json)).toEqual(extracted);
 
-    // The domain event was written with call.ended (same transaction), the analysis came after it.
-    const all = await rows(call.id);
-    const domain = all.find((r) => r.subject === SUBJECTS.callEnded.name);
-    expect(domain).toMatchObject({ messageId: `calls.call.ended:${call.id}`, payload: { account_id: 'acc_1', call_id: call.id, agent_id: 'agt_full' } });
-    expect(domain?.publishedAt).not.toBeNull();
     const types = (await webhookEvents(call.id)).map((e) => e.type);
     expect(types).toEqual(['call.started', 'call.transcript.updated', 'call.transcript.updated', 'call.transcript.updated', 'call.ended', 'call.analysed']);
     const ended = (await webhookEvents(call.id)).find((e) => e.type === 'call.ended');
@@ -176,13 +153,15 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
     expect(request.messages[1].content).toContain('Agent: Booked: four people, Friday at eight.');
     for (const f of FIELDS) expect(request.messages[0].content).toContain(JSON.stringify(f.name));
     expect(request.messages[0].content).toContain('one of "booked", "not_booked", "unclear"');
+    // Nothing due any more.
+    expect(await workerWith(llm).runDue()).toEqual([]);
   });
 
   it('with the summary off, asks for the fields only (with the agent’s model) and sends summary null', async () => {
     const llm = new FakeLlm([JSON.stringify({ summary: 'ignored', extracted: { outcome: 'nonsense' } })]);
     const call = await endedCall('agt_no_summary', [['user', 'No thanks, not today.']]);
 
-    expect(await analysisWith(llm).onCallEnded({ account_id: 'acc_1', call_id: call.id, agent_id: 'agt_no_summary' })).toBe('analysed');
+    expect(await outcomes(workerWith(llm))).toEqual(['analysed']);
     expect(llm.requests[0].model).toBe('agent-model');
     expect(llm.requests[0].messages[0].content).not.toContain('"summary"');
     // An enum value outside the options is null.
@@ -190,21 +169,23 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
     expect(await calls.get('acc_1', call.id)).toMatchObject({ summary: null, extracted: { outcome: null }, analysisModel: 'agent-model' });
   });
 
-  it('with the summary off and no fields, asks nothing, writes nothing and sends no call.analysed', async () => {
+  it('with the summary off and no fields, asks nothing, writes nothing, sends no call.analysed and ends the schedule', async () => {
     const llm = new FakeLlm();
     const call = await endedCall('agt_off', [['user', 'Hello?']]);
 
-    expect(await analysisWith(llm).onCallEnded({ account_id: 'acc_1', call_id: call.id, agent_id: 'agt_off' })).toBe('nothing_to_do');
+    expect(await outcomes(workerWith(llm))).toEqual(['nothing_to_do']);
     expect(llm.requests).toHaveLength(0);
     expect(await analysed(call.id)).toEqual([]);
-    expect(await calls.get('acc_1', call.id)).toMatchObject({ analysedAt: null, summary: null, extracted: null });
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ analysedAt: null, summary: null, extracted: null, analysisDueAt: null });
+    at(new Date(), 24 * 3600_000);
+    expect(await workerWith(llm).runDue()).toEqual([]);
   });
 
   it('for a call with no turns, asks no model and sends call.analysed with summary null and every field null', async () => {
     const llm = new FakeLlm();
     const call = await endedCall('agt_full', []);
 
-    expect(await analysisWith(llm).onCallEnded({ account_id: 'acc_1', call_id: call.id, agent_id: 'agt_full' })).toBe('analysed');
+    expect(await outcomes(workerWith(llm))).toEqual(['analysed']);
     expect(llm.requests).toHaveLength(0);
     const nulls = { caller_name: null, party_size: null, vip: null, outcome: null };
     expect((await analysed(call.id)).map((e) => e.data)).toEqual([{ summary: null, extracted: nulls, model: 'post-call-default' }]);
@@ -212,83 +193,117 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
   });
 
   it('uses the defaults (summary only) for an agent without a post_call block or one deleted since', async () => {
-    const llm = new FakeLlm([JSON.stringify({ summary: 'A short call.' }), JSON.stringify({ summary: 'Another short call.' })]);
-    const analysis = analysisWith(llm);
+    const llm = new FakeLlm([], { fallback: (r) => JSON.stringify({ summary: r.messages[1].content.includes('again') ? 'Another short call.' : 'A short call.' }) });
     const plain = await endedCall('agt_default', [['user', 'Just checking.']]);
     const deleted = await endedCall('agt_deleted', [['user', 'Just checking again.']]);
 
-    await analysis.onCallEnded({ account_id: 'acc_1', call_id: plain.id, agent_id: 'agt_default' });
-    await analysis.onCallEnded({ account_id: 'acc_1', call_id: deleted.id, agent_id: 'agt_deleted' });
+    expect(await outcomes(workerWith(llm))).toEqual(['analysed', 'analysed']);
     expect((await analysed(plain.id))[0].data).toEqual({ summary: 'A short call.', extracted: {}, model: 'post-call-default' });
     expect((await analysed(deleted.id))[0].data).toEqual({ summary: 'Another short call.', extracted: {}, model: 'post-call-default' });
   });
 
-  it('retries a failed model call through the bus’s redelivery, then writes the analysis once', async () => {
-    const llm = new FakeLlm([new LlmError('fake: 503 from the model server', { code: 'http', status: 503 }), JSON_ANSWER]);
-    const call = await endedCall('agt_full', [['user', 'A table for four, please.']], analysisWith(llm));
-
-    const done = await waitFor(async () => {
-      const c = await calls.get('acc_1', call.id);
-      return c.analysedAt ? c : undefined;
-    });
-    expect(deliveries.filter((d) => d.callId === call.id).map((d) => d.outcome)).toEqual(['failed: fake: 503 from the model server', 'analysed']);
-    expect(done).toMatchObject({ status: 'ended', analysisAttempts: 1, analysisError: null, summary: 'Ada booked a table for four on Friday.' });
-    expect(await analysed(call.id)).toHaveLength(1);
-    const domain = (await rows(call.id)).find((r) => r.subject === SUBJECTS.callEnded.name);
-    expect(domain).toMatchObject({ attempts: 2 });
-  });
-
-  it(`gives up after ${POST_CALL_MAX_ATTEMPTS} failed attempts: records the error, acknowledges, never touches the status`, async () => {
+  it(`retries after ${POST_CALL_RETRY_DELAYS_MS.map((d) => d / 1000).join(' s, ')} s, then gives up after ${POST_CALL_MAX_ATTEMPTS} failed attempts without touching the status`, async () => {
     const llm = new FakeLlm([], { fallback: new LlmError('fake: connection refused', { code: 'connection' }) });
-    const analysis = analysisWith(llm);
+    const worker = workerWith(llm);
     const call = await endedCall('agt_full', [['user', 'Hello?']]);
-    const event = { account_id: 'acc_1', call_id: call.id, agent_id: 'agt_full' };
 
-    for (let attempt = 1; attempt < POST_CALL_MAX_ATTEMPTS; attempt++) {
-      await expect(analysis.onCallEnded(event)).rejects.toThrow('connection refused');
-      expect(await calls.get('acc_1', call.id)).toMatchObject({ analysisAttempts: attempt, analysisError: null });
+    let failedAt = at(new Date(), 0);
+    expect(await outcomes(worker)).toEqual(['retry']);
+    for (const [i, delay] of POST_CALL_RETRY_DELAYS_MS.entries()) {
+      const after = await calls.get('acc_1', call.id);
+      expect(after).toMatchObject({ analysisAttempts: i + 1, analysisError: null });
+      expect(after.analysisDueAt?.getTime()).toBe(failedAt.getTime() + delay);
+      at(failedAt, delay - 1);
+      expect(await worker.runDue()).toEqual([]);
+      failedAt = at(failedAt, delay);
+      expect(await outcomes(worker)).toEqual([i + 2 < POST_CALL_MAX_ATTEMPTS ? 'retry' : 'given_up']);
     }
-    expect(await analysis.onCallEnded(event)).toBe('given_up');
+    expect(llm.requests).toHaveLength(POST_CALL_MAX_ATTEMPTS);
     const after = await calls.get('acc_1', call.id);
     expect(after).toMatchObject({ status: 'ended', endReason: 'completed', analysisAttempts: POST_CALL_MAX_ATTEMPTS, analysedAt: null, summary: null });
-    expect(after.analysisError).toContain('connection refused');
-    expect(after.endedAt).toEqual(call.endedAt);
+    expect(after).toMatchObject({ analysisError: 'fake: connection refused', analysisDueAt: null });
     expect(await analysed(call.id)).toEqual([]);
-
-    // A later redelivery does nothing.
-    expect(await analysis.onCallEnded(event)).toBe('given_up');
+    at(failedAt, 24 * 3600_000);
+    expect(await worker.runDue()).toEqual([]);
     expect(llm.requests).toHaveLength(POST_CALL_MAX_ATTEMPTS);
   });
 
-  it('counts an agents service outage as a failed attempt', async () => {
+  it('counts the agents service being down as a failed attempt and succeeds on the retry', async () => {
     const llm = new FakeLlm([JSON_ANSWER]);
-    const analysis = analysisWith(llm);
-    const call = await endedCall('agt_full', [['user', 'Hello?']]);
-    const event = { account_id: 'acc_1', call_id: call.id, agent_id: 'agt_full' };
+    const worker = workerWith(llm);
+    const call = await endedCall('agt_full', [['user', 'A table for four, please.']]);
 
     agentsDown = true;
-    await expect(analysis.onCallEnded(event)).rejects.toMatchObject({ code: 'service_unavailable' });
+    const failedAt = at(new Date(), 0);
+    expect(await outcomes(worker)).toEqual(['retry']);
     agentsDown = false;
-    expect(await analysis.onCallEnded(event)).toBe('analysed');
-    expect(await calls.get('acc_1', call.id)).toMatchObject({ analysisAttempts: 1, summary: 'Ada booked a table for four on Friday.' });
+    at(failedAt, POST_CALL_RETRY_DELAYS_MS[0]);
+    expect(await outcomes(worker)).toEqual(['analysed']);
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ analysisAttempts: 1, analysisDueAt: null, summary: 'Ada booked a table for four on Friday.' });
+    expect(await analysed(call.id)).toHaveLength(1);
   });
 
-  it('ignores a redelivered event for an analysed call, and writes one analysis when two deliveries race', async () => {
+  it('a call claimed by a worker that crashed is taken up again once its lease ran out; the late failure is ignored', async () => {
     const llm = new FakeLlm([], { fallback: JSON_ANSWER });
-    const analysis = analysisWith(llm);
     const call = await endedCall('agt_full', [['user', 'A table for four.']]);
-    const event = { account_id: 'acc_1', call_id: call.id, agent_id: 'agt_full' };
+    const claimedAt = clock();
+    // A worker claims the call, then dies without a word.
+    const [lost] = await calls.claimDueAnalyses(claimedAt, 10, new Date(claimedAt.getTime() + POST_CALL_LEASE_MS));
+    expect(lost).toMatchObject({ callId: call.id, accountId: 'acc_1', agentId: 'agt_full' });
 
-    const raced = await Promise.all([analysis.onCallEnded(event), analysis.onCallEnded(event)]);
+    const worker = workerWith(llm);
+    at(claimedAt, POST_CALL_LEASE_MS - 1);
+    expect(await worker.runDue()).toEqual([]);
+    at(claimedAt, POST_CALL_LEASE_MS);
+    expect(await worker.runDue()).toEqual([{ callId: call.id, outcome: 'analysed' }]);
+    // The dead worker's claim is no longer the call's: a late failure report changes nothing.
+    expect(await calls.rescheduleAnalysis('acc_1', call.id, lost.lease, 'too late', POST_CALL_MAX_ATTEMPTS, () => new Date())).toMatchObject({ outcome: 'stale' });
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ analysisAttempts: 0, analysisError: null, analysisDueAt: null });
+    expect(await analysed(call.id)).toHaveLength(1);
+  });
+
+  it('two workers never analyse the same call twice, and one worker runs at most a few at once', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const llm = new FakeLlm([], {
+      fallback: async () => {
+        await gate;
+        return JSON_ANSWER;
+      },
+    });
+    const ended = [];
+    for (let i = 0; i < POST_CALL_CONCURRENCY * 2 + 1; i++) ended.push(await endedCall('agt_full', [['user', `Table ${i}, please.`]]));
+    const [a, b] = [workerWith(llm), workerWith(llm)];
+
+    const passes = Promise.all([a.runDue(), b.runDue(), a.runDue(), b.runDue()]);
+    await new Promise((r) => setTimeout(r, 200));
+    // While both are busy (POST_CALL_CONCURRENCY each), one call is left for later.
+    expect(llm.requests).toHaveLength(POST_CALL_CONCURRENCY * 2);
+    release();
+    const done = (await passes).flat();
+    expect(done).toHaveLength(POST_CALL_CONCURRENCY * 2);
+    expect(new Set(done.map((d) => d.callId)).size).toBe(POST_CALL_CONCURRENCY * 2);
+    expect(await outcomes(a)).toEqual(['analysed']);
+    expect(llm.requests).toHaveLength(ended.length);
+    for (const call of ended) expect(await analysed(call.id)).toHaveLength(1);
+  });
+
+  it('writes one analysis when an analysis of an already analysed call still comes through', async () => {
+    const llm = new FakeLlm([], { fallback: JSON_ANSWER });
+    const worker = workerWith(llm);
+    const call = await endedCall('agt_full', [['user', 'A table for four.']]);
+    const now = clock();
+    const [claim] = await calls.claimDueAnalyses(now, 10, new Date(now.getTime() + POST_CALL_LEASE_MS));
+
+    const raced = await Promise.all([worker.analyse(claim), worker.analyse(claim)]);
     expect([...raced].sort()).toEqual(['already_done', 'analysed']);
     const requests = llm.requests.length;
-    expect(await analysis.onCallEnded(event)).toBe('already_done');
+    expect(await worker.analyse(claim)).toBe('already_done');
     expect(llm.requests).toHaveLength(requests);
     expect(await analysed(call.id)).toHaveLength(1);
   });
 
-  it('sends the domain event for an answered call that ended or failed, never for one that was never answered', async () => {
-    const hasDomainEvent = async (callId: string) => (await rows(callId)).some((r) => r.subject === SUBJECTS.callEnded.name);
+  it('schedules an answered call that ended or failed, never one that was never answered', async () => {
     const failedAfterAnswer = await calls.insert(newCall('agt_full'));
     await calls.transition('acc_1', failedAfterAnswer.id, () => ({ status: 'in_progress' }));
     await calls.transition('acc_1', failedAfterAnswer.id, () => ({ status: 'failed', endReason: 'no_media' }));
@@ -297,9 +312,27 @@ describe('post-call analysis (real PostgreSQL, in-process bus, fake LLM)', () =>
     const refused = await calls.insert(newCall('agt_full'));
     await calls.transition('acc_1', refused.id, () => ({ status: 'failed', endReason: 'carrier_error' }));
 
-    expect(await hasDomainEvent(failedAfterAnswer.id)).toBe(true);
-    expect(await hasDomainEvent(canceled.id)).toBe(false);
-    expect(await hasDomainEvent(refused.id)).toBe(false);
-    expect(await analysisWith(new FakeLlm()).onCallEnded({ account_id: 'acc_1', call_id: 'call_missing', agent_id: 'agt_full' })).toBe('gone');
+    expect((await calls.get('acc_1', failedAfterAnswer.id)).analysisDueAt).not.toBeNull();
+    expect((await calls.get('acc_1', canceled.id)).analysisDueAt).toBeNull();
+    expect((await calls.get('acc_1', refused.id)).analysisDueAt).toBeNull();
+    expect(await workerWith(new FakeLlm([JSON_ANSWER])).runDue()).toEqual([{ callId: failedAfterAnswer.id, outcome: 'analysed' }]);
+    expect(await calls.get('acc_1', failedAfterAnswer.id)).toMatchObject({ status: 'failed', endReason: 'no_media' });
+  });
+
+  it('on shutdown, hands a call in flight back (due now, no attempt counted)', async () => {
+    // A model that answers only when the request is aborted.
+    const llm = new FakeLlm([
+      (request) => new Promise((_, reject) => request.signal?.addEventListener('abort', () => reject(new LlmError('fake: aborted', { code: 'aborted' })))),
+    ]);
+    const worker = workerWith(llm);
+    const call = await endedCall('agt_full', [['user', 'Hello?']]);
+
+    const pass = worker.runDue();
+    await new Promise((r) => setTimeout(r, 100));
+    await worker.beforeApplicationShutdown();
+    expect(await pass).toEqual([{ callId: call.id, outcome: 'released' }]);
+    const after = await calls.get('acc_1', call.id);
+    expect(after).toMatchObject({ analysisAttempts: 0, analysisError: null, analysedAt: null });
+    expect(after.analysisDueAt!.getTime()).toBeLessThanOrEqual(clock().getTime());
   });
 });

@@ -1,6 +1,6 @@
-import { Controller, Inject, Injectable } from '@nestjs/common';
-import { ClientGrpc, EventPattern, Payload } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1, CallEnded, SUBJECTS } from '@parley/contracts';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { ClientGrpc } from '@nestjs/microservices';
+import { AGENTS_V1, agentsV1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { LlmProvider } from '@parley/llm';
 import { serviceLogger } from '@parley/observability';
@@ -8,17 +8,27 @@ import { analysePostCall, ExtractionField, PostCallResult, PostCallSettings } fr
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AGENTS_GRPC } from './call-control';
-import { CallsDomain } from './calls.domain';
+import { AnalysisClaim, CallsDomain } from './calls.domain';
 
 export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
+/** Optional `() => Date` the worker reads the time from (tests); the wall clock by default. */
+export const POST_CALL_CLOCK = Symbol('POST_CALL_CLOCK');
 
-/** Attempts of one call's analysis (the first delivery and redeliveries) before it is given up. */
+/** Attempts of one call's analysis (the first and the retries) before it is given up. */
 export const POST_CALL_MAX_ATTEMPTS = 5;
-/**
- * Deadline of one attempt, both model requests included (a reply that is not JSON is asked for once more). Below
- * the bus's 30 s acknowledgement wait, so a slow model does not get the event redelivered while it still runs.
- */
+/** Deadline of one attempt's model requests (a reply that is not JSON is asked for once more). */
 export const POST_CALL_DEADLINE_MS = 25_000;
+/**
+ * How long a claim holds a call: the model deadline plus a margin for the agents RPC and the database. A worker
+ * that crashed (or a replica that went away) leaves the call due again once it runs out.
+ */
+export const POST_CALL_LEASE_MS = POST_CALL_DEADLINE_MS + 20_000;
+/** Wait before the 2nd, 3rd, 4th and 5th attempt, after the previous one failed. */
+export const POST_CALL_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000];
+/** Analyses one worker (one replica of the calls service) runs at once. */
+export const POST_CALL_CONCURRENCY = 4;
+/** How often the worker looks for due calls. */
+export const POST_CALL_POLL_MS = 1_000;
 
 const FIELD_TYPES: readonly ExtractionField['type'][] = ['string', 'number', 'boolean', 'enum'];
 
@@ -29,45 +39,96 @@ interface PostCallBlock {
   extraction?: { name?: unknown; description?: unknown; type?: unknown; options?: unknown }[];
 }
 
-export type AnalysisOutcome = 'analysed' | 'already_done' | 'nothing_to_do' | 'gone' | 'given_up';
+export type AnalysisOutcome = 'analysed' | 'already_done' | 'nothing_to_do' | 'gone' | 'retry' | 'given_up' | 'stale' | 'released';
 
 /**
- * The post-call pass of the calls service: for a call that ended (domain event `parley.domain.calls.call.ended`),
- * reads the agent's `post_call` settings from the agents service and the transcript from its own tables, asks the
- * model for the summary and the typed extraction fields, and writes them onto the call together with
- * `call.analysed` (one transaction, through the outbox). Idempotent: an analysed or given-up call is left alone.
- * A failure throws, so the bus redelivers the event; the POST_CALL_MAX_ATTEMPTS-th failure is recorded on the call
- * (`analysis_error`) and acknowledged. The call's status is never touched.
+ * The post-call worker of the calls service, decoupled from the bus: the transaction that ends an analysable call
+ * sets its `analysis_due_at`; every POST_CALL_POLL_MS this worker claims due calls (`FOR UPDATE SKIP LOCKED`, at
+ * most POST_CALL_CONCURRENCY in flight, each leased for POST_CALL_LEASE_MS), reads the agent's `post_call` settings
+ * from the agents service and the transcript from its own tables, asks the model (no transaction open meanwhile)
+ * and writes the summary and typed extraction fields onto the call together with `call.analysed` (one
+ * transaction, through the outbox), ending the schedule. A failure is counted and the call is due again after
+ * POST_CALL_RETRY_DELAYS_MS; the POST_CALL_MAX_ATTEMPTS-th failure is recorded (`analysis_error`) and ends it.
+ * Idempotent: an analysed or given-up call is left alone. The call's status is never touched.
  */
 @Injectable()
-export class PostCallAnalysis {
+export class PostCallAnalysis implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly agents: RpcClient<agentsV1.AgentsServiceClient>;
   private readonly log = serviceLogger('calls');
+  private readonly clock: () => Date;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly stopping = new AbortController();
+  private claiming = false;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly calls: CallsDomain,
     @Inject(POST_CALL_LLM) private readonly llm: LlmProvider,
     @Inject(AGENTS_GRPC) grpc: ClientGrpc,
     @Inject(CONFIG) private readonly config: ServiceConfig,
+    @Optional() @Inject(POST_CALL_CLOCK) clock?: () => Date,
   ) {
     this.agents = new RpcClient(grpc, AGENTS_V1, 'agents', config.RPC_TIMEOUT_MS);
+    this.clock = clock ?? (() => new Date());
   }
 
-  async onCallEnded(event: CallEnded): Promise<AnalysisOutcome> {
-    const { account_id: accountId, call_id: callId } = event;
-    const { call, turns } = await this.calls.transcript(accountId, callId).catch((error: unknown) => {
-      if (error instanceof AppError && error.code === 'not_found') return { call: undefined, turns: [] };
-      throw error;
-    });
-    if (!call) return 'gone';
-    if (call.analysedAt) return 'already_done';
-    if (call.analysisError) return 'given_up';
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.runDue().catch((e) => this.log.warn({ err: e }, 'post-call pass failed')), POST_CALL_POLL_MS);
+    this.timer.unref();
+  }
 
-    let result: PostCallResult;
+  /** Stops claiming; analyses in flight are aborted and their calls handed back (due now, no attempt counted). */
+  async beforeApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    this.stopping.abort();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * One pass: claims the calls due now (as many as there are free slots) and analyses them concurrently; resolves
+   * with their outcomes once all are done. Passes may overlap: slots already taken are not claimed again.
+   */
+  async runDue(): Promise<{ callId: string; outcome: AnalysisOutcome }[]> {
+    if (this.claiming || this.stopping.signal.aborted) return [];
+    const free = POST_CALL_CONCURRENCY - this.inFlight.size;
+    if (free <= 0) return [];
+    this.claiming = true;
+    let claims: AnalysisClaim[];
     try {
+      const now = this.clock();
+      claims = await this.calls.claimDueAnalyses(now, free, new Date(now.getTime() + POST_CALL_LEASE_MS));
+    } finally {
+      this.claiming = false;
+    }
+    return Promise.all(
+      claims.map((claim) => {
+        const run = this.analyse(claim).then((outcome) => ({ callId: claim.callId, outcome }));
+        this.inFlight.add(run);
+        void run.finally(() => this.inFlight.delete(run)).catch(() => undefined);
+        return run;
+      }),
+    );
+  }
+
+  /** One attempt at a claimed call; never throws for a failed attempt (it is counted and rescheduled). */
+  async analyse(claim: AnalysisClaim): Promise<AnalysisOutcome> {
+    const { accountId, callId, lease } = claim;
+    try {
+      const { call, turns } = await this.calls.transcript(accountId, callId).catch((error: unknown) => {
+        if (error instanceof AppError && error.code === 'not_found') return { call: undefined, turns: [] };
+        throw error;
+      });
+      if (!call) return 'gone';
+      if (call.analysedAt || call.analysisError) {
+        await this.calls.unscheduleAnalysis(accountId, callId, lease);
+        return call.analysedAt ? 'already_done' : 'given_up';
+      }
       const settings = await this.settings(accountId, call.agentId);
-      if (!settings.summary && settings.extraction.length === 0) return 'nothing_to_do';
-      result =
+      if (!settings.summary && settings.extraction.length === 0) {
+        await this.calls.unscheduleAnalysis(accountId, callId, lease);
+        return 'nothing_to_do';
+      }
+      const result: PostCallResult =
         turns.length === 0
           ? // Nothing was said: nothing to ask the model. Every field is known to be unknown.
             { summary: null, extracted: Object.fromEntries(settings.extraction.map((f) => [f.name, null])), model: settings.model }
@@ -75,19 +136,34 @@ export class PostCallAnalysis {
               this.llm,
               settings,
               turns.map((t) => ({ role: t.role, text: t.text })),
-              { signal: AbortSignal.timeout(POST_CALL_DEADLINE_MS) },
+              { signal: anySignal([AbortSignal.timeout(POST_CALL_DEADLINE_MS), this.stopping.signal]) },
             );
+      return (await this.calls.recordAnalysis(accountId, callId, result)) ? 'analysed' : 'already_done';
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const done = await this.calls.recordAnalysisFailure(accountId, callId, message, POST_CALL_MAX_ATTEMPTS);
-      if (!done) {
-        this.log.warn({ err: error, callId }, 'post-call analysis failed; the event will be redelivered');
-        throw error;
-      }
-      this.log.error({ err: error, callId, attempts: POST_CALL_MAX_ATTEMPTS }, 'post-call analysis given up');
-      return 'given_up';
+      return this.failed(claim, error);
     }
-    return (await this.calls.recordAnalysis(accountId, callId, result)) ? 'analysed' : 'already_done';
+  }
+
+  private async failed(claim: AnalysisClaim, error: unknown): Promise<AnalysisOutcome> {
+    const { accountId, callId, lease } = claim;
+    try {
+      if (this.stopping.signal.aborted) {
+        // Shutting down: not the call's fault. Due again now, for another replica or the next start.
+        await this.calls.unscheduleAnalysis(accountId, callId, lease, this.clock());
+        return 'released';
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      const { outcome, attempts } = await this.calls.rescheduleAnalysis(accountId, callId, lease, message, POST_CALL_MAX_ATTEMPTS, (n) =>
+        new Date(this.clock().getTime() + POST_CALL_RETRY_DELAYS_MS[Math.min(n, POST_CALL_RETRY_DELAYS_MS.length) - 1]),
+      );
+      if (outcome === 'retry') this.log.warn({ err: error, callId, attempts }, 'post-call analysis failed; it will be retried');
+      if (outcome === 'given_up') this.log.error({ err: error, callId, attempts }, 'post-call analysis given up');
+      return outcome;
+    } catch (recordError) {
+      // The lease runs out and the call is taken up again.
+      this.log.warn({ err: recordError, callId }, 'post-call analysis failed and could not be rescheduled');
+      return 'stale';
+    }
   }
 
   /** The agent's post-call settings: summary on unless off; its model, else POST_CALL_MODEL. A deleted agent: the defaults. */
@@ -112,13 +188,15 @@ export class PostCallAnalysis {
   }
 }
 
-/** The calls service's durable consumer of its own `call.ended` domain event (consumer `calls.<subject>`). */
-@Controller()
-export class PostCallConsumer {
-  constructor(private readonly analysis: PostCallAnalysis) {}
-
-  @EventPattern(SUBJECTS.callEnded.name)
-  async onCallEnded(@Payload() event: CallEnded): Promise<void> {
-    await this.analysis.onCallEnded(event);
+/** Aborted as soon as one of `signals` is. */
+function anySignal(signals: AbortSignal[]): AbortSignal {
+  const controller = new AbortController();
+  for (const signal of signals) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true, signal: controller.signal });
   }
+  return controller.signal;
 }

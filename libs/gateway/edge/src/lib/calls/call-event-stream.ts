@@ -67,7 +67,8 @@ export async function streamCallEvents(
   deliver = (activity) => {
     if (activity.kind === 'status') return status(activity.call);
     if (activity.kind === 'event') return send(activity.event.type, activity.event.id, publicEnvelope(activity.event));
-    send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
+    if (activity.kind === 'injected') send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
+    // Instructions to the media worker (voicemail) are not events of the call's public stream.
   };
   // Events heard before the snapshot are sent first; their status changes are already in the snapshot.
   for (const activity of early.splice(0)) if (activity.kind !== 'status') deliver(activity);
