@@ -253,6 +253,44 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     expect(missing.status).toBe(404);
   }, 30_000);
 
+  it('asks Twilio for machine detection and acts on a machine: hangup ends the call as voicemail', async () => {
+    const agent = (await api.post('/v1/agents', { name: 'Hangs up on machines', languages: [{ code: 'en' }], conversation: { voicemail: 'hangup' } })).body;
+    const call = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100020' })).body;
+    const dial = dialsTo('+15550100020')[0];
+    expect(dial.form).toMatchObject({ MachineDetection: 'Enable', AsyncAmd: 'true', AsyncAmdStatusCallback: `${platform.baseUrl}/carriers/twilio/amd` });
+    await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
+    expect(await twilio.sendMachineDetection(call.carrier_call_id, 'machine_end_beep')).toBe(204);
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'voicemail', answered_by: 'machine' });
+    expect(twilio.calls.some((c) => c.action === 'update' && c.callSid === call.carrier_call_id && c.form['Status'] === 'completed')).toBe(true);
+  });
+
+  it('leaves the voicemail message on a machine, then hangs up', async () => {
+    const agent = (
+      await api.post('/v1/agents', {
+        name: 'Leaves messages',
+        languages: [{ code: 'en' }],
+        conversation: { voicemail: 'message', voicemail_message: 'Hi {{name}}, please call us back.' },
+      })
+    ).body;
+    const call = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100021', variables: { name: 'Ada' } })).body;
+    await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
+    const media = await twilio.connectMediaStream(call.carrier_call_id);
+    await waitFor(() => events(call.id).find((e) => e.event.type === 'call.started'));
+    expect(await twilio.sendMachineDetection(call.carrier_call_id, 'machine_start')).toBe(204);
+    const ended = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.ended'), 30_000);
+    expect(ended.event.data.end_reason).toBe('voicemail');
+    expect(media.receivedFrames).toBeGreaterThan(50); // the message, in the offline voice
+    expect((await api.get(`/v1/calls/${call.id}/transcript`)).body.turns).toEqual([
+      expect.objectContaining({ role: 'assistant', text: 'Hi Ada, please call us back.', interrupted: false }),
+    ]);
+    // A person answering changes nothing but the record.
+    const human = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100022' })).body;
+    await twilio.sendStatusCallback(human.carrier_call_id, 'in-progress');
+    await twilio.sendMachineDetection(human.carrier_call_id, 'human');
+    expect((await api.get(`/v1/calls/${human.id}`)).body).toMatchObject({ status: 'in_progress', answered_by: 'human' });
+    await api.post(`/v1/calls/${human.id}/end`);
+  }, 60_000);
+
   it('fails the call with the carrier’s reason when Twilio refuses to dial', async () => {
     twilio.failNext({ status: 400, code: 21211, message: "The 'To' number +15550100005 is not a valid phone number." });
     const res = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100005' });

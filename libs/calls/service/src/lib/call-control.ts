@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1, callsV1 } from '@parley/contracts';
-import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri } from '@parley/carrier-core';
+import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
 import { SignedTokens } from '@parley/persistence';
@@ -37,6 +37,11 @@ interface AgentSettings {
   recordCalls: boolean;
   carrier: string;
   ringSeconds: number;
+  /** What to do when an answering machine picks up an outbound call (the agent's conversation.voicemail). */
+  voicemail: 'continue' | 'hangup' | 'message';
+  voicemailMessage: string;
+  /** Only agents that talk need the carrier to tell people from machines. */
+  converses: boolean;
 }
 
 /**
@@ -100,6 +105,9 @@ export class CallControl {
         streamToken: this.streamToken(call),
         statusCallbackUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/status`,
         timeoutSeconds: agent.ringSeconds,
+        // Asked for every talking agent, so even `continue` can record that a machine answered.
+        machineDetection: agent.converses,
+        machineDetectionUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/amd`,
       });
       return await this.calls.amend(accountId, call.id, (c) => {
         c.carrierCallId = placed.carrierCallId;
@@ -154,6 +162,10 @@ export class CallControl {
       await this.applyStatus(carrier, this.parse(() => carrier.parseStatusCallback(req.params)));
       return { status_code: 204, content_type: '', body: '' };
     }
+    if (req.kind === 'amd') {
+      await this.applyMachineDetection(carrier, this.parse(() => carrier.parseMachineDetection(req.params)));
+      return { status_code: 204, content_type: '', body: '' };
+    }
     if (req.kind === 'voice') {
       const markup = await this.answerInbound(carrier, req.agent_id, req.params);
       return { status_code: 200, content_type: markup.contentType, body: markup.body };
@@ -196,6 +208,24 @@ export class CallControl {
     await this.calls.transition(call.accountId, call.id, (current) => transitionForCarrierStatus(current, update));
   }
 
+  /**
+   * The carrier's verdict on who answered. A machine on a live call: `hangup` ends it at once (`voicemail`),
+   * `message` has the media worker speak voicemail_message and hang up, `continue` carries on (the call will end
+   * `voicemail`). The verdict is recorded either way.
+   */
+  private async applyMachineDetection(carrier: CarrierAdapter, verdict: MachineDetection): Promise<void> {
+    const found = await this.calls.findByCarrierCall(carrier.name, verdict.carrierCallId);
+    if (!found) return;
+    const call = await this.calls.amend(found.accountId, found.id, (c) => {
+      c.answeredBy = verdict.answeredBy;
+      return [];
+    });
+    if (verdict.answeredBy !== 'machine' || !isLive(call.status)) return;
+    const agent = await this.agentSettings(call.accountId, call.agentId).catch(() => undefined);
+    if (agent?.voicemail === 'hangup') await this.end(call.accountId, call.id, 'voicemail');
+    else if (agent?.voicemail === 'message') this.calls.leaveVoicemail(call.id, agent.voicemailMessage);
+  }
+
   private async answerInbound(carrier: CarrierAdapter, agentId: string, params: Record<string, string>) {
     const inbound = this.parse(() => carrier.parseInbound(params));
     const { account_id: accountId } = await this.agents.call('locateAgent', (s, md) => s.locateAgent({ id: agentId }, md));
@@ -223,8 +253,19 @@ export class CallControl {
       const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
       if (!agent) throw AppError.notFound('agent');
       const effective = JSON.parse(agent.effective_json || '{}') as { record_calls?: boolean; carrier?: string };
-      const spec = JSON.parse(agent.spec_json || '{}') as { ring_seconds?: number };
-      return { recordCalls: effective.record_calls === true, carrier: effective.carrier ?? '', ringSeconds: spec.ring_seconds || DEFAULT_RING_SECONDS };
+      const spec = JSON.parse(agent.spec_json || '{}') as {
+        ring_seconds?: number;
+        mode?: string;
+        conversation?: { voicemail?: AgentSettings['voicemail']; voicemail_message?: string };
+      };
+      return {
+        recordCalls: effective.record_calls === true,
+        carrier: effective.carrier ?? '',
+        ringSeconds: spec.ring_seconds || DEFAULT_RING_SECONDS,
+        voicemail: spec.conversation?.voicemail ?? 'continue',
+        voicemailMessage: spec.conversation?.voicemail_message ?? '',
+        converses: (spec.mode ?? 'conversation') === 'conversation',
+      };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {
         throw AppError.validation([{ field, message: 'names no agent of this account' }]);

@@ -118,4 +118,15 @@ describe('calls domain (real PostgreSQL)', () => {
     expect(await calls.findByCarrierCall('twilio', 'CA999')).toBeUndefined();
     await expect(calls.insert(newCall({ carrierCallId: 'CA123' }))).rejects.toThrow();
   });
+
+  it('records a call an answering machine took, carried on (voicemail continue), as ended by voicemail', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_vm' }));
+    await calls.transition('acc_vm', call.id, () => ({ status: 'in_progress' }));
+    await calls.amend('acc_vm', call.id, (c) => {
+      c.answeredBy = 'machine';
+      return [];
+    });
+    const ended = await calls.transition('acc_vm', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    expect(ended).toMatchObject({ endReason: 'voicemail', answeredBy: 'machine' });
+  });
 });

@@ -110,6 +110,7 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
         recordingContentType: null,
         recordingDurationSeconds: null,
         lastMediaAt: null,
+        answeredBy: null,
         transferredTo: null,
         createdAt: now,
         updatedAt: now,
@@ -168,7 +169,8 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
       if (next.status === 'in_progress') current.answeredAt = now;
       if (!isLive(next.status)) {
         current.endedAt = now;
-        current.endReason = next.endReason ?? 'completed';
+        // An answering machine took the call and the agent carried on (voicemail `continue`): the record says so.
+        current.endReason = next.endReason === 'completed' && current.answeredBy === 'machine' ? 'voicemail' : next.endReason ?? 'completed';
         current.failureReason = next.failureReason ?? null;
         // Same transaction as call.ended: the post-call analysis is due once the end is committed (PostCallAnalysis).
         if (wantsAnalysis(current)) current.analysisDueAt = now;
@@ -347,6 +349,11 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     await this.amend(accountId, id, async (call, m) => [await this.emit(m, call, 'call.tool.called', data)]);
   }
 
+  /** Asks the media worker running the call to leave `message` on the answering machine, then hang up. */
+  leaveVoicemail(callId: string, message: string): void {
+    this.broadcast(callId, { kind: 'voicemail', call_id: callId, message });
+  }
+
   /** Passes a client's event to whoever runs the live call (the media worker listens on the call's activity). */
   async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<InjectedCallEvent> {
     const call = await this.get(accountId, id);
@@ -470,6 +477,7 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     recording_enabled: c.recordingEnabled,
     recording_content_type: c.recordingContentType ?? '',
     recording_duration_seconds: c.recordingDurationSeconds ?? 0,
+    answered_by: c.answeredBy ?? '',
     summary: c.summary ?? '',
     extracted_json: c.extracted ? JSON.stringify(c.extracted) : '',
   };

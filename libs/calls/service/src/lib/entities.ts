@@ -32,6 +32,8 @@ export class CallEntity {
   @Column({ name: 'last_media_at', type: 'timestamptz', precision: 3, nullable: true }) lastMediaAt: Date | null;
   /** Where the carrier put the caller through, once transferred. */
   @Column({ name: 'transferred_to', type: 'text', nullable: true }) transferredTo: string | null;
+  /** `human`, `machine` or `unknown` once the carrier's machine detection answered; null before or without it. */
+  @Column({ name: 'answered_by', type: 'text', nullable: true }) answeredBy: string | null;
   /** Post-call summary; null until analysed, or when the agent's summary is off or the model gave none. */
   @Column({ type: 'text', nullable: true }) summary: string | null;
   /** Post-call extracted fields by name (each typed or null); null until analysed. */

@@ -150,6 +150,19 @@ export class AddCallAnalysisSchedule1764000000305 implements MigrationInterface 
   }
 }
 
+/** Who answered an outbound call, as the carrier's machine detection judged it. */
+export class AddAnsweredBy1764000000306 implements MigrationInterface {
+  name = 'AddAnsweredBy1764000000306';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS answered_by text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS answered_by`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -157,4 +170,5 @@ export const CALLS_MIGRATIONS = [
   CreateDoNotCall1763800000303,
   AddCallAnalysis1763900000304,
   AddCallAnalysisSchedule1764000000305,
+  AddAnsweredBy1764000000306,
 ];

@@ -359,6 +359,7 @@ function newCall(id: string, scenario: Scenario): callsV1.Call {
     recording_duration_seconds: 0,
     summary: '',
     extracted_json: '',
+    answered_by: '',
   };
 }
 

@@ -26,6 +26,7 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     turns: c.turns,
     recording_available: c.recording_available,
     transcript_available: c.transcript_available,
+    answered_by: orNull(c.answered_by),
     summary: orNull(c.summary),
     extracted: c.extracted_json ? (JSON.parse(c.extracted_json) as Record<string, unknown>) : null,
   };

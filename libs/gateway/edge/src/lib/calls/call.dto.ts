@@ -62,6 +62,13 @@ export class CallDto {
   @ApiProperty() turns: number;
   @ApiProperty() recording_available: boolean;
   @ApiProperty() transcript_available: boolean;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    enum: ['human', 'machine', 'unknown'],
+    description: 'Who answered an outbound call, per the carrier’s answering-machine detection; null until known.',
+  })
+  answered_by: string | null;
   @ApiProperty({ type: 'string', nullable: true, description: 'Post-call summary; null until the analysis has run (or when it is off).' })
   summary: string | null;
   @ApiProperty({

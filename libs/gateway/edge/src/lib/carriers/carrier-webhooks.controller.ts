@@ -10,7 +10,8 @@ import { Operation } from '../http/operation';
 const DROPPED = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 /**
- * Carrier webhooks, outside /v1: `POST /carriers/{carrier}/status` (call progress) and
+ * Carrier webhooks, outside /v1: `POST /carriers/{carrier}/status` (call progress), `…/amd` (answering-machine
+ * verdict) and
  * `POST /carriers/{carrier}/voice/{agent_id}` (a call arriving on a number pointed at the agent). They carry no
  * API key: the calls service verifies the carrier's signature over the public URL (PUBLIC_URL + path) and the
  * form fields. Excluded from the OpenAPI document, which describes the customer-facing API.
@@ -28,6 +29,13 @@ export class CarrierWebhooksController {
   @Operation({ summary: 'Carrier call-progress webhook', permission: 'public' })
   async status(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     await this.relay(carrier, 'status', '', req, body, reply);
+  }
+
+  @Post(':carrier/amd')
+  @HttpCode(204)
+  @Operation({ summary: 'Carrier answering-machine verdict webhook', permission: 'public' })
+  async amd(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    await this.relay(carrier, 'amd', '', req, body, reply);
   }
 
   @Post(':carrier/voice/:agentId')

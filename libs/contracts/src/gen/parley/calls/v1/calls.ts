@@ -40,6 +40,8 @@ export interface Call {
   summary: string;
   /** JSON object of the extracted fields. */
   extracted_json: string;
+  /** human, machine or unknown once the carrier's machine detection answered (outbound calls); empty before. */
+  answered_by: string;
 }
 
 export interface Call_VariablesEntry {
@@ -117,7 +119,7 @@ export interface EndCallResponse {
 export interface HandleCarrierWebhookRequest {
   /** Adapter name, e.g. twilio. */
   carrier: string;
-  /** status (call progress callback) or voice (an inbound call arriving). */
+  /** status (call progress callback), voice (an inbound call arriving) or amd (answering-machine verdict). */
   kind: string;
   /** The full public URL the carrier posted to (signatures cover it). */
   url: string;
