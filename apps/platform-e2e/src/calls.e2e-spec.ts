@@ -291,6 +291,29 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     await api.post(`/v1/calls/${human.id}/end`);
   }, 60_000);
 
+  it('brings the caller back when a transfer is not answered, on a new stream, instead of dropping the call', async () => {
+    const agent = (
+      await api.post('/v1/agents', { name: 'Front desk', mode: 'normal', transfer_number: '+15550100099', languages: [{ code: 'en', greeting: 'Putting you through.' }] })
+    ).body;
+    const call = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100023' })).body;
+    await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
+    const first = await twilio.connectMediaStream(call.carrier_call_id);
+    const transferred = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.transferred'), 30_000);
+    expect(transferred.event.data).toEqual({ destination: '+15550100099' });
+    await first.closed; // Twilio stops the stream when the call moves to the <Dial>
+    expect(twilio.callResources.get(call.carrier_call_id)?.twiml).toContain(`<Dial action="${platform.baseUrl}/carriers/twilio/transfer-result" method="POST">`);
+
+    const back = await twilio.sendDialResult(call.carrier_call_id, 'no-answer');
+    expect(back.status).toBe(200);
+    expect(back.twiml).toContain(`<Stream url="${platform.mediaUrl}/streams/twilio">`);
+    const second = await twilio.connectMediaStream(call.carrier_call_id);
+    const ended = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.ended'), 30_000);
+    expect(ended.event.data.end_reason).toBe('completed');
+    expect(second.receivedFrames).toBeGreaterThan(50);
+    const texts = (await api.get(`/v1/calls/${call.id}/transcript`)).body.turns.map((t: { text: string }) => t.text);
+    expect(texts).toEqual(['Putting you through.', 'I am sorry, I could not reach anyone. Please try again later. Goodbye.']);
+  }, 60_000);
+
   it('fails the call with the carrier’s reason when Twilio refuses to dial', async () => {
     twilio.failNext({ status: 400, code: 21211, message: "The 'To' number +15550100005 is not a valid phone number." });
     const res = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100005' });

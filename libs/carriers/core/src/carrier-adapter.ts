@@ -81,6 +81,18 @@ export interface CarrierStatusUpdate {
   at: Date;
 }
 
+export interface TransferOptions {
+  resultUrl?: string;
+  /** Seconds to let the other party ring. */
+  timeoutSeconds?: number;
+}
+
+/** How a transfer went: `answered` (the parties talked; now over) or why the other party never came on. */
+export interface TransferResult {
+  carrierCallId: string;
+  outcome: 'answered' | 'no_answer' | 'busy' | 'failed' | 'canceled';
+}
+
 /** Who answered, as the carrier's machine detection judged it. */
 export interface MachineDetection {
   carrierCallId: string;
@@ -113,8 +125,16 @@ export interface CarrierAdapter {
   placeCall(req: PlaceCallRequest): Promise<PlacedCall>;
   /** Hangs the call up. Fails with a CarrierError. */
   endCall(carrierCallId: string): Promise<void>;
-  /** Sends the call on to another party: an E.164 number or a `sip:` URI. Fails with a CarrierError. */
-  transferCall(carrierCallId: string, destination: string): Promise<void>; // E.164 or sip: URI
+  /**
+   * Sends the call on to another party: an E.164 number or a `sip:` URI. With `resultUrl`, the carrier posts how
+   * the transfer went there once the other party's leg is over (read with `parseTransferResult`) and the call
+   * continues with the markup answered. Fails with a CarrierError.
+   */
+  transferCall(carrierCallId: string, destination: string, options?: TransferOptions): Promise<void>;
+  /** Reads a transfer-result webhook. Throws a CarrierError (`invalid_request`) on missing fields. */
+  parseTransferResult(params: Record<string, string>): TransferResult;
+  /** Markup that hangs the call up (the answer to a transfer result whose call is over). */
+  hangupMarkup(): CarrierMarkup;
   /** Answer for an inbound call webhook: the markup that connects the call's audio to the media stream. */
   answerInbound(params: { streamUrl: string; streamToken: string }): CarrierMarkup;
   /** Verifies a carrier webhook (signature over URL + form params); false when forged. */

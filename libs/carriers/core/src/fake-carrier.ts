@@ -13,6 +13,7 @@ import {
   isSipUri,
   isTerminalCarrierCallStatus,
   MachineDetection,
+  TransferResult,
   PlaceCallRequest,
   PlacedCall,
 } from './carrier-adapter';
@@ -144,6 +145,19 @@ export class FakeCarrier implements CarrierAdapter {
       call.status = call.status === 'in_progress' ? 'completed' : 'canceled';
       call.pending = [call.status];
     }
+  }
+
+  parseTransferResult(params: Record<string, string>): TransferResult {
+    const carrierCallId = params['CallId'];
+    const outcome = params['Outcome'] as TransferResult['outcome'];
+    if (!carrierCallId || !['answered', 'no_answer', 'busy', 'failed', 'canceled'].includes(outcome)) {
+      throw this.invalid('transfer result without CallId or Outcome');
+    }
+    return { carrierCallId, outcome };
+  }
+
+  hangupMarkup(): CarrierMarkup {
+    return { contentType: 'application/json', body: JSON.stringify({ action: 'hangup' }) };
   }
 
   async transferCall(carrierCallId: string, destination: string): Promise<void> {

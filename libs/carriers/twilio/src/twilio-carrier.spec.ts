@@ -70,6 +70,16 @@ describe('TwilioCarrier against FakeTwilioServer', () => {
     });
   });
 
+  it('transfers with a <Dial action> that reports how the transfer went, and reads the result', async () => {
+    const placed = await carrier.placeCall(request);
+    await carrier.transferCall(placed.carrierCallId, '+15550109876', { resultUrl: 'https://parley.test/carriers/twilio/transfer-result', timeoutSeconds: 20 });
+    expect(server.lastCall?.twiml).toContain('<Dial action="https://parley.test/carriers/twilio/transfer-result" method="POST" timeout="20"><Number>+15550109876</Number></Dial>');
+    expect(carrier.parseTransferResult({ CallSid: 'CA1', DialCallStatus: 'no-answer' })).toEqual({ carrierCallId: 'CA1', outcome: 'no_answer' });
+    expect(carrier.parseTransferResult({ CallSid: 'CA1', DialCallStatus: 'completed' })).toEqual({ carrierCallId: 'CA1', outcome: 'answered' });
+    expect(() => carrier.parseTransferResult({ CallSid: 'CA1', DialCallStatus: 'odd' })).toThrow();
+    expect(carrier.hangupMarkup().body).toContain('<Hangup/>');
+  });
+
   it('reads the machine-detection verdict: machines, fax and beeps are machines', () => {
     expect(carrier.parseMachineDetection({ CallSid: 'CA1', AnsweredBy: 'machine_end_beep' })).toEqual({ carrierCallId: 'CA1', answeredBy: 'machine' });
     expect(carrier.parseMachineDetection({ CallSid: 'CA1', AnsweredBy: 'human' })).toEqual({ carrierCallId: 'CA1', answeredBy: 'human' });

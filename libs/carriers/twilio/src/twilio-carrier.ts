@@ -12,6 +12,8 @@ import {
   isSipUri,
   MachineDetection,
   PlaceCallRequest,
+  TransferOptions,
+  TransferResult,
   PlacedCall,
 } from '@parley/carrier-core';
 import twilio from 'twilio';
@@ -104,12 +106,20 @@ export class TwilioCarrier implements CarrierAdapter {
     }
   }
 
-  /** Redirects the call to TwiML `<Dial><Number>` (E.164) or `<Dial><Sip>` (sip:/sips: URI). */
-  async transferCall(carrierCallId: string, destination: string): Promise<void> {
+  /**
+   * Redirects the call to TwiML `<Dial><Number>` (E.164) or `<Dial><Sip>` (sip:/sips: URI). With a result URL,
+   * the `<Dial action>` posts `DialCallStatus` there when the other leg is over, and the call goes on with the
+   * TwiML answered (back to the agent when nobody answered).
+   */
+  async transferCall(carrierCallId: string, destination: string, options: TransferOptions = {}): Promise<void> {
     if (!carrierCallId) throw invalid('carrierCallId is required');
     const response = new twilio.twiml.VoiceResponse();
-    if (isSipUri(destination)) response.dial().sip(destination);
-    else if (isE164(destination)) response.dial().number(destination);
+    const dial = response.dial({
+      ...(options.resultUrl ? { action: options.resultUrl, method: 'POST' } : {}),
+      ...(options.timeoutSeconds ? { timeout: options.timeoutSeconds } : {}),
+    });
+    if (isSipUri(destination)) dial.sip(destination);
+    else if (isE164(destination)) dial.number(destination);
     else throw invalid(`transfer destination must be E.164 or a sip: URI, got ${JSON.stringify(destination)}`);
     await this.rest('transferCall', () => this.client.calls(carrierCallId).update({ twiml: response.toString() }));
   }
@@ -142,6 +152,20 @@ export class TwilioCarrier implements CarrierAdapter {
     return update;
   }
 
+  /** The `<Dial action>` request: `DialCallStatus` completed (answered), no-answer, busy, failed or canceled. */
+  parseTransferResult(params: Record<string, string>): TransferResult {
+    const carrierCallId = params['CallSid'];
+    const outcome = DIAL_OUTCOMES[params['DialCallStatus'] ?? ''];
+    if (!carrierCallId || !outcome) throw invalid('transfer result without CallSid or a known DialCallStatus');
+    return { carrierCallId, outcome };
+  }
+
+  hangupMarkup(): CarrierMarkup {
+    const response = new twilio.twiml.VoiceResponse();
+    response.hangup();
+    return { contentType: 'text/xml', body: response.toString() };
+  }
+
   /** Twilio's asynchronous AMD callback: `CallSid` and `AnsweredBy` (machine_start, machine_end_*, fax: machine). */
   parseMachineDetection(params: Record<string, string>): MachineDetection {
     const carrierCallId = params['CallSid'];
@@ -171,6 +195,15 @@ export function streamTwiml(streamUrl: string, streamToken: string): string {
   response.connect().stream({ url: streamUrl }).parameter({ name: 'token', value: streamToken });
   return response.toString();
 }
+
+const DIAL_OUTCOMES: Record<string, TransferResult['outcome']> = {
+  completed: 'answered',
+  answered: 'answered',
+  'no-answer': 'no_answer',
+  busy: 'busy',
+  failed: 'failed',
+  canceled: 'canceled',
+};
 
 const TWILIO_STATUSES: Record<string, CarrierCallStatus> = {
   queued: 'queued',

@@ -339,6 +339,38 @@ describe('languages', () => {
   });
 });
 
+describe('a transfer that did not connect', () => {
+  it('resumes the conversation where it was, without the greeting, telling the caller', async () => {
+    const clock = new ManualClock();
+    const carrier = new FakeCarrier(clock);
+    const tts = new FakeTextToSpeech();
+    const llm = new FakeLlm(['Of course, what else?']);
+    const stt = new FakeSpeechToText();
+    const turns: EngineTurn[] = [];
+    const engine = new CallEngine(
+      settings(),
+      { stt: [stt], tts: [tts], llm },
+      { sink: carrier, clock, onTurn: (t) => void turns.push(t), hangup: () => undefined, transfer: async () => undefined },
+      {
+        sampleRate: RATE,
+        variables: { name: 'Sam' },
+        resume: { reason: 'transfer_no_answer', turns: [{ role: 'user', text: 'Put me through to sales.' }, { role: 'assistant', text: 'Transferring you now.' }] },
+      },
+    );
+    carrier.engine = engine;
+    void engine.start();
+    await clock.advance(6000);
+    expect(tts.syntheses.map((s) => s.request.text).join(' ')).toBe('I am sorry, I could not reach them. Is there anything else I can help you with?');
+    stt.emit({ type: 'final', text: 'Yes, my invoice.', endOfTurn: true });
+    await clock.advance(3000);
+    expect(llm.requests[0].messages.slice(1, 3)).toEqual([
+      { role: 'user', content: 'Put me through to sales.' },
+      { role: 'assistant', content: 'Transferring you now.' },
+    ]);
+    expect(turns.map((t) => t.text)).toContain('Yes, my invoice.');
+  });
+});
+
 describe('voicemail', () => {
   it('stops the greeting, leaves the message with variables filled, then hangs up', async () => {
     const { engine, clock, tts, hangups, turns } = setup(settings());

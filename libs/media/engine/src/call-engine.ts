@@ -81,6 +81,11 @@ export interface EngineOptions {
    * API the calendar tools call (CALENDAR_BASE_URL, default https://api.cal.com).
    */
   tools?: { egress: EgressPolicy; internalHosts?: string[]; calendarBaseUrl?: string; resolve?: Resolver; lookup?: Resolver };
+  /**
+   * The stream resumes a conversation (a transfer that did not connect): no greeting; the agent picks up from
+   * `turns` (the call's transcript so far) and tells the caller what happened.
+   */
+  resume?: { reason: string; turns: { role: 'user' | 'assistant'; text: string }[] };
 }
 
 /** Words that stop the agent whatever interrupt_words says. */
@@ -91,6 +96,8 @@ const BUILT_IN = {
   silencePrompt: 'Are you still there?',
   goodbye: 'Goodbye.',
   trouble: 'Sorry, I am having trouble right now. Please try again later.',
+  transferFailed: 'I am sorry, I could not reach them. Is there anything else I can help you with?',
+  transferFailedGoodbye: 'I am sorry, I could not reach anyone. Please try again later. Goodbye.',
   invalidKey: 'Sorry, that is not an option.',
 };
 /** Ends a sentence early in a spoken stream: what is pending is synthesized now (before a tool runs). */
@@ -154,6 +161,19 @@ export class CallEngine {
     }
     if (this.settings.mode === 'keypad') return this.enterNode(this.startNode());
     if (this.settings.mode === 'conversation') await this.openStt();
+    const resume = this.options.resume;
+    if (resume) {
+      this.log('conversation resumed', { reason: resume.reason });
+      if (this.settings.mode !== 'conversation') {
+        // Without a model there is nothing else to offer: say so and end, never transfer again in a loop.
+        await this.say(BUILT_IN.transferFailedGoodbye, { interruptible: false });
+        return this.finish('completed');
+      }
+      this.history.push(...resume.turns.map((t) => ({ role: t.role, content: t.text })));
+      await this.say(BUILT_IN.transferFailed, { interruptible: true });
+      if (!this.ended) this.armSilence();
+      return;
+    }
     const greeting = this.fill(this.language.greeting);
     if (greeting) await this.say(greeting, { interruptible: this.settings.mode === 'conversation' });
     if (this.ended) return;

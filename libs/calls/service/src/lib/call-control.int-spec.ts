@@ -73,7 +73,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
 
     await expect(control.attachMedia(token, 'twilio', 'CAsomeoneelse')).rejects.toMatchObject({ code: 'unauthenticated' });
     await expect(control.attachMedia(`${token}x`, 'twilio', dial.callSid!)).rejects.toMatchObject({ code: 'unauthenticated' });
-    expect(await control.attachMedia(token, 'twilio', dial.callSid!)).toMatchObject({ status: 'in_progress' });
+    expect(await control.attachMedia(token, 'twilio', dial.callSid!)).toMatchObject({ call: { status: 'in_progress' }, resume: '' });
   });
 
   it('transfers an answered call through the REST API, emits call.transferred, and ends it transferred', async () => {
@@ -146,5 +146,37 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     await calls.toolCalled('acc_1', call.id, { name: 'lookup_order', kind: 'custom_function', arguments: { order: '42' }, ok: false, error: 'HTTP 500' });
     const event = (await outboxTypes(call.id)).find((e) => e.type === 'call.tool.called');
     expect(event?.data).toEqual({ name: 'lookup_order', kind: 'custom_function', arguments: { order: '42' }, ok: false, error: 'HTTP 500' });
+  });
+
+  it('brings the caller back to the agent when the transfer is not answered, and hangs up after an answered one', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100079' });
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await control.transfer('acc_1', call.id, '+15550100080');
+    const dial = twilio.lastCall?.twiml ?? '';
+    expect(dial).toContain('<Dial action="https://parley.example/carriers/twilio/transfer-result" method="POST">');
+
+    const url = 'https://parley.example/carriers/twilio/transfer-result';
+    const noAnswer = { CallSid: call.carrierCallId!, DialCallStatus: 'no-answer' };
+    const signed = signedTwilioWebhook(url, noAnswer, twilio.authToken);
+    const back = await control.handleWebhook({ carrier: 'twilio', kind: 'transfer-result', url, headers: signed.headers, params: noAnswer, agent_id: '' });
+    expect(back.body).toContain('<Stream url="wss://media.parley.example/streams/twilio">');
+    expect((await calls.get('acc_1', call.id)).transferredTo).toBeNull();
+    const token = /name="token" value="([^"]+)"/.exec(back.body)?.[1] ?? '';
+    expect(await control.attachMedia(token, 'twilio', call.carrierCallId!)).toMatchObject({ call: { status: 'in_progress' }, resume: 'transfer_no_answer' });
+
+    await control.transfer('acc_1', call.id, '+15550100080');
+    const answered = { CallSid: call.carrierCallId!, DialCallStatus: 'completed' };
+    const signedAnswered = signedTwilioWebhook(url, answered, twilio.authToken);
+    const done = await control.handleWebhook({ carrier: 'twilio', kind: 'transfer-result', url, headers: signedAnswered.headers, params: answered, agent_id: '' });
+    expect(done.body).toContain('<Hangup/>');
+  });
+
+  it('never reaps a transferred call for lack of media', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100081' });
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await control.transfer('acc_1', call.id, '+15550100082');
+    await dataSource.query(`UPDATE calls SET updated_at = now() - interval '1 day' WHERE id = $1`, [call.id]);
+    await calls.failStuckCalls();
+    expect((await calls.get('acc_1', call.id)).status).toBe('in_progress');
   });
 });

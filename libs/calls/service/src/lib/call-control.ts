@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1, callsV1 } from '@parley/contracts';
-import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection } from '@parley/carrier-core';
+import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
 import { SignedTokens } from '@parley/persistence';
@@ -23,6 +23,8 @@ const DEFAULT_RING_SECONDS = 30;
 export interface StreamClaims {
   call_id: string;
   account_id: string;
+  /** The stream resumes the conversation after a transfer that did not connect (AttachMediaResponse.resume). */
+  resume?: string;
 }
 
 export interface CreateCall {
@@ -144,7 +146,9 @@ export class CallControl {
     const call = await this.calls.get(accountId, id);
     if (call.status !== 'in_progress') throw new AppError('conflict', `Only an answered call can be transferred; this one is ${call.status}.`);
     if (!call.carrier || !call.carrierCallId) throw new AppError('conflict', 'This call has no carrier leg to transfer.');
-    await this.atCarrier(call, (carrier, carrierCallId) => carrier.transferCall(carrierCallId, destination));
+    await this.atCarrier(call, (carrier, carrierCallId) =>
+      carrier.transferCall(carrierCallId, destination, { resultUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/transfer-result` }),
+    );
     return this.calls.amend(accountId, id, async (current, m) => {
       current.transferredTo = destination;
       return [await this.calls.emit(m, current, 'call.transferred', { destination })];
@@ -162,6 +166,10 @@ export class CallControl {
       await this.applyStatus(carrier, this.parse(() => carrier.parseStatusCallback(req.params)));
       return { status_code: 204, content_type: '', body: '' };
     }
+    if (req.kind === 'transfer-result') {
+      const markup = await this.afterTransfer(carrier, this.parse(() => carrier.parseTransferResult(req.params)));
+      return { status_code: 200, content_type: markup.contentType, body: markup.body };
+    }
     if (req.kind === 'amd') {
       await this.applyMachineDetection(carrier, this.parse(() => carrier.parseMachineDetection(req.params)));
       return { status_code: 204, content_type: '', body: '' };
@@ -174,7 +182,7 @@ export class CallControl {
   }
 
   /** The media worker presents a stream's token; the call it names becomes answered and its media live. */
-  async attachMedia(token: string, carrierName: string, carrierCallId: string): Promise<CallEntity> {
+  async attachMedia(token: string, carrierName: string, carrierCallId: string): Promise<{ call: CallEntity; resume: string }> {
     const claims = this.streamTokens.verify(token);
     if (!claims) throw new AppError('unauthenticated', 'The media stream token is invalid or expired.');
     const call = await this.calls.get(claims.account_id, claims.call_id);
@@ -183,7 +191,8 @@ export class CallControl {
     }
     this.assertLive(call);
     await this.calls.touchMedia(call.accountId, call.id);
-    return this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
+    const attached = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
+    return { call: attached, resume: claims.resume ?? '' };
   }
 
   /**
@@ -206,6 +215,21 @@ export class CallControl {
       return;
     }
     await this.calls.transition(call.accountId, call.id, (current) => transitionForCarrierStatus(current, update));
+  }
+
+  /**
+   * A transfer's other leg is over. Answered: the call is done (hang up; the carrier's completed callback ends it
+   * `transferred`). Not answered: the caller comes back to the agent, on a new media stream whose token says so;
+   * the call is no longer marked transferred.
+   */
+  private async afterTransfer(carrier: CarrierAdapter, result: TransferResult) {
+    const found = await this.calls.findByCarrierCall(carrier.name, result.carrierCallId);
+    if (!found || !isLive(found.status) || result.outcome === 'answered') return carrier.hangupMarkup();
+    const call = await this.calls.amend(found.accountId, found.id, (c) => {
+      c.transferredTo = null;
+      return [];
+    });
+    return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call, `transfer_${result.outcome}`) });
   }
 
   /**
@@ -291,8 +315,8 @@ export class CallControl {
     return `${this.config.MEDIA_PUBLIC_URL.replace(/\/+$/, '')}${MEDIA_STREAM_PATH}/${carrier.name}`;
   }
 
-  private streamToken(call: CallEntity): string {
-    return this.streamTokens.sign({ call_id: call.id, account_id: call.accountId }, this.config.STREAM_TOKEN_TTL_SECONDS).token;
+  private streamToken(call: CallEntity, resume?: string): string {
+    return this.streamTokens.sign({ call_id: call.id, account_id: call.accountId, ...(resume ? { resume } : {}) }, this.config.STREAM_TOKEN_TTL_SECONDS).token;
   }
 
   private get publicUrl(): string {

@@ -363,11 +363,15 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     return injected;
   }
 
-  /** A call with no progress and no media for CALL_STUCK_SECONDS fails with reason no_media, so none stays live. */
+  /**
+   * A call with no progress and no media for CALL_STUCK_SECONDS fails with reason no_media, so none stays live.
+   * A transferred call carries no media to Parley by design; the carrier's completed callback ends it.
+   */
   async failStuckCalls(now = new Date()): Promise<number> {
     const stale: { id: string; account_id: string }[] = await this.dataSource.query(
       `SELECT id, account_id FROM calls
-        WHERE status IN ${LIVE_STATUSES} AND updated_at < $1 AND (last_media_at IS NULL OR last_media_at < $1) LIMIT 100`,
+        WHERE status IN ${LIVE_STATUSES} AND updated_at < $1 AND (last_media_at IS NULL OR last_media_at < $1)
+          AND transferred_to IS NULL LIMIT 100`,
       [new Date(now.getTime() - this.config.CALL_STUCK_SECONDS * 1000)],
     );
     for (const s of stale) {

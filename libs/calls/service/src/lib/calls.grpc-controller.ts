@@ -61,7 +61,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
-    return { call: toCallMessage(await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id)) };
+    const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id);
+    return { call: toCallMessage(call), resume };
   }
 
   async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {

@@ -354,6 +354,26 @@ export class FakeTwilioServer {
     return res.status;
   }
 
+  /**
+   * The transfer's other leg is over with `dialCallStatus` (completed, no-answer, busy, failed, canceled): posts
+   * the `<Dial action>` request of the call's current TwiML, signed, and runs the TwiML answered (a new
+   * `<Connect><Stream>` then works with connectMediaStream). Resolves to the HTTP status and the TwiML.
+   */
+  async sendDialResult(sid: string, dialCallStatus: string): Promise<{ status: number; twiml: string }> {
+    const call = this.callResources.get(sid);
+    const action = call?.twiml ? /<Dial[^>]*\saction="([^"]+)"/.exec(call.twiml)?.[1]?.replace(/&amp;/g, '&') : undefined;
+    if (!call || !action) throw new Error(`FakeTwilioServer: call ${sid} runs no <Dial action>`);
+    const params = { AccountSid: this.accountSid, CallSid: sid, CallStatus: 'in-progress', DialCallStatus: dialCallStatus, Direction: call.direction };
+    const signed = signedTwilioWebhook(action, params, this.authToken);
+    const res = await fetch(action, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed.headers }, body: signed.body });
+    const twiml = await res.text();
+    if (res.ok) {
+      call.twiml = twiml;
+      call.date_updated = new Date();
+    }
+    return { status: res.status, twiml };
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const method = req.method ?? 'GET';

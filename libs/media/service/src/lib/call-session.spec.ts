@@ -17,9 +17,12 @@ class FakeCalls implements CallsPort {
   readonly heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   readonly recordings: callsV1.RecordingReadyRequest[] = [];
   constructor(private readonly call: callsV1.Call | undefined) {}
-  async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.Call> {
+  async attachMedia(req: callsV1.AttachMediaRequest) {
     if (!this.call || req.stream_token !== 'good-token') throw new Error('unauthenticated');
-    return this.call;
+    return { call: this.call, resume: '' };
+  }
+  async getTranscript(): Promise<callsV1.Turn[]> {
+    return [];
   }
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {
     this.heartbeats.push(req);

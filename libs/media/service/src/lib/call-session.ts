@@ -120,12 +120,15 @@ export class CallSession {
   private async attach(event: Extract<MediaStreamEvent, { type: 'start' }>): Promise<void> {
     const carrier = this.deps.protocol.carrier;
     this.streamId = event.streamId;
+    let resume = '';
     try {
-      this.call = await this.deps.calls.attachMedia({
+      const attached = await this.deps.calls.attachMedia({
         stream_token: event.parameters['token'] ?? '',
         carrier,
         carrier_call_id: event.carrierCallId,
       });
+      this.call = attached.call;
+      resume = attached.resume;
     } catch (error) {
       mediaStreamsTotal.inc({ carrier, outcome: 'refused' });
       this.log.warn({ err: error, carrierCallId: event.carrierCallId }, 'media stream refused');
@@ -148,10 +151,10 @@ export class CallSession {
       }
       if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
     });
-    await this.startEngine(call, event.format.sampleRate);
+    await this.startEngine(call, event.format.sampleRate, resume);
   }
 
-  private async startEngine(call: callsV1.Call, sampleRate: number): Promise<void> {
+  private async startEngine(call: callsV1.Call, sampleRate: number, resume: string): Promise<void> {
     let agent: Awaited<ReturnType<AgentsPort['getAgent']>>;
     try {
       agent = await this.deps.agents.getAgent(call.account_id, call.agent_id);
@@ -159,6 +162,13 @@ export class CallSession {
       this.log.error({ err: error, callId: call.id }, 'agent could not be read; the call gets no conversation');
       return;
     }
+    // A resumed conversation (a transfer that did not connect) picks up from the transcript so far.
+    const turns = resume
+      ? await this.deps.calls.getTranscript({ account_id: call.account_id, id: call.id }).catch((e) => {
+          this.log.warn({ err: e, callId: call.id }, 'transcript could not be read; resuming without history');
+          return [] as callsV1.Turn[];
+        })
+      : [];
     const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
     const ids = { account_id: call.account_id, call_id: call.id };
@@ -197,7 +207,16 @@ export class CallSession {
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
         log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),
       },
-      { sampleRate, variables: call.variables, marksEchoed: true, callId: call.id, tools: this.deps.tools },
+      {
+        sampleRate,
+        variables: call.variables,
+        marksEchoed: true,
+        callId: call.id,
+        tools: this.deps.tools,
+        ...(resume
+          ? { resume: { reason: resume, turns: turns.filter((t) => t.role === 'user' || t.role === 'assistant').map((t) => ({ role: t.role as 'user' | 'assistant', text: t.text })) } }
+          : {}),
+      },
     );
     void this.engine.start().catch((e) => this.log.error({ err: e, callId: call.id }, 'conversation failed'));
   }

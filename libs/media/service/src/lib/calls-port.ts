@@ -7,7 +7,8 @@ import type { RuntimeTools } from '@parley/voice-engine';
  * read the agent.
  */
 export interface CallsPort {
-  attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.Call>;
+  attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse & { call: callsV1.Call }>;
+  getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;
   appendTurn(req: callsV1.AppendTurnRequest): Promise<void>;

@@ -80,12 +80,16 @@ class FakeControlPlane implements CallsPort, AgentsPort {
     this.byToken.set(token, call);
   }
 
-  async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.Call> {
+  async attachMedia(req: callsV1.AttachMediaRequest) {
     const call = this.byToken.get(req.stream_token);
     if (!call) throw new Error('unauthenticated: unknown stream token');
     this.attached.push(req);
     this.carrierCallId = req.carrier_call_id;
-    return { ...call, carrier: req.carrier, carrier_call_id: req.carrier_call_id };
+    return { call: { ...call, carrier: req.carrier, carrier_call_id: req.carrier_call_id }, resume: '' };
+  }
+
+  async getTranscript(): Promise<callsV1.Turn[]> {
+    return this.turns.map(({ at: _at, ...turn }) => turn);
   }
 
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {

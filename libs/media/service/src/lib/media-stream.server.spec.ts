@@ -34,7 +34,8 @@ describe('media stream server', () => {
   let attached!: () => void;
   const attachedOnce = new Promise<void>((resolve) => (attached = resolve));
   const calls: CallsPort = {
-    attachMedia: async () => (attached(), CALL),
+    attachMedia: async () => (attached(), { call: CALL, resume: '' }),
+    getTranscript: async () => [],
     heartbeat: async () => true,
     recordingReady: async () => undefined,
     appendTurn: async () => undefined,

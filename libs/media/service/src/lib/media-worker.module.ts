@@ -26,10 +26,14 @@ class GrpcCallsPort implements CallsPort {
     this.client = new RpcClient(grpc, CALLS_V1, 'calls', timeoutMs);
   }
 
-  async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.Call> {
-    const { call } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
+  async attachMedia(req: callsV1.AttachMediaRequest) {
+    const { call, resume } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
     if (!call) throw new Error('calls service answered without a call');
-    return call;
+    return { call, resume };
+  }
+
+  async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]> {
+    return (await this.client.call('getTranscript', (s, md) => s.getTranscript(req, md))).turns;
   }
 
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {

@@ -11,7 +11,7 @@ const DROPPED = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 /**
  * Carrier webhooks, outside /v1: `POST /carriers/{carrier}/status` (call progress), `…/amd` (answering-machine
- * verdict) and
+ * verdict), `…/transfer-result` (how a transfer went) and
  * `POST /carriers/{carrier}/voice/{agent_id}` (a call arriving on a number pointed at the agent). They carry no
  * API key: the calls service verifies the carrier's signature over the public URL (PUBLIC_URL + path) and the
  * form fields. Excluded from the OpenAPI document, which describes the customer-facing API.
@@ -36,6 +36,12 @@ export class CarrierWebhooksController {
   @Operation({ summary: 'Carrier answering-machine verdict webhook', permission: 'public' })
   async amd(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     await this.relay(carrier, 'amd', '', req, body, reply);
+  }
+
+  @Post(':carrier/transfer-result')
+  @Operation({ summary: 'Carrier transfer-result webhook', permission: 'public' })
+  async transferResult(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    await this.relay(carrier, 'transfer-result', '', req, body, reply);
   }
 
   @Post(':carrier/voice/:agentId')

@@ -119,7 +119,10 @@ export interface EndCallResponse {
 export interface HandleCarrierWebhookRequest {
   /** Adapter name, e.g. twilio. */
   carrier: string;
-  /** status (call progress callback), voice (an inbound call arriving) or amd (answering-machine verdict). */
+  /**
+   * status (call progress callback), voice (an inbound call arriving), amd (answering-machine verdict) or
+   * transfer-result (how a transfer went).
+   */
   kind: string;
   /** The full public URL the carrier posted to (signatures cover it). */
   url: string;
@@ -153,7 +156,14 @@ export interface AttachMediaRequest {
 }
 
 export interface AttachMediaResponse {
-  call: Call | undefined;
+  call:
+    | Call
+    | undefined;
+  /**
+   * Set when the stream resumes a conversation rather than starting one: transfer_no_answer, transfer_busy,
+   * transfer_failed, transfer_canceled (the transfer did not connect and the caller is back with the agent).
+   */
+  resume: string;
 }
 
 /** Sent while a stream is open (keeps the call from being reaped) and once when it closes. */
