@@ -23,6 +23,12 @@ export interface FakeDeepgramControlMessage {
   [key: string]: unknown;
 }
 
+/** A scripted transcript with the languages Deepgram detected in it (`channel.alternatives[0].languages`). */
+export interface FakeDeepgramUtterance {
+  text: string;
+  languages?: string[];
+}
+
 /** One live connection the server accepted. */
 export interface FakeDeepgramConnection {
   /** Path and query as requested. */
@@ -66,7 +72,7 @@ export class FakeDeepgramServer {
   private readonly wss = new WebSocketServer({ noServer: true });
   private readonly sockets = new Set<Socket>();
   private readonly live = new Map<WebSocket, LiveSession>();
-  private readonly texts: string[] = [];
+  private readonly texts: FakeDeepgramUtterance[] = [];
   private failStatus: number | undefined;
   private base: string | undefined;
 
@@ -111,9 +117,12 @@ export class FakeDeepgramServer {
     this.wss.close();
   }
 
-  /** Appends utterances, transcribed one per detected (or finalized) speech segment. */
-  utterances(...texts: string[]): this {
-    this.texts.push(...texts);
+  /**
+   * Appends utterances, transcribed one per detected (or finalized) speech segment; an utterance given with
+   * `languages` carries them in its results, as Deepgram's `multi` language detection does.
+   */
+  utterances(...texts: Array<string | FakeDeepgramUtterance>): this {
+    this.texts.push(...texts.map((t) => (typeof t === 'string' ? { text: t } : t)));
     return this;
   }
 
@@ -174,7 +183,7 @@ export class FakeDeepgramServer {
         closeCode: undefined,
       };
       this.connections.push(connection);
-      const session = new LiveSession(ws, connection, this.options, () => this.texts.shift() ?? '', this);
+      const session = new LiveSession(ws, connection, this.options, () => this.texts.shift() ?? { text: '' }, this);
       this.live.set(ws, session);
       ws.on('close', (code) => {
         connection.closeCode = code;
@@ -198,7 +207,7 @@ class LiveSession {
     private readonly ws: WebSocket,
     private readonly connection: FakeDeepgramConnection,
     private readonly options: FakeDeepgramServerOptions,
-    private readonly nextText: () => string,
+    private readonly nextText: () => FakeDeepgramUtterance,
     private readonly server: FakeDeepgramServer,
   ) {
     const { params } = connection;
@@ -254,9 +263,9 @@ class LiveSession {
 
   /** Interim, final and UtteranceEnd for one segment. */
   private transcribe(segment: SpeechSegment, fromFinalize: boolean): void {
-    const text = this.nextText();
-    this.send(results(text, segment, this.meta(), { isFinal: false }));
-    this.send(results(text, segment, this.meta(), { isFinal: true, speechFinal: !fromFinalize, fromFinalize }));
+    const { text, languages } = this.nextText();
+    this.send(results(text, segment, this.meta(), { isFinal: false, languages }));
+    this.send(results(text, segment, this.meta(), { isFinal: true, speechFinal: !fromFinalize, fromFinalize, languages }));
     if (this.connection.params.utterance_end_ms && text) {
       this.send({ type: 'UtteranceEnd', channel: [0, 1], last_word_end: round(segment.endMs / 1000) });
     }
@@ -311,7 +320,7 @@ function results(
   text: string,
   segment: SpeechSegment,
   metadata: Record<string, unknown>,
-  flags: { isFinal: boolean; speechFinal?: boolean; fromFinalize?: boolean },
+  flags: { isFinal: boolean; speechFinal?: boolean; fromFinalize?: boolean; languages?: string[] },
 ): Record<string, unknown> {
   const start = segment.startMs / 1000;
   const duration = Math.max(0, (segment.endMs - segment.startMs) / 1000);
@@ -336,6 +345,7 @@ function results(
             confidence: 0.98,
             punctuated_word: w,
           })),
+          ...(flags.languages ? { languages: flags.languages } : {}),
         },
       ],
     },
