@@ -306,7 +306,15 @@ describe('languages', () => {
     );
     const english = new FakeTextToSpeech({ name: 'fake-tts' });
     const french = new FakeTextToSpeech({ name: 'french-tts' });
-    const llm = new FakeLlm(['Bien sûr, nous ouvrons à neuf heures.']);
+    // Built-in lines for French are written by the model; the conversation's reply is streamed.
+    const llm = new FakeLlm([], {
+      fallback: (request) =>
+        String(request.messages[0]?.content).startsWith('Write one short sentence')
+          ? String(request.messages[0]?.content).includes('gone quiet')
+            ? 'Êtes-vous toujours là ?'
+            : 'Au revoir.'
+          : 'Bien sûr, nous ouvrons à neuf heures.',
+    });
     const { engine, clock, stt, turns, feed } = setup(agent, { tts: [english, french], llm });
     void engine.start();
     await clock.advance(2000);
@@ -318,8 +326,23 @@ describe('languages', () => {
     expect(french.syntheses.map((s) => [s.request.text, s.request.voiceId, s.request.language])).toEqual([
       ['Bien sûr, nous ouvrons à neuf heures.', 'voix', 'fr-FR'],
     ]);
-    expect(llm.requests[0].messages[0]).toEqual({ role: 'system', content: 'You are Ada.\n\nSpeak fr-FR with the caller.' });
+    const conversation = llm.requests.filter((r) => !String(r.messages[0]?.content).startsWith('Write one short sentence'));
+    expect(conversation[0].messages[0]).toEqual({ role: 'system', content: 'You are Ada.\n\nSpeak fr-FR with the caller.' });
     expect(turns.filter((t) => t.role === 'user').map((t) => t.language)).toEqual(['fr-FR']);
+  });
+
+  it('asks a quiet caller in the call’s own language when the entry has no silence_prompt', async () => {
+    const agent = agentSettings(
+      { languages: [{ code: 'fr-FR', greeting: 'Bonjour.' }], conversation: { silence_prompt_seconds: 3, silence_hangup_seconds: 6 } },
+      {},
+      { model: 'm', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    );
+    const llm = new FakeLlm([], { fallback: (r) => (String(r.messages[0]?.content).includes('gone quiet') ? 'Êtes-vous toujours là ?' : 'Au revoir.') });
+    const { engine, clock, tts, hangups } = setup(agent, { llm });
+    void engine.start();
+    await clock.advance(12_000);
+    expect(tts[0].syntheses.map((s) => s.request.text)).toEqual(['Bonjour.', 'Êtes-vous toujours là ?', 'Au revoir.']);
+    expect(hangups).toEqual(['silence']);
   });
 
   it('stays in the opening language when detection is off', async () => {

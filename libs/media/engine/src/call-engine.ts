@@ -140,6 +140,9 @@ export class CallEngine {
   private readonly toolset: OfferedTool[];
   /** The carrier took the call elsewhere: the agent says nothing more. */
   private transferred = false;
+  /** Built-in lines written by the model for non-English languages, by `language:kind`. */
+  private readonly lines = new Map<string, string>();
+  private readonly preparing = new Set<string>();
 
   constructor(
     private readonly settings: AgentSettings,
@@ -161,6 +164,7 @@ export class CallEngine {
     }
     if (this.settings.mode === 'keypad') return this.enterNode(this.startNode());
     if (this.settings.mode === 'conversation') await this.openStt();
+    this.prepareLines(this.language);
     const resume = this.options.resume;
     if (resume) {
       this.log('conversation resumed', { reason: resume.reason });
@@ -325,6 +329,7 @@ export class CallEngine {
     if (!next) return;
     this.log('language followed', { from: this.language.code, to: next.code });
     this.language = next;
+    this.prepareLines(next);
   }
 
   /** Interrupts the agent when the caller's words call for it; true when it did. */
@@ -703,10 +708,44 @@ export class CallEngine {
     const { silencePromptSeconds: prompt, silenceHangupSeconds: hangup } = this.settings;
     if (prompt !== undefined) {
       this.silenceTimers.push(
-        this.host.clock.setTimeout(() => void this.say(this.fill(this.language.silencePrompt) || BUILT_IN.silencePrompt, { interruptible: true }), prompt * 1000),
+        this.host.clock.setTimeout(() => void this.say(this.fill(this.language.silencePrompt) || this.builtIn('silencePrompt'), { interruptible: true }), prompt * 1000),
       );
     }
     if (hangup !== undefined) this.silenceTimers.push(this.host.clock.setTimeout(() => void this.goodbye('silence'), hangup * 1000));
+  }
+
+  /**
+   * A built-in line in the call's language. English ones are written here; for other languages the model writes
+   * one short sentence when the conversation starts (or moves to that language), so it is ready, without delay,
+   * when needed; until then, or if the model fails, the English line is used.
+   */
+  private builtIn(kind: 'silencePrompt' | 'goodbye'): string {
+    return this.lines.get(`${this.language.code}:${kind}`) ?? BUILT_IN[kind];
+  }
+
+  private prepareLines(language: LanguageSettings): void {
+    if (this.settings.mode !== 'conversation' || language.code.toLowerCase().startsWith('en')) return;
+    const asks = {
+      silencePrompt: 'asking a caller who has gone quiet on the phone whether they are still there',
+      goodbye: 'saying goodbye to a caller before the call ends',
+    };
+    for (const kind of ['silencePrompt', 'goodbye'] as const) {
+      if (kind === 'silencePrompt' && language.silencePrompt) continue;
+      const key = `${language.code}:${kind}`;
+      if (this.lines.has(key) || this.preparing.has(key)) continue;
+      this.preparing.add(key);
+      this.providers.llm
+        .complete({
+          model: this.settings.model,
+          messages: [{ role: 'system', content: `Write one short sentence in the language ${language.code}, ${asks[kind]}. Reply with the sentence only.` }],
+          maxTokens: 60,
+        })
+        .then((r) => {
+          const line = r.text.trim().split('\n')[0].replace(/^["«“]|["»”]$/g, '').trim();
+          if (line) this.lines.set(key, line);
+        })
+        .catch((e) => this.log('built-in line not prepared', { language: language.code, kind, err: String(e) }));
+    }
   }
 
   private disarmSilence(): void {
@@ -718,7 +757,7 @@ export class CallEngine {
     if (this.ended) return;
     this.clearTimers();
     if (this.turn) this.interrupt(reason);
-    await this.say(BUILT_IN.goodbye, { interruptible: false });
+    await this.say(this.builtIn('goodbye'), { interruptible: false });
     this.finish(reason);
   }
 

@@ -584,7 +584,13 @@ describe('agent actions over the real stack', () => {
       ['Hello.', 'voice-ada'],
       [answer, 'voice-fr'],
     ]);
-    expect(c.llm.requests[0].body.messages[0]).toEqual({ role: 'system', content: 'Tu es Ada.' });
+    const conversation = c.llm.requests.filter((r) => r.body.stream);
+    expect(conversation[0].body.messages[0]).toEqual({ role: 'system', content: 'Tu es Ada.' });
+    // Moving to French also has the model write the built-in lines (silence prompt, goodbye) in French.
+    expect(c.llm.requests.filter((r) => !r.body.stream).map((r) => String(r.body.messages[0].content))).toEqual([
+      expect.stringContaining('in the language fr-FR, asking a caller who has gone quiet'),
+      expect.stringContaining('in the language fr-FR, saying goodbye'),
+    ]);
     expect(c.control.turnsOf('user')[0]).toMatchObject({ text: question, language: 'fr-FR' });
     expect(reply).toMatchObject({ text: answer, language: 'fr-FR' });
   }, 30_000);
