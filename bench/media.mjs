@@ -137,17 +137,23 @@ async function run(n) {
   await Promise.all(calls.map((c, i) => new Promise((r) => setTimeout(r, (i * 20) / n)).then(() => c.engine.start())));
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
-  // The carrier side: every call gets a caller frame every 20 ms (drift-corrected), staggered across the period.
-  let next = performance.now();
-  await new Promise((resolve) => {
-    const tick = () => {
-      for (const c of calls) c.frame();
-      next += 20;
-      if (performance.now() - wall0 > SECONDS * 1000) return resolve();
-      setTimeout(tick, Math.max(0, next - performance.now()));
-    };
-    tick();
-  });
+  // The carrier side: every call gets a caller frame every 20 ms on its own schedule (drift-corrected, each call
+  // at its own phase), as frames arrive from separate carrier sockets — not as one burst for all calls.
+  await Promise.all(
+    calls.map(
+      (c) =>
+        new Promise((resolve) => {
+          let next = performance.now() + Math.random() * 20;
+          const tick = () => {
+            c.frame();
+            next += 20;
+            if (performance.now() - wall0 > SECONDS * 1000) return resolve();
+            setTimeout(tick, Math.max(0, next - performance.now()));
+          };
+          setTimeout(tick, Math.max(0, next - performance.now()));
+        }),
+    ),
+  );
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - wall0;
   await Promise.all(calls.map((c) => c.stop()));
