@@ -869,26 +869,36 @@ function matches(edge: FlowEdge, variables: Record<string, string>): boolean {
 
 /** Cuts a stream of samples into whole frames; the last partial frame is padded with silence. */
 class FrameCutter {
-  private pending = new Int16Array(0);
+  // One frame being filled; whole frames are handed out as they complete (no copy of the whole chunk).
+  private frame: Int16Array;
+  private filled = 0;
 
-  constructor(private readonly size: number) {}
+  constructor(private readonly size: number) {
+    this.frame = new Int16Array(size);
+  }
 
   push(samples: Int16Array): Int16Array[] {
-    const all = new Int16Array(this.pending.length + samples.length);
-    all.set(this.pending);
-    all.set(samples, this.pending.length);
     const frames: Int16Array[] = [];
     let at = 0;
-    for (; at + this.size <= all.length; at += this.size) frames.push(all.slice(at, at + this.size));
-    this.pending = all.slice(at);
+    while (at < samples.length) {
+      const take = Math.min(this.size - this.filled, samples.length - at);
+      this.frame.set(samples.subarray(at, at + take), this.filled);
+      this.filled += take;
+      at += take;
+      if (this.filled === this.size) {
+        frames.push(this.frame);
+        this.frame = new Int16Array(this.size);
+        this.filled = 0;
+      }
+    }
     return frames;
   }
 
   flush(): Int16Array | undefined {
-    if (!this.pending.length) return undefined;
-    const frame = new Int16Array(this.size);
-    frame.set(this.pending);
-    this.pending = new Int16Array(0);
+    if (!this.filled) return undefined;
+    const frame = this.frame; // the rest is already silence
+    this.frame = new Int16Array(this.size);
+    this.filled = 0;
     return frame;
   }
 }

@@ -23,7 +23,10 @@ export interface VadOptions {
 export type VadEvent = 'speech_start' | 'speech_end' | undefined;
 
 export class EnergyVad {
-  private readonly levels: number[] = [];
+  // The last second of frame levels, as a ring (no allocation per frame).
+  private levels = new Float64Array(0);
+  private count = 0;
+  private next = 0;
   private speechMs = 0;
   private quietMs = 0;
   private inSpeech = false;
@@ -47,9 +50,16 @@ export class EnergyVad {
   push(frame: Int16Array, ms: number): VadEvent {
     const level = rms(frame);
     const window = Math.max(1, Math.round(1000 / ms));
-    this.levels.push(level);
-    if (this.levels.length > window) this.levels.shift();
-    const floor = Math.min(...this.levels);
+    if (this.levels.length !== window) {
+      this.levels = new Float64Array(window);
+      this.count = 0;
+      this.next = 0;
+    }
+    this.levels[this.next] = level;
+    this.next = (this.next + 1) % window;
+    this.count = Math.min(this.count + 1, window);
+    let floor = Infinity;
+    for (let i = 0; i < this.count; i++) if (this.levels[i] < floor) floor = this.levels[i];
     const voiced = level >= this.minRms && level >= floor * this.ratio;
     if (voiced) {
       this.speechMs += ms;
