@@ -2,5 +2,5 @@ export { EgressRefused, parseEgressAllowlist } from './egress-policy';
 export type { EgressPolicy } from './egress-policy';
 export { checkEgressUrl } from './check-egress-url';
 export type { CheckEgressUrlOptions, Resolver } from './check-egress-url';
-export { createEgressDispatcher, safeFetch } from './safe-fetch';
-export type { EgressDispatcherOptions, SafeFetchOptions } from './safe-fetch';
+export { createEgressDispatcher, safeFetch, safeRequest } from './safe-fetch';
+export type { EgressDispatcherOptions, SafeFetchOptions, SafeRequestOptions, SafeRequestResult } from './safe-fetch';

@@ -2,7 +2,7 @@ import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerRespo
 import { AddressInfo } from 'node:net';
 import { fetch as undiciFetch } from 'undici';
 import { EgressPolicy, EgressRefused } from './egress-policy';
-import { createEgressDispatcher, safeFetch } from './safe-fetch';
+import { createEgressDispatcher, safeFetch, safeRequest } from './safe-fetch';
 
 interface Seen {
   method: string;
@@ -57,6 +57,15 @@ const redirectTo =
   (_req: IncomingMessage, res: ServerResponse) =>
     res.writeHead(status, { location }).end();
 
+/** What the server saw of the POST the tests send (`POST_INIT` to /hook?x=1). */
+const POST_INIT = { method: 'POST', headers: { 'content-type': 'application/json', 'x-sig': 'abc' }, body: '{"a":1}' };
+const THE_POST = expect.objectContaining({
+  method: 'POST',
+  url: '/hook?x=1',
+  body: '{"a":1}',
+  headers: expect.objectContaining({ 'content-type': 'application/json', 'x-sig': 'abc' }),
+});
+
 const LOOPBACK_ONLY: EgressPolicy = { allowlist: ['127.0.0.1/32'] };
 const HTTP = { allowHttp: true };
 
@@ -97,20 +106,13 @@ describe('safeFetch', () => {
 
     const response = await safeFetch(
       `${server.origin}/hook?x=1`,
-      { ...HTTP, method: 'POST', headers: { 'content-type': 'application/json', 'x-sig': 'abc' }, body: '{"a":1}' },
+      { ...HTTP, ...POST_INIT },
       LOOPBACK_ONLY,
     );
 
     expect(response.status).toBe(201);
     expect(await response.text()).toBe('created');
-    expect(server.seen).toEqual([
-      expect.objectContaining({
-        method: 'POST',
-        url: '/hook?x=1',
-        body: '{"a":1}',
-        headers: expect.objectContaining({ 'content-type': 'application/json', 'x-sig': 'abc' }),
-      }),
-    ]);
+    expect(server.seen).toEqual([THE_POST]);
   });
 
   it('follows a redirect to an allowed target and answers with the final response', async () => {
@@ -322,5 +324,70 @@ describe('safeFetch', () => {
       expect(server.seen).toHaveLength(0);
       await dispatcher.close();
     });
+  });
+});
+
+describe('safeRequest', () => {
+  const post = { ...HTTP, ...POST_INIT };
+
+  it('sends method, headers and body to an allow-listed server and gives back the status and the body', async () => {
+    const server = await serve((_req, res) => res.writeHead(202).end('accepted'));
+
+    const result = await safeRequest(`${server.origin}/hook?x=1`, post, LOOPBACK_ONLY);
+
+    expect(result).toEqual({ status: 202, body: 'accepted' });
+    expect(server.seen).toEqual([THE_POST]);
+  });
+
+  it('keeps only the first 4 KiB of a long answer', async () => {
+    const server = await serve(ok('x'.repeat(100_000)));
+
+    const result = await safeRequest(`${server.origin}/`, post, LOOPBACK_ONLY);
+
+    expect(result.body).toHaveLength(4096);
+  });
+
+  it('returns a redirect as it is, without following it', async () => {
+    const target = await serve(ok());
+    const server = await serve(redirectTo(`${target.origin}/elsewhere`, 307));
+
+    const result = await safeRequest(`${server.origin}/`, post, LOOPBACK_ONLY);
+
+    expect(result.status).toBe(307);
+    expect(target.seen).toHaveLength(0);
+  });
+
+  it('refuses a forbidden address and sends nothing', async () => {
+    const server = await serve(ok());
+
+    const refused = await refusalOf(safeRequest(`${server.origin}/`, post, { allowlist: [] }));
+
+    expect(refused.reason).toBe('127.0.0.1 is a loopback address');
+    expect(server.seen).toHaveLength(0);
+  });
+
+  it('refuses a name that resolves to a forbidden address only when connecting', async () => {
+    const server = await serve(ok('secret'));
+
+    const refused = await refusalOf(
+      safeRequest(
+        `http://rebind.example:${server.port}/`,
+        { ...post, resolve: async () => ['93.184.216.34'], lookup: async () => ['127.0.0.1'] },
+        { allowlist: [] },
+      ),
+    );
+
+    expect(refused.reason).toBe('"rebind.example" resolves to 127.0.0.1, a loopback address');
+    expect(server.seen).toHaveLength(0);
+  });
+
+  it('rejects with a TimeoutError when timeoutMs passes', async () => {
+    const server = await serve(() => undefined);
+
+    const started = Date.now();
+    const error = await safeRequest(`${server.origin}/`, { ...post, timeoutMs: 150 }, LOOPBACK_ONLY).catch((e) => e);
+
+    expect(error).toHaveProperty('name', 'TimeoutError');
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 });

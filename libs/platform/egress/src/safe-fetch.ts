@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import type { Socket } from 'node:net';
-import { Agent, buildConnector, Dispatcher, fetch as undiciFetch, Headers as UndiciHeaders } from 'undici';
+import { Agent, buildConnector, Dispatcher, fetch as undiciFetch, Headers as UndiciHeaders, request as undiciRequest } from 'undici';
 import { parseAddress } from './addresses';
 import {
   checkEgressUrl,
@@ -208,5 +208,51 @@ export async function safeFetch(
     }
     if (next.origin !== new URL(current).origin) CROSS_ORIGIN_DROPPED.forEach((name) => headers.delete(name));
     current = next.href;
+  }
+}
+
+export interface SafeRequestOptions extends Omit<SafeFetchOptions, 'maxRedirects'> {
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface SafeRequestResult {
+  status: number;
+  /** The start of the response body (at most 4 KiB, as text); the rest is read and dropped. */
+  body: string;
+}
+
+const KEPT_RESPONSE_BYTES = 4096;
+
+/**
+ * One request, no redirects (a 3xx comes back as it is), under the same checks as safeFetch, over undici's
+ * request API instead of fetch: no WHATWG streams or Request objects, several times less CPU per exchange — for
+ * hot paths such as webhook deliveries. The deadline covers the whole exchange and rejects with a TimeoutError.
+ */
+export async function safeRequest(url: string, options: SafeRequestOptions, policy: EgressPolicy): Promise<SafeRequestResult> {
+  const { timeoutMs = 10_000, allowHttp, resolve, lookup = systemResolver, method, headers, body } = options;
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
+    timeoutMs,
+  );
+  try {
+    await abortable(checkEgressUrl(url, policy, { allowHttp, resolve }), controller.signal);
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await undiciRequest(url, { method: method as Dispatcher.HttpMethod, headers, body, signal: controller.signal, dispatcher: dispatcherFor(policy, lookup) });
+    } catch (err) {
+      throw controller.signal.aborted ? controller.signal.reason : unwrapRefusal(err);
+    }
+    const kept: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      if (size < KEPT_RESPONSE_BYTES) kept.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+    }
+    return { status: response.statusCode, body: Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8') };
+  } finally {
+    clearTimeout(timer);
   }
 }

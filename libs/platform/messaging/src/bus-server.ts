@@ -2,11 +2,12 @@ import { CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microse
 import { isObservable, lastValueFrom } from 'rxjs';
 import { REQUEST_ID_HEADER } from '@parley/contracts';
 import { acceptRequestId, busHandlerDuration, runWithRequestId } from '@parley/observability';
-import { Bus, BusMessage } from './bus';
+import { Bus, BusMessage, SubscribeOptions } from './bus';
 
 /**
  * A NestJS transport over the bus: every `@EventPattern(SUBJECTS.x.name)` handler of the service becomes a
- * durable consumer named `<service>.<subject>`. A handler that throws leaves the message unacknowledged, so the
+ * durable consumer named `<service>.<subject>`; `@EventPattern(subject, { concurrency: n })` lets one replica handle
+ * n of its messages at once (see SubscribeOptions). A handler that throws leaves the message unacknowledged, so the
  * bus redelivers it.
  */
 export class BusServer extends Server implements CustomTransportStrategy {
@@ -22,7 +23,8 @@ export class BusServer extends Server implements CustomTransportStrategy {
       for (const [pattern, handler] of this.getHandlers()) {
         if (!handler.isEventHandler) continue;
         const durable = `${this.service}.${pattern}`.replace(/[.>*]/g, '_');
-        await this.bus.subscribe(pattern, durable, (message) => this.dispatch(pattern, handler, message));
+        const options: SubscribeOptions = { concurrency: (handler.extras as SubscribeOptions | undefined)?.concurrency };
+        await this.bus.subscribe(pattern, durable, (message) => this.dispatch(pattern, handler, message), options);
       }
       callback();
     } catch (error) {

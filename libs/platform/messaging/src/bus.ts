@@ -11,6 +11,14 @@ export interface BusMessage<P = unknown> {
 
 export type BusHandler<P = unknown> = (message: BusMessage<P>) => Promise<void>;
 
+export interface SubscribeOptions {
+  /**
+   * Messages handled at once by this replica (default 1: one after the other, in stream order). Above 1 the
+   * handler must not depend on order; each message is still acknowledged only after its own handler succeeded.
+   */
+  concurrency?: number;
+}
+
 export interface PublishOptions {
   id: string;
   headers?: Record<string, string>;
@@ -25,7 +33,7 @@ export interface Bus {
   readonly kind: 'nats' | 'in-process';
   publish(subject: string, payload: unknown, options: PublishOptions): Promise<void>;
   /** Subscribes a durable consumer to a subject (or a wildcard such as `parley.events.>`). */
-  subscribe(subject: string, durable: string, handler: BusHandler): Promise<void>;
+  subscribe(subject: string, durable: string, handler: BusHandler, options?: SubscribeOptions): Promise<void>;
   /**
    * Fire-and-forget to every current listener (no storage, no redelivery): live views such as a call's event
    * stream, where a late or missed message is recovered from a snapshot, never from the bus.

@@ -100,6 +100,34 @@ describeWithNats('JetStream bus (real NATS)', () => {
     expect(received[0]).toMatchObject({ id: idFor('redeliver-1'), deliveryCount: 2 });
   });
 
+  it('handles one message at a time by default, and up to `concurrency` at once when asked', async () => {
+    const peakOf = async (name: string, concurrency?: number) => {
+      let running = 0;
+      let peak = 0;
+      let done = 0;
+      const durable = durableFor(name);
+      durables.push(durable);
+      await (await bus(name)).subscribe(
+        subjectFor(name),
+        durable,
+        async (m) => {
+          if (!m.id.startsWith(`inttest:${RUN}:`)) return;
+          peak = Math.max(peak, ++running);
+          await sleep(30);
+          running--;
+          done++;
+        },
+        { concurrency },
+      );
+      for (let i = 0; i < 8; i++) await publisher.publish(subjectFor(name), { i }, { id: idFor(`${name}-${i}`) });
+      await waitUntil(() => done === 8, 8000, `the ${name} messages`);
+      return peak;
+    };
+
+    expect(await peakOf('serial')).toBe(1);
+    expect(await peakOf('concurrent', 4)).toBe(4);
+  });
+
   it('delivers once a message published twice with the same id within the duplicate window', async () => {
     const subject = subjectFor('dedupe');
     await publisher.publish(subject, { copy: 1 }, { id: idFor('dedupe-1') });

@@ -7,6 +7,7 @@ import {
   JetStreamClient,
   JetStreamManager,
   JSONCodec,
+  JsMsg,
   NatsConnection,
   nanos,
   RetentionPolicy,
@@ -14,7 +15,7 @@ import {
 } from 'nats';
 import { StreamDef, STREAMS } from '@parley/contracts';
 import { serviceLogger } from '@parley/observability';
-import { Bus, BusHandler, PublishOptions, subjectMatches } from './bus';
+import { Bus, BusHandler, PublishOptions, subjectMatches, SubscribeOptions } from './bus';
 
 const codec = JSONCodec();
 const log = serviceLogger('bus');
@@ -61,7 +62,7 @@ export class JetStreamBus implements Bus {
     await this.js.publish(this.ns.subject(subject), codec.encode(payload), { msgID: options.id, headers: h });
   }
 
-  async subscribe(subject: string, durable: string, handler: BusHandler): Promise<void> {
+  async subscribe(subject: string, durable: string, handler: BusHandler, options: SubscribeOptions = {}): Promise<void> {
     const stream = Object.values(STREAMS).find((s) => s.subjects.some((p) => subjectMatches(p, subject.replace(/>$/, 'x'))));
     if (!stream) throw new Error(`no stream stores subject ${subject}`);
     const streamName = this.ns.stream(stream.name);
@@ -78,24 +79,31 @@ export class JetStreamBus implements Bus {
     const consumer = await this.js.consumers.get(streamName, durable);
     const messages = await consumer.consume({ max_messages: 256 });
     this.consumers.push(messages);
+    const handle = async (m: JsMsg): Promise<void> => {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of m.headers ?? []) headers[k] = v[0];
+      try {
+        await handler({
+          id: m.headers?.get('Nats-Msg-Id') || `${streamName}:${m.seq}`,
+          subject: this.ns.strip(m.subject),
+          payload: codec.decode(m.data),
+          headers,
+          deliveryCount: m.info.deliveryCount,
+        });
+        m.ack();
+      } catch (error) {
+        const delay = REDELIVERY_DELAYS_MS[Math.min(m.info.deliveryCount - 1, REDELIVERY_DELAYS_MS.length - 1)];
+        log.warn({ err: error, subject: m.subject, durable, delay }, 'handler failed; message will be redelivered');
+        m.nak(delay);
+      }
+    };
+    const concurrency = Math.max(1, options.concurrency ?? 1);
     void (async () => {
+      const running = new Set<Promise<void>>();
       for await (const m of messages) {
-        const headers: Record<string, string> = {};
-        for (const [k, v] of m.headers ?? []) headers[k] = v[0];
-        try {
-          await handler({
-            id: m.headers?.get('Nats-Msg-Id') || `${streamName}:${m.seq}`,
-            subject: this.ns.strip(m.subject),
-            payload: codec.decode(m.data),
-            headers,
-            deliveryCount: m.info.deliveryCount,
-          });
-          m.ack();
-        } catch (error) {
-          const delay = REDELIVERY_DELAYS_MS[Math.min(m.info.deliveryCount - 1, REDELIVERY_DELAYS_MS.length - 1)];
-          log.warn({ err: error, subject: m.subject, durable, delay }, 'handler failed; message will be redelivered');
-          m.nak(delay);
-        }
+        const work = handle(m).finally(() => running.delete(work));
+        running.add(work);
+        if (running.size >= concurrency) await Promise.race(running);
       }
     })();
   }

@@ -4,3 +4,4 @@ export * from './ids';
 export * from './keyset';
 export * from './sealing';
 export * from './signed-tokens';
+export * from './group-commit';

@@ -111,6 +111,22 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(receiver.received.map((r) => r.headers['service-event-type'])).toEqual(['call.started', 'call.started', 'call.started']);
   });
 
+  it('fans out events accepted at the same time to each one’s own account, once each, and counts them per event', async () => {
+    await endpoints.create('acme', { url: `${receiver.url}/acme-1` });
+    await endpoints.create('acme', { url: `${receiver.url}/acme-2` });
+    await endpoints.create('globex', { url: `${receiver.url}/globex`, events: ['call.ended'] });
+    const acme = event('call.started', 'acme');
+    const globexStarted = event('call.started', 'globex');
+    const globexEnded = event('call.ended', 'globex');
+
+    const counts = await Promise.all([acme, globexStarted, globexEnded, acme, event('call.started', 'initech')].map((e) => engine.accept(e)));
+    await engine.pass();
+
+    expect(counts).toEqual([2, 0, 1, 2, 0]);
+    const got = receiver.received.map((r) => `${r.headers['service-event-id']} ${r.headers['service-event-type']}`).sort();
+    expect(got).toEqual([`${acme.id} call.started`, `${acme.id} call.started`, `${globexEnded.id} call.ended`].sort());
+  });
+
   it('signs deliveries so that Stripe’s verifier accepts them and refuses a tampered body', async () => {
     const { secret } = await endpoints.create('acme', { url: receiver.url });
     const e = event('call.ended');

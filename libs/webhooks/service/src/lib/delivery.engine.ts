@@ -2,9 +2,9 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { DataSource, In, IsNull } from 'typeorm';
 import { AgentWebhooks } from './agent-webhooks';
 import { publicEnvelope, WebhookEvent } from '@parley/contracts';
-import { EgressPolicy, safeFetch } from '@parley/egress';
+import { EgressPolicy, safeRequest } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
-import { newId } from '@parley/persistence';
+import { GroupCommit, newId } from '@parley/persistence';
 import { EGRESS_POLICY, EndpointsDomain, httpAllowed } from './endpoints.domain';
 import { EndpointEntity } from './entities';
 import { attemptDuration, commitToFirstAttempt, deliveriesTotal, disabledEndpoints, queueDepth, queueOldestAge } from './metrics';
@@ -31,6 +31,16 @@ export interface AttemptResult {
   status: number;
   error?: string;
   durationMs: number;
+}
+
+/** A finished attempt, waiting to be written with the others that finished meanwhile. */
+interface AttemptRecord {
+  delivery: Claimed;
+  attempt: number;
+  result: AttemptResult;
+  state: 'succeeded' | 'pending' | 'failed';
+  nextAt: Date | null;
+  at: Date;
 }
 
 /** At most this many attempts run at once towards one endpoint, so a slow receiver cannot starve others. */
@@ -80,34 +90,57 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
 
   /**
    * Fans an event out: to the agent's own `webhook_url` when it has one (that overrides the tenant's endpoints
-   * for its events), otherwise to the account's subscribed, enabled endpoints.
+   * for its events), otherwise to the account's subscribed, enabled endpoints. Events accepted at the same time
+   * share one endpoint lookup and one insert (the bus hands this replica several at once).
    */
-  async accept(event: WebhookEvent): Promise<number> {
-    const targets = (await this.targets(event)).filter((e) => e.enabled && subscribes(e.events, event.type));
-    if (!targets.length) return 0;
-    const body = envelope(event);
-    const now = this.clock.now();
-    const values = targets.flatMap((t) => [newId('whd'), event.id, event.type, t.id, body, now]);
-    const rows = targets.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`);
-    await this.dataSource.query(
-      `INSERT INTO deliveries (id, event_id, event_type, endpoint_id, body, next_attempt_at) VALUES ${rows.join(', ')}
-       ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
-      values,
-    );
-    this.nudge();
-    return targets.length;
+  accept(event: WebhookEvent): Promise<number> {
+    return this.accepted.add(event);
   }
 
-  private async targets(event: WebhookEvent): Promise<EndpointEntity[]> {
-    const url = event.agent_id && this.agentWebhooks ? await this.agentWebhooks.webhookUrl(event.account_id, event.agent_id) : undefined;
-    if (url && event.agent_id) {
-      try {
-        return [await this.endpoints.forAgentWebhook(event.account_id, event.agent_id, url)];
-      } catch (error) {
-        this.log.warn({ err: error, agent_id: event.agent_id }, 'agent webhook_url refused; using the tenant endpoints');
-      }
+  private readonly accepted = new GroupCommit<WebhookEvent, number>((events) => this.fanOut(events), 200);
+
+  private async fanOut(events: WebhookEvent[]): Promise<number[]> {
+    const targets = await this.targets(events);
+    const perEvent = events.map((event, i) => targets[i].filter((e) => e.enabled && subscribes(e.events, event.type)));
+    const rows = events.flatMap((event, i) => {
+      const body = envelope(event);
+      return perEvent[i].map((t) => ({ event, body, endpointId: t.id }));
+    });
+    if (rows.length) {
+      const now = this.clock.now();
+      await this.dataSource.query(
+        `INSERT INTO deliveries (id, event_id, event_type, endpoint_id, body, next_attempt_at)
+         SELECT id, event_id, event_type, endpoint_id, body, $6 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+           AS r(id, event_id, event_type, endpoint_id, body)
+         ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+        [rows.map(() => newId('whd')), rows.map((r) => r.event.id), rows.map((r) => r.event.type), rows.map((r) => r.endpointId), rows.map((r) => r.body), now],
+      );
+      this.nudge();
     }
-    return this.dataSource.getRepository(EndpointEntity).findBy({ accountId: event.account_id, ownerAgentId: IsNull() });
+    return perEvent.map((t) => t.length);
+  }
+
+  /** Each event's candidate endpoints: its agent's webhook_url endpoint, or its account's endpoints (one query for all). */
+  private async targets(events: WebhookEvent[]): Promise<EndpointEntity[][]> {
+    const own = await Promise.all(events.map((event) => this.agentEndpoint(event)));
+    const accounts = [...new Set(events.filter((_, i) => !own[i]).map((e) => e.account_id))];
+    const byAccount = new Map<string, EndpointEntity[]>(accounts.map((a) => [a, []]));
+    if (accounts.length) {
+      const found = await this.dataSource.getRepository(EndpointEntity).findBy({ accountId: In(accounts), ownerAgentId: IsNull() });
+      for (const e of found) byAccount.get(e.accountId)?.push(e);
+    }
+    return events.map((event, i) => (own[i] ? [own[i]] : (byAccount.get(event.account_id) ?? [])));
+  }
+
+  private async agentEndpoint(event: WebhookEvent): Promise<EndpointEntity | undefined> {
+    const url = event.agent_id && this.agentWebhooks ? await this.agentWebhooks.webhookUrl(event.account_id, event.agent_id) : undefined;
+    if (!url || !event.agent_id) return undefined;
+    try {
+      return await this.endpoints.forAgentWebhook(event.account_id, event.agent_id, url);
+    } catch (error) {
+      this.log.warn({ err: error, agent_id: event.agent_id }, 'agent webhook_url refused; using the tenant endpoints');
+      return undefined;
+    }
   }
 
   nudge(): void {
@@ -190,48 +223,80 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     const attempt = d.attempts + 1;
     if (attempt === 1) commitToFirstAttempt.observe((Date.now() - new Date(JSON.parse(d.body).created_at).getTime()) / 1000);
     const result = await this.send(endpoint, d.body, d.event_id, d.event_type, attempt, secrets);
-    const now = this.clock.now();
+    const at = this.clock.now();
     const retry = !result.delivered && attempt < MAX_ATTEMPTS;
-    const nextAt = retry ? new Date(now.getTime() + RETRY_DELAYS_MS[attempt - 1]) : null;
+    const nextAt = retry ? new Date(at.getTime() + RETRY_DELAYS_MS[attempt - 1]) : null;
     const state = result.delivered ? 'succeeded' : retry ? 'pending' : 'failed';
     deliveriesTotal.inc({ outcome: result.delivered ? 'succeeded' : retry ? 'retrying' : 'failed' });
-    // One statement (atomic): the delivery's schedule, the attempt's record, and the endpoint's failure count —
-    // every failed attempt counts and the 20th in a row disables it with the reason; a success resets the count
-    // (and writes nothing when it is already 0, so successful attempts never queue on the endpoint row).
+    await this.recorded.add({ delivery: d, attempt, result, state, nextAt, at });
+  }
+
+  /** Attempts that finish while a write runs are written together by the next one. */
+  private readonly recorded = new GroupCommit<AttemptRecord>((records) => this.record(records));
+
+  /**
+   * One statement (atomic) for a batch of finished attempts: each delivery's schedule, each attempt's record, and
+   * each endpoint's failure count — every failed attempt counts and the 20th in a row disables it with the
+   * reason; a success resets the count (and writes nothing when it is already 0, so successful attempts never
+   * queue on the endpoint row).
+   */
+  private async record(records: AttemptRecord[]): Promise<void[]> {
+    // The batch is in the order attempts finished: per endpoint, a success resets the count to the failures after it.
+    const perEndpoint = new Map<string, { reset: boolean; failures: number; last?: AttemptResult }>();
+    for (const r of records) {
+      const e = perEndpoint.get(r.delivery.endpoint_id) ?? { reset: false, failures: 0 };
+      if (r.result.delivered) Object.assign(e, { reset: true, failures: 0 });
+      else Object.assign(e, { failures: e.failures + 1, last: r.result });
+      perEndpoint.set(r.delivery.endpoint_id, e);
+    }
+    const column = <V>(f: (r: AttemptRecord) => V) => records.map(f);
+    const endpointIds = [...perEndpoint.keys()];
+    const counts = [...perEndpoint.values()];
     await this.dataSource.query(
-      `WITH d AS (
-         UPDATE deliveries SET attempts = $2, state = $3, next_attempt_at = COALESCE($4, next_attempt_at), locked_until = NULL
-          WHERE id = $1
+      `WITH r AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[],
+                              $9::int[], $10::text[], $11::int[], $12::boolean[], $13::timestamptz[])
+           AS r(delivery_id, attempt_id, attempt, state, next_at, endpoint_id, event_id, event_type, status_code, error, duration_ms, succeeded, at)
+       ), d AS (
+         UPDATE deliveries SET attempts = r.attempt, state = r.state, next_attempt_at = COALESCE(r.next_at, deliveries.next_attempt_at), locked_until = NULL
+           FROM r WHERE deliveries.id = r.delivery_id
        ), a AS (
          INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at)
-         VALUES ($5, $1, $6, $7, $8, $2, $9, $10, $11, $12::boolean, $4, $13)
+         SELECT attempt_id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_at, at FROM r
+       ), f AS (
+         SELECT * FROM unnest($14::text[], $15::boolean[], $16::int[], $17::text[]) AS f(endpoint_id, reset, failures, reason)
        ), e AS (
          UPDATE endpoints SET
-           consecutive_failures = CASE WHEN $12::boolean THEN 0 ELSE consecutive_failures + 1 END,
-           enabled = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 THEN false ELSE enabled END,
-           disabled_reason = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 AND enabled THEN $15 ELSE disabled_reason END,
-           updated_at = CASE WHEN NOT $12::boolean AND consecutive_failures + 1 >= $14 AND enabled THEN $13 ELSE updated_at END
-          WHERE id = $6 AND (NOT $12::boolean OR consecutive_failures <> 0)
+           consecutive_failures = CASE WHEN f.reset THEN f.failures ELSE consecutive_failures + f.failures END,
+           enabled = CASE WHEN (CASE WHEN f.reset THEN 0 ELSE consecutive_failures END) + f.failures >= $18 THEN false ELSE enabled END,
+           disabled_reason = CASE WHEN (CASE WHEN f.reset THEN 0 ELSE consecutive_failures END) + f.failures >= $18 AND enabled THEN f.reason ELSE disabled_reason END,
+           updated_at = CASE WHEN (CASE WHEN f.reset THEN 0 ELSE consecutive_failures END) + f.failures >= $18 AND enabled THEN $19 ELSE updated_at END
+           FROM f WHERE endpoints.id = f.endpoint_id AND (f.failures > 0 OR consecutive_failures <> 0)
        )
        SELECT 1`,
       [
-        d.id,
-        attempt,
-        state,
-        nextAt,
-        newId('wha'),
-        d.endpoint_id,
-        d.event_id,
-        d.event_type,
-        result.status || null,
-        result.error ?? null,
-        result.durationMs,
-        result.delivered,
-        now,
+        column((r) => r.delivery.id),
+        column(() => newId('wha')),
+        column((r) => r.attempt),
+        column((r) => r.state),
+        column((r) => r.nextAt),
+        column((r) => r.delivery.endpoint_id),
+        column((r) => r.delivery.event_id),
+        column((r) => r.delivery.event_type),
+        column((r) => r.result.status || null),
+        column((r) => r.result.error ?? null),
+        column((r) => r.result.durationMs),
+        column((r) => r.result.delivered),
+        column((r) => r.at),
+        endpointIds,
+        counts.map((c) => c.reset),
+        counts.map((c) => c.failures),
+        counts.map((c) => (c.last ? `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(c.last)}` : null)),
         DISABLE_AFTER_FAILURES,
-        `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(result)}`,
+        records.at(-1)?.at ?? this.clock.now(),
       ],
     );
+    return records.map(() => undefined);
   }
 
   /** One signed POST; also used by the test route (attempt 1, nothing recorded). */
@@ -242,7 +307,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     const started = performance.now();
     const end = attemptDuration.startTimer();
     try {
-      const res = await safeFetch(
+      const res = await safeRequest(
         endpoint.url,
         {
           method: 'POST',
@@ -257,12 +322,10 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
           },
           body,
           timeoutMs: DELIVERY_TIMEOUT_MS,
-          maxRedirects: 0,
           allowHttp: httpAllowed(endpoint.url, this.egress),
         },
         this.egress,
       );
-      await res.arrayBuffer().catch(() => undefined);
       const delivered = res.status >= 200 && res.status < 300;
       return { delivered, status: res.status, durationMs: Math.round(performance.now() - started), ...(delivered ? {} : { error: `HTTP ${res.status}` }) };
     } catch (error) {

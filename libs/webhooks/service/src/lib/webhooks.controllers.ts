@@ -37,7 +37,9 @@ export class WebhookEventsConsumer {
     private readonly agentWebhooks: AgentWebhooks,
   ) {}
 
-  @EventPattern(STREAMS.webhookEvents.subjects[0])
+  // Events carry no order promise (the interface says so), so this replica takes many at once: they share the
+  // engine's endpoint lookups and inserts.
+  @EventPattern(STREAMS.webhookEvents.subjects[0], { concurrency: 128 })
   async onEvent(@Payload() event: WebhookEvent): Promise<void> {
     await this.engine.accept(event);
   }
