@@ -51,6 +51,14 @@ class FakeClock implements Clock {
   }
 }
 
+async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 const stripe = new Stripe('sk_test_unused');
 let seq = 0;
 const event = (type: WebhookEvent['type'], account = 'acme'): WebhookEvent =>
@@ -210,6 +218,37 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     clock.advance(5_000);
     await engine.pass();
     expect(await failures(endpoint.id)).toBe(0);
+  });
+
+  it('keeps delivering to other endpoints while a slow receiver has a long backlog, at most 8 attempts at a time to it', async () => {
+    let held = 0;
+    const hung: (() => void)[] = [];
+    const slow = createServer((req, res) => {
+      held++;
+      req.resume();
+      hung.push(() => res.writeHead(200).end());
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    try {
+      await endpoints.create('slowco', { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/hook` });
+      await endpoints.create('acme', { url: receiver.url });
+      // A backlog longer than one pass claims, all older than the other account's event.
+      await Promise.all(Array.from({ length: 600 }, () => engine.accept(event('call.started', 'slowco'))));
+      clock.advance(1);
+      const other = event('call.started', 'acme');
+      await engine.accept(other);
+
+      const claimed = await engine.pass({ wait: false });
+
+      expect(claimed).toBe(9);
+      await waitFor(() => receiver.received.length === 1 && held === 8);
+      expect(receiver.received[0].headers['service-event-id']).toBe(other.id);
+      expect(await engine.pass({ wait: false })).toBe(0); // the slow one has no free place
+    } finally {
+      hung.forEach((answer) => answer());
+      await engine.onApplicationShutdown();
+      await new Promise((r) => slow.close(r));
+    }
   });
 
   it('does not deliver an event twice when the bus redelivers it', async () => {

@@ -46,7 +46,7 @@ interface AttemptRecord {
 /** At most this many attempts run at once towards one endpoint, so a slow receiver cannot starve others. */
 const PER_ENDPOINT_CONCURRENCY = 8;
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 20_000;
-/** Attempts this replica runs at once; the loop waits for them before claiming more. */
+/** Attempts this replica runs at once: a pass claims only what leaves room under it. */
 const MAX_IN_FLIGHT = 256;
 
 /** The public envelope: exactly what receivers get, byte for byte on every attempt. */
@@ -155,7 +155,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     this.timer = setTimeout(() => {
       // The loop does not wait for attempts: the next pass claims more while they run (leases and the
       // per-endpoint limit keep it bounded), so one slow receiver does not hold up the others.
-      this.running = this.pass({ wait: this.inFlight.size >= MAX_IN_FLIGHT })
+      this.running = this.pass({ wait: false })
         .then((n) => {
           if (n > 0) this.again = true;
         })
@@ -171,24 +171,37 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
 
   /** Claims due deliveries and starts their attempts (resolving once they finished, by default). Returns how many. */
   async pass(options: { wait?: boolean } = {}): Promise<number> {
+    const room = MAX_IN_FLIGHT - this.inFlight.size;
+    if (room <= 0) return 0; // every finishing attempt nudges the loop
     const now = this.clock.now();
     const claimed: Claimed[] =
       await this.dataSource.query(
-        `WITH due AS (
-           SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-            WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND e.enabled AND (d.locked_until IS NULL OR d.locked_until < $1)
-            ORDER BY d.next_attempt_at LIMIT 500 FOR UPDATE OF d SKIP LOCKED
-         ), ranked AS (
-           SELECT id, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at) AS rank,
-                  (SELECT count(*) FROM deliveries x WHERE x.endpoint_id = due.endpoint_id AND x.state = 'pending' AND x.locked_until >= $1) AS busy
-             FROM due
+        // Fair by endpoint, not by row: every enabled endpoint with due work gets its free places (up to the
+        // per-endpoint limit), the one waiting longest first, so a slow receiver's backlog — however long — never
+        // fills the pass. Endpoints with pending work are found by skipping through the index (one probe each).
+        `WITH RECURSIVE pending_endpoints AS (
+           (SELECT endpoint_id FROM deliveries WHERE state = 'pending' ORDER BY endpoint_id LIMIT 1)
+           UNION ALL
+           SELECT (SELECT d.endpoint_id FROM deliveries d WHERE d.state = 'pending' AND d.endpoint_id > p.endpoint_id ORDER BY d.endpoint_id LIMIT 1)
+             FROM pending_endpoints p WHERE p.endpoint_id IS NOT NULL
+         ), places AS (
+           SELECT e.id, $3 - (SELECT count(*) FROM deliveries x WHERE x.endpoint_id = e.id AND x.state = 'pending' AND x.locked_until >= $1)::int AS free,
+                  (SELECT min(x.next_attempt_at) FROM deliveries x WHERE x.endpoint_id = e.id AND x.state = 'pending') AS oldest
+             FROM pending_endpoints p JOIN endpoints e ON e.id = p.endpoint_id
+            WHERE e.enabled
+         ), picked AS (
+           SELECT due.id FROM (SELECT * FROM places WHERE free > 0 ORDER BY oldest) places CROSS JOIN LATERAL (
+             SELECT d.id FROM deliveries d
+              WHERE d.endpoint_id = places.id AND d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until < $1)
+              ORDER BY d.next_attempt_at LIMIT places.free FOR UPDATE SKIP LOCKED
+           ) due
+           LIMIT $4
          ), claimed AS (
-           UPDATE deliveries d SET locked_until = $2 FROM ranked
-            WHERE d.id = ranked.id AND ranked.rank + ranked.busy <= $3
+           UPDATE deliveries d SET locked_until = $2 FROM picked WHERE d.id = picked.id
            RETURNING d.id, d.event_id, d.event_type, d.endpoint_id, d.body, d.attempts, d.created_at
          )
          SELECT * FROM claimed`,
-        [now, new Date(now.getTime() + LEASE_MS), PER_ENDPOINT_CONCURRENCY],
+        [now, new Date(now.getTime() + LEASE_MS), PER_ENDPOINT_CONCURRENCY, room],
       );
     // Endpoints and their secrets are read once per pass, not once per attempt.
     const ids = [...new Set(claimed.map((d) => d.endpoint_id))];

@@ -97,4 +97,22 @@ export class PendingDeliveriesByEndpoint1763700000203 implements MigrationInterf
   }
 }
 
-export const WEBHOOKS_MIGRATIONS = [CreateWebhooks1763700000201, AgentOwnedEndpoints1763700000202, PendingDeliveriesByEndpoint1763700000203];
+/** The claim takes each endpoint's oldest due deliveries; this index serves it without sorting the backlog. */
+export class DueDeliveriesByEndpoint1763700000204 implements MigrationInterface {
+  name = 'DueDeliveriesByEndpoint1763700000204';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE INDEX IF NOT EXISTS deliveries_pending_endpoint_due ON deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending'`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS deliveries_pending_endpoint_due`);
+  }
+}
+
+export const WEBHOOKS_MIGRATIONS = [
+  CreateWebhooks1763700000201,
+  AgentOwnedEndpoints1763700000202,
+  PendingDeliveriesByEndpoint1763700000203,
+  DueDeliveriesByEndpoint1763700000204,
+];
