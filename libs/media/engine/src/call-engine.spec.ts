@@ -123,6 +123,35 @@ describe('conversation engine', () => {
     expect(new Set(gaps)).toEqual(new Set([20]));
   });
 
+  it('reads a synthesizer faster than real time only as playback makes room: about 1.5 s ahead, never the whole answer', async () => {
+    // 20 s of audio for one sentence, offered as fast as it is read, in 100 ms chunks.
+    const tts = new FakeTextToSpeech({ msPerChar: 400, chunkMs: 100 });
+    const llm = new FakeLlm(['This sentence lasts twenty seconds when spoken aloud, no less.']);
+    const { engine, clock, stt, carrier, feed } = setup(settings({ languages: [{ code: 'en-US', tts_provider: 'fake-tts', stt_provider: 'fake-stt' }] }), {
+      llm,
+      tts: [tts],
+    });
+    void engine.start();
+    stt[0].queue('Tell me everything');
+    await feed(400, speech);
+    await feed(700, quiet);
+    const answer = () => tts.syntheses.at(-1)!;
+    const sent = () => carrier.log.filter((e) => e.kind === 'audio').length;
+
+    await clock.advance(3000);
+    // Read ≈ played + 1.5 s lookahead (+ one chunk in hand), nowhere near the 200 chunks on offer.
+    expect(answer().chunks).toBeGreaterThanOrEqual(Math.floor((sent() * 20) / 100) + 14);
+    expect(answer().chunks).toBeLessThanOrEqual(Math.ceil((sent() * 20) / 100) + 17);
+    await clock.advance(5000);
+    expect(answer().chunks).toBeLessThanOrEqual(Math.ceil((sent() * 20) / 100) + 17);
+    expect(answer().outcome).toBe('streaming');
+
+    // A barge-in releases the waiting reader and the synthesis is aborted.
+    stt[0].emit({ type: 'partial', text: 'stop right there' });
+    await clock.advance(100);
+    expect(answer().outcome).toBe('aborted');
+  });
+
   it('answers a caller’s turn with the model’s reply, sentence by sentence', async () => {
     const llm = new FakeLlm(['We open at nine. We close at five every weekday.']);
     const { engine, clock, turns, stt, tts, feed } = setup(settings(), { llm });

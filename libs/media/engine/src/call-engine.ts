@@ -644,9 +644,8 @@ export class CallEngine {
             }
             this.playout.push(segment, frame);
           }
-          // A vendor faster than real time would otherwise run this loop for a whole sentence in one go, and
-          // every other call's frames on this worker would wait behind it.
-          await new Promise<void>((resolve) => this.host.clock.setTimeout(resolve, 0));
+          // Backpressure: a vendor faster than real time is read only as playback makes room (see Playout.room).
+          await this.playout.room();
         }
         const last = frames.flush();
         if (last && !attempt.signal.aborted) this.playout.push(segment, last);
@@ -869,12 +868,15 @@ function matches(edge: FlowEdge, variables: Record<string, string>): boolean {
 
 /** Cuts a stream of samples into whole frames; the last partial frame is padded with silence. */
 class FrameCutter {
-  // One frame being filled; whole frames are handed out as they complete (no copy of the whole chunk).
-  private frame: Int16Array;
+  // Frames are views into a slab of SLAB_FRAMES frames: one ArrayBuffer per slab rather than per 20 ms frame, which
+  // is what young-generation GC pauses grow with when hundreds of calls play at once.
+  private static readonly SLAB_FRAMES = 16;
+  private slab: Int16Array;
+  private start = 0;
   private filled = 0;
 
   constructor(private readonly size: number) {
-    this.frame = new Int16Array(size);
+    this.slab = new Int16Array(size * FrameCutter.SLAB_FRAMES);
   }
 
   push(samples: Int16Array): Int16Array[] {
@@ -882,23 +884,26 @@ class FrameCutter {
     let at = 0;
     while (at < samples.length) {
       const take = Math.min(this.size - this.filled, samples.length - at);
-      this.frame.set(samples.subarray(at, at + take), this.filled);
+      this.slab.set(samples.subarray(at, at + take), this.start + this.filled);
       this.filled += take;
       at += take;
-      if (this.filled === this.size) {
-        frames.push(this.frame);
-        this.frame = new Int16Array(this.size);
-        this.filled = 0;
-      }
+      if (this.filled === this.size) frames.push(this.next());
     }
     return frames;
   }
 
   flush(): Int16Array | undefined {
-    if (!this.filled) return undefined;
-    const frame = this.frame; // the rest is already silence
-    this.frame = new Int16Array(this.size);
+    return this.filled ? this.next() : undefined; // the rest of the frame is already silence
+  }
+
+  private next(): Int16Array {
+    const frame = this.slab.subarray(this.start, this.start + this.size);
+    this.start += this.size;
     this.filled = 0;
+    if (this.start === this.slab.length) {
+      this.slab = new Int16Array(this.slab.length);
+      this.start = 0;
+    }
     return frame;
   }
 }

@@ -14,8 +14,15 @@ export interface AudioSink {
 export const FRAME_MS = 20;
 /** Frames sent ahead of real time, so carrier jitter never starves the caller's ear. */
 const LEAD_FRAMES = 2;
+/** At most this much of a lag is made up per frame (well inside the ±5 ms a carrier expects of a 20 ms cadence). */
+const MAX_CATCH_UP_MS = 4;
 /** A mark every this many frames tells how much of a segment the caller actually heard. */
 const MARK_EVERY = 10;
+/**
+ * Audio queued ahead of playback before synthesis is asked to wait (1.5 s): enough to cover the next sentence's
+ * time to first audio, while a long answer never sits in memory whole and a barge-in wastes little synthesis.
+ */
+export const LOOKAHEAD_FRAMES = 75;
 
 interface Segment {
   id: number;
@@ -44,6 +51,11 @@ export class Playout {
   private timer: unknown;
   private nextAt = 0;
   private readonly frameSamples: number;
+  /** Frames pushed and not yet sent, over every segment. */
+  private queued = 0;
+  /** Frames still to send at once to complete the lead of the current playback run. */
+  private leadLeft = 0;
+  private roomWaiters: (() => void)[] = [];
 
   constructor(
     private readonly sink: AudioSink,
@@ -59,7 +71,6 @@ export class Playout {
     return this.frameSamples;
   }
 
-  /** True while anything is queued or not yet confirmed played. */
   /** A new segment (one sentence); frames are appended with `push` and closed with `end`. */
   open(): number {
     const id = this.nextId++;
@@ -76,7 +87,27 @@ export class Playout {
     if (!segment || segment.cleared) return;
     segment.pending.push(frame);
     segment.total++;
+    this.queued++;
     this.kick();
+  }
+
+  /**
+   * Resolves once at most LOOKAHEAD_FRAMES wait to be sent, or playout is cleared: the producer's backpressure.
+   * When there is room already it still resolves on a later turn (through the clock), so a producer faster than
+   * real time never holds the event loop for a whole sentence.
+   */
+  room(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.queued <= LOOKAHEAD_FRAMES) this.clock.setTimeout(resolve, 0);
+      else this.roomWaiters.push(resolve);
+    });
+  }
+
+  private wakeProducers(): void {
+    if (!this.roomWaiters.length || this.queued > LOOKAHEAD_FRAMES) return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   end(id: number): void {
@@ -114,6 +145,9 @@ export class Playout {
       s.done();
     }
     this.queue.length = 0;
+    this.queued = 0;
+    this.leadLeft = 0;
+    this.wakeProducers();
     this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     if (sentAny) this.sink.sendClear();
@@ -139,10 +173,13 @@ export class Playout {
   }
 
   private kick(): void {
+    // Resume with a small lead over real time; from then on one frame per 20 ms keeps that lead constant. Frames
+    // come one push at a time, so the lead is completed by the pushes that follow before the first tick.
+    if (this.leadLeft > 0 && this.sendOne()) this.leadLeft--;
     if (this.timer !== undefined) return;
     this.nextAt = this.clock.now();
-    // Resume with a small lead over real time; from then on one frame per 20 ms keeps that lead constant.
-    for (let i = 0; i < LEAD_FRAMES; i++) if (!this.sendOne()) break;
+    this.leadLeft = LEAD_FRAMES;
+    while (this.leadLeft > 0 && this.sendOne()) this.leadLeft--;
     this.schedule();
   }
 
@@ -152,10 +189,13 @@ export class Playout {
       return;
     }
     this.nextAt += FRAME_MS;
-    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(0, this.nextAt - this.clock.now()));
+    // After a late frame, catch up with the 20 ms grid a few ms per frame rather than with one short interval: the
+    // lead covers the lag meanwhile, and the carrier's jitter buffer sees one irregular gap instead of two.
+    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(FRAME_MS - MAX_CATCH_UP_MS, this.nextAt - this.clock.now()));
   }
 
   private tick(): void {
+    this.leadLeft = 0;
     if (this.clock.now() - this.nextAt > FRAME_MS) {
       engineMetrics.framesLate.inc();
       this.nextAt = this.clock.now();
@@ -176,6 +216,8 @@ export class Playout {
       const frame = segment.pending.shift();
       if (frame) {
         segment.sent++;
+        this.queued--;
+        this.wakeProducers();
         this.sink.sendAudio(frame);
         const last = segment.ended && segment.sent === segment.total;
         if (last || segment.sent % MARK_EVERY === 0) this.mark(segment);
