@@ -10,6 +10,16 @@ import { applyPatch } from './spec/agent-document';
 
 export type AgentPage = Page<AgentEntity>;
 
+interface AgentRow {
+  id: string;
+  account_id: string;
+  name: string;
+  spec: AgentSpec;
+  group_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
 /** A change to a stored document: a patch, or a function of the current document (run under the row lock). */
 export type AgentChange = Partial<AgentSpec> | ((current: AgentSpec, manager: EntityManager) => AgentSpec | Promise<AgentSpec>);
 
@@ -44,8 +54,24 @@ export class AgentsRepository {
     return agent;
   }
 
-  find(accountId: string, id: string): Promise<AgentEntity | null> {
-    return this.dataSource.getRepository(AgentEntity).findOneBy({ id, accountId, deletedAt: IsNull() });
+  async find(accountId: string, id: string): Promise<AgentEntity | null> {
+    // The API's hottest read: plain SQL, without the query builder's cost on every call (a good part of the request).
+    const [row]: AgentRow[] = await this.dataSource.query(
+      `SELECT id, account_id, name, spec, group_id, created_at, updated_at FROM agents WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
+      [id, accountId],
+    );
+    return row
+      ? Object.assign(new AgentEntity(), {
+          id: row.id,
+          accountId: row.account_id,
+          name: row.name,
+          spec: row.spec,
+          groupId: row.group_id,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+          deletedAt: null,
+        })
+      : null;
   }
 
   /** The account of a live agent, looked up by id alone (carrier webhooks); null when none. */
