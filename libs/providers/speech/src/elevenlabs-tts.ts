@@ -1,8 +1,7 @@
 import { ElevenLabs, ElevenLabsClient, ElevenLabsError, ElevenLabsTimeoutError } from '@elevenlabs/elevenlabs-js';
 import { fetcher as sdkFetcher } from '@elevenlabs/elevenlabs-js/core';
-import { SpeechError } from './speech-error';
 import { SpeechChunk, SynthesisRequest, TextToSpeech } from './text-to-speech';
-import { clamp, pcm16Chunks, SynthesisDeadline } from './tts-http-stream';
+import { clamp, streamedSynthesis } from './tts-http-stream';
 
 /** The raw PCM rates ElevenLabs streams (`pcm_<rate>`; 44100 and up need a Pro plan). */
 export type ElevenLabsPcmRate = 8000 | 16000 | 22050 | 24000 | 32000 | 44100 | 48000;
@@ -64,61 +63,33 @@ export class ElevenLabsTextToSpeech implements TextToSpeech {
     return this.run(request);
   }
 
-  private async *run(request: SynthesisRequest): AsyncGenerator<SpeechChunk> {
-    const deadline = new SynthesisDeadline(request.signal, this.timeoutMs);
-    const toError = (error: unknown) => this.toSpeechError(error, deadline);
-    try {
-      const aborted = deadline.failure(this.name, undefined);
-      if (aborted) throw aborted;
-      // Nothing to say: vendors answer blank text with an error.
-      if (!request.text.trim()) return;
-      const model = request.model || this.model;
-      const body: ElevenLabs.StreamTextToSpeechRequest = {
-        text: request.text,
-        modelId: model,
-        outputFormat: `pcm_${this.sampleRate}`,
-        // language_code is documented for the v2.5 models (it steers text normalisation); older ones reject or ignore it.
-        ...(/_v2_5$/.test(model) && request.language ? { languageCode: request.language.split('-')[0].toLowerCase() } : {}),
-        // Sent only when asked for: a partial voice_settings could replace the voice's stored settings.
-        ...(request.speed !== undefined && request.speed !== 1
-          ? { voiceSettings: { speed: clamp(request.speed, ELEVENLABS_MIN_SPEED, ELEVENLABS_MAX_SPEED) } }
-          : {}),
-      };
-      let stream: ReadableStream<Uint8Array>;
-      try {
-        stream = await deadline.race(
-          this.client.textToSpeech.stream(request.voiceId || this.defaultVoiceId, body, {
-            abortSignal: deadline.signal,
-            maxRetries: this.maxRetries,
-          }),
-        );
-      } catch (error) {
-        throw toError(error);
-      }
-      deadline.touch();
-      yield* pcm16Chunks(stream, this.sampleRate, deadline, toError);
-    } finally {
-      deadline.dispose();
-    }
-  }
-
-  private toSpeechError(error: unknown, deadline: SynthesisDeadline): SpeechError {
-    if (error instanceof SpeechError) return error;
-    const ours = deadline.failure(this.name, error);
-    if (ours) return ours;
-    if (error instanceof ElevenLabsTimeoutError) {
-      return new SpeechError(`${this.name}: no answer in time`, { code: 'timeout', provider: this.name, cause: error });
-    }
-    if (error instanceof ElevenLabsError && error.statusCode !== undefined) {
-      return new SpeechError(`${this.name}: HTTP ${error.statusCode}${describeBody(error.body)}`, {
-        code: 'http',
-        provider: this.name,
-        status: error.statusCode,
-        cause: error,
-      });
-    }
-    const message = error instanceof Error ? error.message : String(error);
-    return new SpeechError(`${this.name}: connection failed: ${message}`, { code: 'connection', provider: this.name, cause: error });
+  private run(request: SynthesisRequest): AsyncGenerator<SpeechChunk> {
+    const model = request.model || this.model;
+    const body: ElevenLabs.StreamTextToSpeechRequest = {
+      text: request.text,
+      modelId: model,
+      outputFormat: `pcm_${this.sampleRate}`,
+      // language_code is documented for the v2.5 models (it steers text normalisation); older ones reject or ignore it.
+      ...(/_v2_5$/.test(model) && request.language ? { languageCode: request.language.split('-')[0].toLowerCase() } : {}),
+      // Sent only when asked for: a partial voice_settings could replace the voice's stored settings.
+      ...(request.speed !== undefined && request.speed !== 1
+        ? { voiceSettings: { speed: clamp(request.speed, ELEVENLABS_MIN_SPEED, ELEVENLABS_MAX_SPEED) } }
+        : {}),
+    };
+    return streamedSynthesis({
+      provider: this.name,
+      request,
+      timeoutMs: this.timeoutMs,
+      sampleRate: this.sampleRate,
+      open: (signal) => this.client.textToSpeech.stream(request.voiceId || this.defaultVoiceId, body, { abortSignal: signal, maxRetries: this.maxRetries }),
+      classify: (error) => {
+        if (error instanceof ElevenLabsTimeoutError) return { kind: 'timeout' };
+        if (error instanceof ElevenLabsError && error.statusCode !== undefined) {
+          return { kind: 'http', status: error.statusCode, message: `HTTP ${error.statusCode}${describeBody(error.body)}` };
+        }
+        return undefined;
+      },
+    });
   }
 }
 

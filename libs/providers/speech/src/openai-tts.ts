@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionTimeoutError, APIError } from 'openai';
 import { SpeechError } from './speech-error';
 import { SpeechChunk, SynthesisRequest, TextToSpeech } from './text-to-speech';
-import { clamp, pcm16Chunks, SynthesisDeadline } from './tts-http-stream';
+import { clamp, streamedSynthesis } from './tts-http-stream';
 
 export interface OpenAiTextToSpeechOptions {
   apiKey: string;
@@ -58,57 +58,31 @@ export class OpenAiTextToSpeech implements TextToSpeech {
     return this.run(request);
   }
 
-  private async *run(request: SynthesisRequest): AsyncGenerator<SpeechChunk> {
-    const deadline = new SynthesisDeadline(request.signal, this.timeoutMs);
-    const toError = (error: unknown) => this.toSpeechError(error, deadline);
-    try {
-      const aborted = deadline.failure(this.name, undefined);
-      if (aborted) throw aborted;
-      // Nothing to say: vendors answer blank text with an error.
-      if (!request.text.trim()) return;
-      let response: Response;
-      try {
-        response = await deadline.race(
-          this.client.audio.speech.create(
-            {
-              model: request.model || this.model,
-              voice: request.voiceId || this.defaultVoice,
-              input: request.text,
-              response_format: 'pcm',
-              ...(request.speed !== undefined ? { speed: clamp(request.speed, 0.25, 4) } : {}),
-            },
-            { signal: deadline.signal, maxRetries: this.maxRetries },
-          ),
+  private run(request: SynthesisRequest): AsyncGenerator<SpeechChunk> {
+    return streamedSynthesis({
+      provider: this.name,
+      request,
+      timeoutMs: this.timeoutMs,
+      sampleRate: OPENAI_TTS_SAMPLE_RATE,
+      open: async (signal) => {
+        const response = await this.client.audio.speech.create(
+          {
+            model: request.model || this.model,
+            voice: request.voiceId || this.defaultVoice,
+            input: request.text,
+            response_format: 'pcm',
+            ...(request.speed !== undefined ? { speed: clamp(request.speed, 0.25, 4) } : {}),
+          },
+          { signal, maxRetries: this.maxRetries },
         );
-      } catch (error) {
-        throw toError(error);
-      }
-      if (!response.body) {
-        throw new SpeechError(`${this.name}: the answer carried no audio`, { code: 'invalid_response', provider: this.name });
-      }
-      deadline.touch();
-      yield* pcm16Chunks(response.body, OPENAI_TTS_SAMPLE_RATE, deadline, toError);
-    } finally {
-      deadline.dispose();
-    }
-  }
-
-  private toSpeechError(error: unknown, deadline: SynthesisDeadline): SpeechError {
-    if (error instanceof SpeechError) return error;
-    const ours = deadline.failure(this.name, error);
-    if (ours) return ours;
-    if (error instanceof APIConnectionTimeoutError) {
-      return new SpeechError(`${this.name}: no answer in time`, { code: 'timeout', provider: this.name, cause: error });
-    }
-    if (error instanceof APIError && error.status !== undefined) {
-      return new SpeechError(`${this.name}: provider answered ${error.message}`, {
-        code: 'http',
-        provider: this.name,
-        status: error.status,
-        cause: error,
-      });
-    }
-    const message = error instanceof Error ? error.message : String(error);
-    return new SpeechError(`${this.name}: connection failed: ${message}`, { code: 'connection', provider: this.name, cause: error });
+        if (!response.body) throw new SpeechError(`${this.name}: the answer carried no audio`, { code: 'invalid_response', provider: this.name });
+        return response.body;
+      },
+      classify: (error) => {
+        if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout' };
+        if (error instanceof APIError && error.status !== undefined) return { kind: 'http', status: error.status, message: `provider answered ${error.message}` };
+        return undefined;
+      },
+    });
   }
 }

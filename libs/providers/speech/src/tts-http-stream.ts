@@ -1,13 +1,13 @@
 import { pcm16FromBytes } from '@parley/audio';
 import { SpeechError } from './speech-error';
-import { SpeechChunk } from './text-to-speech';
+import { SpeechChunk, SynthesisRequest } from './text-to-speech';
 
 /**
  * The life of one streamed synthesis request: one AbortController for the vendor SDK that fires when the caller's
  * signal does, or when nothing has arrived for `timeoutMs` (before the headers and then between body pieces; the
  * SDKs' own timeouts stop counting once the headers are in, which would let a stalled stream hang a call).
  */
-export class SynthesisDeadline {
+class SynthesisDeadline {
   private readonly controller = new AbortController();
   private readonly stopped: Promise<never>;
   private timer: NodeJS.Timeout | undefined;
@@ -85,7 +85,7 @@ export class SynthesisDeadline {
  * mid-sample, so an odd trailing byte waits for the next piece. Stops at once when the deadline fires, and cancels
  * the body (closing the connection) however the iteration ends early.
  */
-export async function* pcm16Chunks(
+async function* pcm16Chunks(
   body: ReadableStream<Uint8Array>,
   sampleRate: number,
   deadline: SynthesisDeadline,
@@ -121,6 +121,57 @@ export async function* pcm16Chunks(
     }
   } finally {
     if (!finished) reader.cancel().catch(() => undefined);
+  }
+}
+
+/** How a vendor's SDK error reads: a timeout of its own, or an HTTP answer (message without the provider name). */
+export type VendorFailure = { kind: 'timeout' } | { kind: 'http'; status: number; message: string } | undefined;
+
+export interface StreamedSynthesis {
+  provider: string;
+  request: SynthesisRequest;
+  timeoutMs: number;
+  sampleRate: number;
+  /** Sends the request through the vendor SDK (aborted by `signal`) and resolves with the audio body. */
+  open(signal: AbortSignal): Promise<ReadableStream<Uint8Array>>;
+  /** Recognises the SDK's own error classes; anything else counts as a failed connection. */
+  classify(error: unknown): VendorFailure;
+}
+
+/**
+ * One synthesis over a vendor's streaming HTTP API, the part every vendor shares: the deadline and the caller's
+ * abort, nothing sent for blank text, the body cut into PCM16 chunks as it arrives, and every failure turned into
+ * a SpeechError (`aborted`, `timeout`, `http` with the status, or `connection`).
+ */
+export async function* streamedSynthesis(s: StreamedSynthesis): AsyncGenerator<SpeechChunk> {
+  const deadline = new SynthesisDeadline(s.request.signal, s.timeoutMs);
+  const toError = (error: unknown): SpeechError => {
+    if (error instanceof SpeechError) return error;
+    const ours = deadline.failure(s.provider, error);
+    if (ours) return ours;
+    const failure = s.classify(error);
+    if (failure?.kind === 'timeout') return new SpeechError(`${s.provider}: no answer in time`, { code: 'timeout', provider: s.provider, cause: error });
+    if (failure?.kind === 'http') {
+      return new SpeechError(`${s.provider}: ${failure.message}`, { code: 'http', provider: s.provider, status: failure.status, cause: error });
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    return new SpeechError(`${s.provider}: connection failed: ${message}`, { code: 'connection', provider: s.provider, cause: error });
+  };
+  try {
+    const aborted = deadline.failure(s.provider, undefined);
+    if (aborted) throw aborted;
+    // Nothing to say: vendors answer blank text with an error.
+    if (!s.request.text.trim()) return;
+    let body: ReadableStream<Uint8Array>;
+    try {
+      body = await deadline.race(s.open(deadline.signal));
+    } catch (error) {
+      throw toError(error);
+    }
+    deadline.touch();
+    yield* pcm16Chunks(body, s.sampleRate, deadline, toError);
+  } finally {
+    deadline.dispose();
   }
 }
 
