@@ -121,8 +121,17 @@ async function main() {
     await waitHealthy(base);
     const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'Bench', languages: [{ code: 'en-US' }], metadata: { k: 'v' } });
-    const agent = await (await fetch(`${base}/v1/agents`, { method: 'POST', headers, body })).json();
-    if (!agent.id) throw new Error(`could not create the agent: ${JSON.stringify(agent)}`);
+    // The GETs go round 100 agents, so nothing can answer from one hot row or one repeated request.
+    const ids = [];
+    for (let i = 0; i < 100; i++) {
+      const agent = await (await fetch(`${base}/v1/agents`, { method: 'POST', headers, body })).json();
+      if (!agent.id) throw new Error(`could not create an agent: ${JSON.stringify(agent)}`);
+      ids.push(agent.id);
+    }
+    const roundRobin = (prefix) => {
+      let next = 0;
+      return [{ setupRequest: (req) => ({ ...req, path: `${prefix}/${ids[next++ % ids.length]}` }) }];
+    };
 
     baseline = spawn(
       process.execPath,
@@ -134,13 +143,13 @@ async function main() {
       baseline.once('exit', (code) => reject(new Error(`the baseline server exited (${code})`)));
     });
     // Both answer the same agent the same way before anything is measured.
-    const viaApi = await (await fetch(`${base}/v1/agents/${agent.id}`, { headers })).json();
-    const viaBaseline = await (await fetch(`${baselineUrl}/agents/${agent.id}`)).json();
+    const viaApi = await (await fetch(`${base}/v1/agents/${ids[0]}`, { headers })).json();
+    const viaBaseline = await (await fetch(`${baselineUrl}/agents/${ids[0]}`)).json();
     if (viaBaseline.id !== viaApi.id || viaBaseline.name !== viaApi.name) throw new Error(`the baseline answers differently: ${JSON.stringify(viaBaseline)}`);
 
     const results = {
-      'GET  /v1/agents/{id}  full path': summary(await run({ url: `${base}/v1/agents/${agent.id}`, headers })),
-      'GET  baseline Fastify+pg': summary(await run({ url: `${baselineUrl}/agents/${agent.id}` })),
+      'GET  /v1/agents/{id}  full path': summary(await run({ url: base, headers, requests: roundRobin('/v1/agents') })),
+      'GET  baseline Fastify+pg': summary(await run({ url: baselineUrl, requests: roundRobin('/agents') })),
       'POST /v1/agents       full path': summary(await run({ url: `${base}/v1/agents`, method: 'POST', headers, body })),
       'POST baseline Fastify+pg': summary(await run({ url: `${baselineUrl}/agents`, method: 'POST', headers: { 'content-type': 'application/json' }, body })),
     };

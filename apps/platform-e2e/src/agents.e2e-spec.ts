@@ -107,6 +107,21 @@ describe('standalone platform over HTTP', () => {
     expect((await other.get('/v1/agents')).body.data).toEqual([]);
   });
 
+  it('answers many concurrent reads from two accounts each with its own agent, and 404 for the other account’s', async () => {
+    const other = platform.api(OTHER);
+    const acme = await Promise.all([1, 2, 3].map((n) => api.post('/v1/agents', { name: `Acme ${n}`, languages: [{ code: 'en' }] })));
+    const globex = await Promise.all([1, 2].map((n) => other.post('/v1/agents', { name: `Globex ${n}`, languages: [{ code: 'en' }] })));
+
+    const reads = await Promise.all([
+      ...acme.map((a) => api.get(`/v1/agents/${a.body.id}`)),
+      ...globex.map((a) => other.get(`/v1/agents/${a.body.id}`)),
+      ...acme.map((a) => other.get(`/v1/agents/${a.body.id}`)),
+      ...globex.map((a) => api.get(`/v1/agents/${a.body.id}`)),
+    ]);
+
+    expect(reads.map((r) => r.body.name ?? r.status)).toEqual(['Acme 1', 'Acme 2', 'Acme 3', 'Globex 1', 'Globex 2', 404, 404, 404, 404, 404]);
+  });
+
   it('pages newest first with an opaque cursor, absent on the last page', async () => {
     const pager = platform.api(PAGER);
     const names = ['p1', 'p2', 'p3', 'p4', 'p5'];

@@ -44,9 +44,16 @@ export class AgentsDomain {
   }
 
   async getAgent(accountId: string, id: string): Promise<AgentView> {
-    const agent = await this.agents.find(accountId, id);
-    if (!agent) throw AppError.notFound('agent');
-    return this.view(agent);
+    const [view] = await this.getAgents([{ accountId, id }]);
+    if (!view) throw AppError.notFound('agent');
+    return view;
+  }
+
+  /** Several reads at once, each in its own account: one result per read, null where there is no such agent. */
+  async getAgents(reads: { accountId: string; id: string }[]): Promise<(AgentView | null)[]> {
+    const agents = await this.agents.findMany(reads);
+    const groups = await this.groups.findMany(agents.flatMap((a) => (a?.groupId ? [{ accountId: a.accountId, id: a.groupId }] : [])));
+    return agents.map((a) => a && this.present(a, a.groupId ? groups.get(`${a.accountId}/${a.groupId}`)?.spec : undefined));
   }
 
   /**

@@ -6,6 +6,9 @@ import { AgentsDomain, AgentView } from './agents.domain';
 
 const { AgentsServiceControllerMethods } = agentsV1;
 
+/** Bounds one GetAgents call (one statement); the gateway sends far fewer. */
+const MAX_READS_PER_CALL = 1000;
+
 function toAgent(view: AgentView): agentsV1.Agent {
   return {
     id: view.entity.id,
@@ -49,6 +52,12 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
 
   async getAgent(req: agentsV1.GetAgentRequest): Promise<agentsV1.GetAgentResponse> {
     return { agent: toAgent(await this.domain.getAgent(req.account_id, req.id)) };
+  }
+
+  async getAgents(req: agentsV1.GetAgentsRequest): Promise<agentsV1.GetAgentsResponse> {
+    if (req.reads.length > MAX_READS_PER_CALL) throw new AppError('invalid_request', `At most ${MAX_READS_PER_CALL} reads per call.`);
+    const views = await this.domain.getAgents(req.reads.map((r) => ({ accountId: r.account_id, id: r.id })));
+    return { results: views.map((view) => ({ agent: view ? toAgent(view) : undefined })) };
   }
 
   /** Internal: the media worker's read, with tool secrets opened (see the proto). */

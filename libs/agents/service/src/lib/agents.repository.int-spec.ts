@@ -71,6 +71,26 @@ describe('AgentsRepository (real PostgreSQL)', () => {
       expect(await outbox()).toHaveLength(eventsBefore);
     });
 
+    it('reads many agents of several accounts in one query, each only in its own account, in the order asked', async () => {
+      const acme = await agents.create(ACME, fields('Acme desk'));
+      const globex = await agents.create(GLOBEX, fields('Globex desk'));
+      const deleted = await agents.create(ACME, fields('Gone'));
+      await agents.softDelete(ACME, deleted.id);
+
+      const found = await agents.findMany([
+        { accountId: GLOBEX, id: globex.id },
+        { accountId: GLOBEX, id: acme.id },
+        { accountId: ACME, id: acme.id },
+        { accountId: ACME, id: deleted.id },
+        { accountId: ACME, id: 'agt_never' },
+        { accountId: ACME, id: acme.id },
+      ]);
+
+      expect(found.map((a) => a?.name ?? null)).toEqual(['Globex desk', null, 'Acme desk', null, null, 'Acme desk']);
+      expect(found[2]).toMatchObject({ id: acme.id, accountId: ACME, deletedAt: null });
+      expect(await agents.findMany([])).toEqual([]);
+    });
+
     it("lists only the caller's agents", async () => {
       const mine = await agents.create(ACME, fields('Mine'));
       await agents.create(GLOBEX, fields('Theirs'));

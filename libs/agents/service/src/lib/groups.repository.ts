@@ -23,6 +23,21 @@ export class GroupsRepository {
     return manager.getRepository(AgentGroupEntity).findOneBy({ id, accountId });
   }
 
+  /** Groups by (account, id) in one query, keyed `account/id`; keys with no such group are simply absent. */
+  async findMany(keys: { accountId: string; id: string }[]): Promise<Map<string, AgentGroupEntity>> {
+    if (!keys.length) return new Map();
+    const rows: { id: string; account_id: string; spec: GroupSpec; created_at: Date; updated_at: Date }[] = await this.dataSource.query(
+      `SELECT g.id, g.account_id, g.spec, g.created_at, g.updated_at
+         FROM unnest($1::text[], $2::text[]) AS k(account_id, id)
+         JOIN agent_groups g ON g.id = k.id AND g.account_id = k.account_id`,
+      [keys.map((k) => k.accountId), keys.map((k) => k.id)],
+    );
+    const groups = rows.map((r) =>
+      Object.assign(new AgentGroupEntity(), { id: r.id, accountId: r.account_id, spec: r.spec, createdAt: r.created_at, updatedAt: r.updated_at }),
+    );
+    return new Map(groups.map((g) => [`${g.accountId}/${g.id}`, g]));
+  }
+
   async update(accountId: string, id: string, patch: Partial<GroupSpec>, check: (spec: GroupSpec) => void): Promise<AgentGroupEntity | null> {
     return this.dataSource.transaction(async (m) => {
       const group = await this.lock(m, accountId, id);

@@ -70,8 +70,7 @@ export class AgentsController {
   @Operation({ summary: 'Retrieve an agent, with its effective configuration', permission: 'agents:read', problems: ['not_found'] })
   @ApiOkResponse({ type: AgentDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
-    const res = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: who.accountId, id }, md));
-    return presentAgent(res.agent);
+    return presentAgent(await this.agents.getAgent(who.accountId, id));
   }
 
   @Patch(':id')

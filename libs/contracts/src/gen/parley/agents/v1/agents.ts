@@ -40,6 +40,24 @@ export interface GetAgentResponse {
 }
 
 /**
+ * Several GetAgent reads in one call, each scoped to its own account. The gateway coalesces the reads that arrive
+ * together into one call (and the service into one query), so a busy API pays the hop once per batch.
+ */
+export interface GetAgentsRequest {
+  reads: GetAgentRequest[];
+}
+
+/** One result per read, in the order of the reads. */
+export interface GetAgentsResponse {
+  results: GetAgentsResult[];
+}
+
+export interface GetAgentsResult {
+  /** Absent when the account has no such live agent (what GetAgent answers with not_found). */
+  agent: Agent | undefined;
+}
+
+/**
  * Internal: which account an agent belongs to, for carrier webhooks whose URL names only the agent (the
  * carrier's signature, not an API key, authenticates them). Never exposed through the gateway's API.
  */
@@ -226,6 +244,8 @@ export interface AgentsServiceClient {
 
   getAgent(request: GetAgentRequest, metadata?: Metadata): Observable<GetAgentResponse>;
 
+  getAgents(request: GetAgentsRequest, metadata?: Metadata): Observable<GetAgentsResponse>;
+
   locateAgent(request: LocateAgentRequest, metadata?: Metadata): Observable<LocateAgentResponse>;
 
   updateAgent(request: UpdateAgentRequest, metadata?: Metadata): Observable<UpdateAgentResponse>;
@@ -265,6 +285,11 @@ export interface AgentsServiceController {
     request: GetAgentRequest,
     metadata?: Metadata,
   ): Promise<GetAgentResponse> | Observable<GetAgentResponse> | GetAgentResponse;
+
+  getAgents(
+    request: GetAgentsRequest,
+    metadata?: Metadata,
+  ): Promise<GetAgentsResponse> | Observable<GetAgentsResponse> | GetAgentsResponse;
 
   locateAgent(
     request: LocateAgentRequest,
@@ -342,6 +367,7 @@ export function AgentsServiceControllerMethods() {
     const grpcMethods: string[] = [
       "createAgent",
       "getAgent",
+      "getAgents",
       "locateAgent",
       "updateAgent",
       "deleteAgent",
