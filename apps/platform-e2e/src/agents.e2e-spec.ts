@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 
 const OWNER = 'vsk_e2e_owner_key_00000000001';
@@ -90,6 +91,20 @@ describe('standalone platform over HTTP', () => {
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ id, object: 'agent', deleted: true });
     expect((await api.get(`/v1/agents/${id}`)).status).toBe(404);
+  });
+
+  it("carries the caller's X-Request-Id through gRPC into the agents service, where its event records it", async () => {
+    const res = await api.post('/v1/agents', { name: 'Traced', languages: [{ code: 'en' }] }, { 'x-request-id': 'trace-e2e-0001' });
+    expect(res.headers.get('x-request-id')).toBe('trace-e2e-0001');
+
+    const db = new Client({ connectionString: platform.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query(`SELECT headers FROM agents.outbox WHERE payload->>'agent_id' = $1`, [res.body.id]);
+      expect(rows).toEqual([{ headers: { 'X-Request-Id': 'trace-e2e-0001' } }]);
+    } finally {
+      await db.end();
+    }
   });
 
   it('hides one account’s agent from another: 404, like an id that never existed', async () => {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 export interface RequestContext {
   requestId: string;
@@ -16,8 +16,18 @@ export function currentRequestId(): string | undefined {
   return storage.getStore()?.requestId;
 }
 
+const ID_BYTES = 12;
+// Drawn 4 KiB at a time: one call into the CSPRNG per ~340 request ids instead of one per request.
+const pool = Buffer.alloc(4096 - (4096 % ID_BYTES));
+let offset = pool.length;
+
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('base64url')}`;
+  if (offset === pool.length) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  offset += ID_BYTES;
+  return `req_${pool.toString('base64url', offset - ID_BYTES, offset)}`;
 }
 
 const REQUEST_ID_SHAPE = /^[A-Za-z0-9_.:-]{1,128}$/;

@@ -1,5 +1,5 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import { DataSource } from 'typeorm';
 import { AGENTS_V1, CALLS_V1, WEBHOOKS_V1 } from '@parley/contracts';
@@ -20,12 +20,10 @@ import { ApiKeysRepository } from './auth/api-keys.repository';
 import { AuthGuard } from './auth/auth.guard';
 import { CursorCodec } from './http/pagination';
 import { ProblemFilter } from './http/problem';
-import { RequestContextInterceptor } from './http/request.interceptor';
 import { BodyValidationPipe } from './http/validation';
 import { OpsController } from './ops/ops.controller';
 import { DocsController } from './ops/docs.controller';
 import { ApiKeysController } from './auth/api-keys.controller';
-import { IdempotencyInterceptor } from './edge/idempotency.interceptor';
 import { IdempotencyStore } from './edge/idempotency.store';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimitGuard } from './edge/rate-limit';
 import { QueryGuard } from './http/query.guard';
@@ -89,8 +87,6 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: QueryGuard },
     { provide: APP_FILTER, useClass: ProblemFilter },
-    { provide: APP_INTERCEPTOR, useClass: RequestContextInterceptor },
-    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_PIPE, useClass: BodyValidationPipe },
   ],
 })

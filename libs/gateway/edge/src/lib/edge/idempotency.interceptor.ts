@@ -5,7 +5,6 @@ import { Reflector } from '@nestjs/core';
 import { FastifyRequest } from 'fastify';
 import { catchError, from, mergeMap, Observable, throwError } from 'rxjs';
 import { AppError } from '@parley/rpc';
-import { IDEMPOTENT_KEY } from '../http/operation';
 import { toProblem } from '../http/problem';
 import { IdempotencyStore } from './idempotency.store';
 import { ReplayedResponse } from './replayed-response';
@@ -26,7 +25,7 @@ function canonical(value: unknown): string {
 }
 
 /**
- * `Idempotency-Key` on POST routes with side effects, per account, for 24 hours: the first request runs; the
+ * `Idempotency-Key` on the POST routes with side effects (applied by `@Operation({ idempotent: true })`), per account, for 24 hours: the first request runs; the
  * same key and body again replays its status and body (header `Idempotency-Replayed: true`); the same key with
  * another body, or while the first still runs, is refused with 409 `idempotency_conflict`. Server-side failures
  * (5xx) are not stored, so a retry runs again.
@@ -39,9 +38,6 @@ export class IdempotencyInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http' || !this.reflector.get<boolean>(IDEMPOTENT_KEY, context.getHandler())) {
-      return next.handle();
-    }
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const key = request.headers['idempotency-key'];
     if (key === undefined || !request.principal) return next.handle();

@@ -1,11 +1,11 @@
-import { applyDecorators, SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
 import { ApiExtension, ApiHeader, ApiOperation, ApiQuery } from '@nestjs/swagger';
 import { ProblemCode } from '@parley/contracts';
 import { Public } from '../auth/auth.guard';
 import { Permission, RequirePermission } from '../auth/permissions';
+import { IdempotencyInterceptor } from '../edge/idempotency.interceptor';
 import { ApiProblems } from './openapi-decorators';
 
-export const IDEMPOTENT_KEY = 'parley:idempotent';
 export const QUERY_KEY = 'parley:query';
 
 export interface OperationOptions {
@@ -54,7 +54,8 @@ export function Operation(options: OperationOptions) {
     ...(options.list ? LIST_QUERY : []),
     ...(options.idempotent
       ? [
-          SetMetadata(IDEMPOTENT_KEY, true),
+          // Only on these routes, not globally: every other request skips the layer entirely.
+          UseInterceptors(IdempotencyInterceptor),
           ApiHeader({
             name: 'Idempotency-Key',
             required: false,

@@ -1,7 +1,7 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { FastifyServerOptions } from 'fastify';
 import { GatewayConfig } from '@parley/config';
-import { acceptRequestId, httpRequestDuration } from '@parley/observability';
+import { acceptRequestId, httpRequestDuration, runWithRequestId } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { buildOpenApiDocument, openApiYaml } from './openapi';
 
@@ -26,20 +26,27 @@ export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptio
 /** Fastify-level behaviour every route shares: request id header, metrics, the OpenAPI document. */
 export function configureGatewayHttp(app: NestFastifyApplication): void {
   const fastify = app.getHttpAdapter().getInstance();
-  fastify.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: an async hook costs a promise per request on every route.
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', String(request.id));
     // Bodies are JSON only; refuse anything else before it is read (Fastify alone would parse it as text).
     const hasBody = Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined;
     const type = request.headers['content-type'] ?? '';
     if (hasBody && !JSON_TYPE.test(type) && !(request.url.startsWith(FORM_PATHS) && FORM_TYPE.test(type))) {
-      throw new AppError('unsupported_media_type', 'Send the body as application/json.');
+      done(new AppError('unsupported_media_type', 'Send the body as application/json.'));
+      return;
     }
+    done();
   });
-  fastify.addHook('onResponse', async (request, reply) => {
+  // The route (guards, controller, its gRPC hops and logs) runs in the request's context: everything started
+  // synchronously from done(), including the promises it creates, carries the request id.
+  fastify.addHook('preHandler', (request, _reply, done) => runWithRequestId(String(request.id), done));
+  fastify.addHook('onResponse', (request, reply, done) => {
     httpRequestDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 
   let document: ReturnType<typeof buildOpenApiDocument> | undefined;

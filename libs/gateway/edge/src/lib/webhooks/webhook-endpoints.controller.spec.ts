@@ -14,6 +14,7 @@ import { ProblemFilter } from '../http/problem';
 import { BodyValidationPipe } from '../http/validation';
 import { WebhookEndpointsController } from './webhook-endpoints.controller';
 import { WebhooksClient } from './webhooks.client';
+import { IdempotencyStore } from '../edge/idempotency.store';
 
 type Service = webhooksV1.WebhooksServiceClient;
 
@@ -227,6 +228,8 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
       providers: [
         { provide: WebhooksClient, useValue: fake.client },
         { provide: CursorCodec, useValue: cursors },
+        // The idempotent routes' interceptor; these requests send no Idempotency-Key, so it is never consulted.
+        { provide: IdempotencyStore, useValue: {} },
         { provide: APP_GUARD, useClass: AcmeGuard },
         { provide: APP_PIPE, useClass: BodyValidationPipe },
         { provide: APP_FILTER, useClass: ProblemFilter },
@@ -302,6 +305,7 @@ describe('OpenAPI of the webhook endpoints', () => {
       providers: [
         { provide: WebhooksClient, useValue: {} },
         { provide: CursorCodec, useValue: cursors },
+        { provide: IdempotencyStore, useValue: {} },
       ],
     }).compile();
     const app = module.createNestApplication(new FastifyAdapter());
