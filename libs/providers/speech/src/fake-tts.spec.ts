@@ -54,7 +54,7 @@ describe('FakeTextToSpeech', () => {
 
     await collect(new FakeTextToSpeech().synthesize(request('x'.repeat(200)))); // 10 s of audio
 
-    expect(Date.now() - started).toBeLessThan(200);
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('records each request and how it ended', async () => {
@@ -97,7 +97,7 @@ describe('FakeTextToSpeech', () => {
 
     expect(error).toBeInstanceOf(SpeechError);
     expect(error).toMatchObject({ code: 'aborted', provider: 'fake-tts' });
-    expect(Date.now() - started).toBeLessThan(200);
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('throws aborted at once when aborted between paced chunks', async () => {
@@ -110,7 +110,7 @@ describe('FakeTextToSpeech', () => {
         setTimeout(() => controller.abort(), 20);
       }),
     ).rejects.toMatchObject({ code: 'aborted' });
-    expect(Date.now() - started).toBeLessThan(200);
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('throws aborted before any audio when the signal has already fired', async () => {

@@ -764,8 +764,9 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
     // The agent: the greeting's tone where it was played, the answer's where it was.
     const window = (fromMs: number, toMs: number) => wav.samples.subarray(Math.round((fromMs * RATE) / 1000), Math.round((toMs * RATE) / 1000));
     const greetingTurn = c.control.turns[0];
-    expect(carriesToneOf(window(greetingTurn.end_ms - greeting.length * MS_PER_CHAR + 150, greetingTurn.end_ms - 150), greeting)).toBe(true);
-    expect(carriesToneOf(window(replied.end_ms - answer.length * MS_PER_CHAR + 150, replied.end_ms - 150), answer)).toBe(true);
+    // 400 ms inside each end: a throttled machine may place the audio a little later than the turn says.
+    expect(carriesToneOf(window(greetingTurn.end_ms - greeting.length * MS_PER_CHAR + 400, greetingTurn.end_ms - 400), greeting)).toBe(true);
+    expect(carriesToneOf(window(replied.end_ms - answer.length * MS_PER_CHAR + 400, replied.end_ms - 400), answer)).toBe(true);
     await until(() => c.control.heartbeats.find((h) => h.stopped), 'the last heartbeat');
   }, 20_000);
 });
