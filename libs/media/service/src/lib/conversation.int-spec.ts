@@ -395,7 +395,7 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
     expect(carriesToneOf(mulawToPcm16(c.stream.receivedAudio()), greeting)).toBe(true);
     expect(c.stream.problems).toEqual([]);
     expect(turn).toMatchObject({ role: 'assistant', text: greeting, language: 'en-US', interrupted: false });
-    expect(turn.start_ms).toBeLessThan(100);
+    expect(turn.start_ms).toBeLessThan(250);
     expect(turn.at - firstMediaAt).toBeGreaterThanOrEqual(greetingMs - 60);
     // A conversation listens from the start: Deepgram was opened for 8 kHz linear16.
     expect(c.deepgram.connections).toHaveLength(1);
@@ -477,7 +477,7 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
 
     // The caller kept talking for 1.5 s over the answer: that, not its words (Deepgram had not answered yet), cut it.
     const expectedAt = startedAt + vadOnsetMs(interruption) + 1500;
-    expect(clearAt - expectedAt).toBeLessThan(200);
+    expect(clearAt - expectedAt).toBeLessThan(400);
     expect(clearAt - expectedAt).toBeGreaterThan(-60);
     expect(c.stream.clears).toBe(1);
     // The answer is recorded as interrupted, cut to a strict prefix of what the model wrote.
@@ -577,8 +577,9 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
     // Counted from the end of the greeting (its turn is recorded once the caller has heard it all).
     const greetingEnd = c.control.turns[0].at;
     const [, prompt, goodbye] = c.elevenLabs.requests.map((r) => r.receivedAt - greetingEnd);
-    expect(Math.abs(prompt - 3000)).toBeLessThanOrEqual(100);
-    expect(Math.abs(goodbye - 5000)).toBeLessThanOrEqual(100);
+    // Wall-clock bounds, loose enough for a throttled CI machine (bench/media measures the engine's latency).
+    expect(Math.abs(prompt - 3000)).toBeLessThanOrEqual(250);
+    expect(Math.abs(goodbye - 5000)).toBeLessThanOrEqual(250);
     // The goodbye was heard before the line was hung up; Twilio stopped the stream when the call was ended.
     expect(c.control.turns[2].at).toBeLessThanOrEqual(end.at);
     expect(c.twilio.callResources.get(c.sid)?.status).toBe('completed');
@@ -595,7 +596,7 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
     expect(c.control.turns.map((t) => t.text)).toEqual(['Hello Sam.', 'Goodbye.']);
     const goodbyeAfter = c.elevenLabs.requests[1].receivedAt - c.control.agentReads[0].at;
     expect(goodbyeAfter).toBeGreaterThanOrEqual(2000);
-    expect(goodbyeAfter).toBeLessThan(2150);
+    expect(goodbyeAfter).toBeLessThan(2400);
     expect(c.control.turns[1].at).toBeLessThanOrEqual(end.at);
     timings.push(`max_call_seconds: goodbye asked for ${Math.round(goodbyeAfter)} ms after the call's engine started`);
   }, 12_000);
