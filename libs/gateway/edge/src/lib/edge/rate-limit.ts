@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import DataLoader from 'dataloader';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { DataSource } from 'typeorm';
 import { GatewayConfig } from '@parley/config';
@@ -27,24 +28,52 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 }
 
-/** Shared by every gateway replica: one atomic upsert per request on an unlogged table. */
+/**
+ * Shared by every gateway replica, in an unlogged table with one row per bucket and window. The hits a replica
+ * takes in one turn of its event loop are added by one atomic upsert, and each hit still gets its exact place in
+ * the count (a batch of n hits ending at total T holds places T-n+1 … T): one statement per turn, not per request.
+ */
 export class PostgresRateLimitStore implements RateLimitStore {
   private lastPrune = 0;
+  private readonly hits = new DataLoader<{ bucket: string; windowStart: number }, number>((keys) => this.add(keys), {
+    cache: false,
+    batchScheduleFn: (dispatch) => setImmediate(dispatch),
+  });
 
   constructor(private readonly dataSource: DataSource) {}
 
-  async hit(bucket: string, windowStart: number): Promise<number> {
-    const [row]: { count: number }[] = await this.dataSource.query(
-      `INSERT INTO rate_limit_windows (bucket, window_start, count) VALUES ($1, $2, 1)
-       ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + 1
-       RETURNING count`,
-      [bucket, windowStart],
-    );
-    if (windowStart !== this.lastPrune) {
-      this.lastPrune = windowStart;
-      await this.dataSource.query(`DELETE FROM rate_limit_windows WHERE window_start < $1`, [windowStart]);
+  hit(bucket: string, windowStart: number): Promise<number> {
+    return this.hits.load({ bucket, windowStart });
+  }
+
+  private async add(keys: readonly { bucket: string; windowStart: number }[]): Promise<number[]> {
+    const slot = (bucket: string, windowStart: number | string) => `${windowStart} ${bucket}`;
+    const tally = new Map<string, { bucket: string; windowStart: number; hits: number }>();
+    for (const k of keys) {
+      const t = tally.get(slot(k.bucket, k.windowStart));
+      if (t) t.hits++;
+      else tally.set(slot(k.bucket, k.windowStart), { ...k, hits: 1 });
     }
-    return row.count;
+    const batch = [...tally.values()];
+    const rows: { bucket: string; window_start: string; count: number }[] = await this.dataSource.query(
+      `INSERT INTO rate_limit_windows (bucket, window_start, count)
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[])
+       ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_limit_windows.count + excluded.count
+       RETURNING bucket, window_start, count`,
+      [batch.map((t) => t.bucket), batch.map((t) => t.windowStart), batch.map((t) => t.hits)],
+    );
+    const next = new Map(rows.map((r) => [slot(r.bucket, r.window_start), r.count - tally.get(slot(r.bucket, r.window_start))!.hits + 1]));
+    const counts = keys.map((k) => {
+      const place = next.get(slot(k.bucket, k.windowStart))!;
+      next.set(slot(k.bucket, k.windowStart), place + 1);
+      return place;
+    });
+    const newest = Math.max(...batch.map((t) => t.windowStart));
+    if (newest > this.lastPrune) {
+      this.lastPrune = newest;
+      await this.dataSource.query(`DELETE FROM rate_limit_windows WHERE window_start < $1`, [newest]);
+    }
+    return counts;
   }
 }
 
