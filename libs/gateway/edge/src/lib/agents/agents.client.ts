@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import DataLoader from 'dataloader';
 import { ClientGrpc } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { newRequestId, runWithRequestId } from '@parley/observability';
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
+import { perTurnBatch } from '../edge/per-turn-batch';
 
 export const AGENTS_GRPC = 'AGENTS_GRPC';
 
@@ -19,13 +19,13 @@ export class AgentsClient extends RpcClient<agentsV1.AgentsServiceClient> {
    * agents service as one GetAgents call (one hop, one query); an idle API sends each at once, with no added wait.
    * No cache: every read reaches the agents service and its database after it arrived, so nothing is served stale.
    */
-  private readonly reads = new DataLoader<agentsV1.GetAgentRequest, agentsV1.Agent | null>(
+  private readonly reads = perTurnBatch<agentsV1.GetAgentRequest, agentsV1.Agent | null>(
     // The batch serves many requests: it runs under an id of its own rather than the first request's.
     (reads) =>
       runWithRequestId(newRequestId(), () => this.call('getAgents', (s, md) => s.getAgents({ reads: [...reads] }, md))).then((res) =>
         res.results.map((r) => r.agent ?? null),
       ),
-    { cache: false, maxBatchSize: MAX_COALESCED_READS, batchScheduleFn: (dispatch) => setImmediate(dispatch) },
+    MAX_COALESCED_READS,
   );
 
   constructor(@Inject(AGENTS_GRPC) grpc: ClientGrpc, @Inject(CONFIG) config: ServiceConfig) {

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import DataLoader from 'dataloader';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { DataSource } from 'typeorm';
 import { GatewayConfig } from '@parley/config';
 import { AppError } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
+import { perTurnBatch } from './per-turn-batch';
 
 /** Counts hits of a bucket in a fixed window and returns the count including this hit. */
 export interface RateLimitStore {
@@ -35,10 +35,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
  */
 export class PostgresRateLimitStore implements RateLimitStore {
   private lastPrune = 0;
-  private readonly hits = new DataLoader<{ bucket: string; windowStart: number }, number>((keys) => this.add(keys), {
-    cache: false,
-    batchScheduleFn: (dispatch) => setImmediate(dispatch),
-  });
+  private readonly hits = perTurnBatch<{ bucket: string; windowStart: number }, number>((keys) => this.add(keys));
 
   constructor(private readonly dataSource: DataSource) {}
 
