@@ -114,6 +114,15 @@ describe('conversation engine', () => {
     expect(turns).toEqual([expect.objectContaining({ role: 'assistant', text: 'Hello Sam, this is Ada.', interrupted: false, startMs: 0 })]);
   });
 
+  it('counts turn offsets from the start it is given (the media stream opened before the engine existed)', async () => {
+    const { engine, clock, turns } = setup(settings(), { engine: { startedAt: -250 } });
+    const started = engine.start();
+    await clock.advance(5000);
+    await started;
+    expect(turns).toEqual([expect.objectContaining({ text: 'Hello Sam, this is Ada.', startMs: 250 })]);
+    expect(turns[0].endMs).toBeGreaterThan(250 + 1000);
+  });
+
   it('paces outbound audio one frame per 20 ms', async () => {
     const { engine, clock, carrier } = setup(settings());
     void engine.start();

@@ -82,6 +82,11 @@ export interface EngineOptions {
    */
   tools?: { egress: EgressPolicy; internalHosts?: string[]; calendarBaseUrl?: string; resolve?: Resolver; lookup?: Resolver };
   /**
+   * Clock time the call's timeline starts at: the media stream's start, so turn offsets and the recording share one
+   * origin (reading the call and agent before the engine exists takes time). Default: when the engine is created.
+   */
+  startedAt?: number;
+  /**
    * The stream resumes a conversation (a transfer that did not connect): no greeting; the agent picks up from
    * `turns` (the call's transcript so far) and tells the caller what happened.
    */
@@ -151,7 +156,7 @@ export class CallEngine {
     private readonly options: EngineOptions,
   ) {
     this.playout = new Playout(host.sink, host.clock, options.sampleRate, options.marksEchoed ?? true);
-    this.startedAt = host.clock.now();
+    this.startedAt = options.startedAt ?? host.clock.now();
     this.language = settings.languages[0];
     this.toolset = settings.mode === 'conversation' ? offeredTools(settings.tools) : [];
   }

@@ -139,7 +139,8 @@ export class CallSession {
     mediaStreamsTotal.inc({ carrier, outcome: 'attached' });
     mediaStreamsActive.inc({ carrier });
     this.encoding = event.format.encoding;
-    this.streamStartedAt = Date.now();
+    // The origin of the recording and of the transcript's offsets alike.
+    this.streamStartedAt = realClock.now();
     if (this.call.recording_enabled) this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), HEARTBEAT_MS);
@@ -179,7 +180,7 @@ export class CallSession {
         clock: realClock,
         sink: {
           sendAudio: (frame) => {
-            this.recorder?.write('agent', frame, Date.now() - this.streamStartedAt);
+            this.recorder?.write('agent', frame, realClock.now() - this.streamStartedAt);
             this.socket.send(this.deps.protocol.audio(this.streamId, encodeFromPcm16(frame, this.encoding)));
           },
           sendMark: (name) => this.socket.send(this.deps.protocol.mark(this.streamId, name)),
@@ -211,6 +212,7 @@ export class CallSession {
         sampleRate,
         variables: call.variables,
         marksEchoed: true,
+        startedAt: this.streamStartedAt,
         callId: call.id,
         tools: this.deps.tools,
         ...(resume
