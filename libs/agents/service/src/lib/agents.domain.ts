@@ -52,8 +52,8 @@ export class AgentsDomain {
   /** Several reads at once, each in its own account: one result per read, null where there is no such agent. */
   async getAgents(reads: { accountId: string; id: string }[]): Promise<(AgentView | null)[]> {
     const agents = await this.agents.findMany(reads);
-    const groups = await this.groups.findMany(agents.flatMap((a) => (a?.groupId ? [{ accountId: a.accountId, id: a.groupId }] : [])));
-    return agents.map((a) => a && this.present(a, a.groupId ? groups.get(`${a.accountId}/${a.groupId}`)?.spec : undefined));
+    const present = await this.presenter(agents);
+    return agents.map((a) => a && present(a));
   }
 
   /**
@@ -94,8 +94,7 @@ export class AgentsDomain {
 
   async listAgents(accountId: string, limit: number, after: string): Promise<Page<AgentView>> {
     const page = await this.agents.list(accountId, limit, pagePosition(after));
-    const groups = await this.groupsById(accountId, page.items.map((a) => a.groupId));
-    return { ...page, items: page.items.map((a) => this.present(a, a.groupId ? groups.get(a.groupId) : undefined)) };
+    return { ...page, items: page.items.map(await this.presenter(page.items)) };
   }
 
   /** Runs the agent's post-call settings on a transcript given by the caller, through the LLM provider. */
@@ -174,21 +173,17 @@ export class AgentsDomain {
     if (problems.length) throw AppError.validation(problems);
   }
 
-  private async groupsById(accountId: string, ids: (string | null)[]): Promise<Map<string, GroupSpec>> {
-    const map = new Map<string, GroupSpec>();
-    for (const id of new Set(ids.filter((x): x is string => !!x))) {
-      const group = await this.groups.find(accountId, id);
-      if (group) map.set(id, group.spec);
-    }
-    return map;
-  }
-
   private async view(agent: AgentEntity): Promise<AgentView> {
-    const group = agent.groupId ? await this.groups.find(agent.accountId, agent.groupId) : null;
-    return this.present(agent, group?.spec);
+    return (await this.presenter([agent]))(agent);
   }
 
-  private present(agent: AgentEntity, group: GroupSpec | undefined): AgentView {
-    return { entity: agent, spec: presentAgent(agent.spec), effective: resolveEffective(agent.spec, group) };
+  /** Reads the groups of these agents in one query, and returns how to present each agent with its group. */
+  private async presenter(agents: (AgentEntity | null)[]): Promise<(agent: AgentEntity) => AgentView> {
+    const groups = await this.groups.findMany(agents.flatMap((a) => (a?.groupId ? [{ accountId: a.accountId, id: a.groupId }] : [])));
+    return (agent) => ({
+      entity: agent,
+      spec: presentAgent(agent.spec),
+      effective: resolveEffective(agent.spec, agent.groupId ? groups.get(`${agent.accountId}/${agent.groupId}`)?.spec : undefined),
+    });
   }
 }
