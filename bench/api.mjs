@@ -191,7 +191,7 @@ async function main() {
     }
 
     console.log(
-      `\nmedian of ${rounds} alternating runs of ${seconds} s, ${connections} connections, ${dbUrl ? 'DATABASE_URL server' : 'embedded PostgreSQL'}, ${cpus().length} cores, load average ${loadavg()
+      `\nmedian of ${rounds} alternating runs of ${seconds} s, ${connections} connections, ${dbUrl ? 'DATABASE_URL server' : 'embedded PostgreSQL'}, ${cpus().length} cores, Node ${process.version}, load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')}\n`,
     );

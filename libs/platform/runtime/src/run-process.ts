@@ -3,15 +3,21 @@ import { rootLogger } from '@parley/observability';
 import { stopEmbeddedDatabase } from '@parley/persistence';
 import { ServiceDefinition } from './service-definition';
 import { RunningService, startService } from './start-service';
+import { unsupportedNodeReason } from './node-version';
 
 /**
- * Entry point of one deployable: validates configuration (printing every problem and exiting 1 when any),
+ * Entry point of one deployable: refuses an unsupported Node.js, validates configuration (printing every problem and exiting 1 when any),
  * starts the service(s), and stops them cleanly on SIGTERM/SIGINT.
  */
 export async function runProcess<C extends ServiceConfig>(
   configClass: new () => C,
   start: (config: C) => Promise<RunningService[]>,
 ): Promise<void> {
+  const unsupported = unsupportedNodeReason();
+  if (unsupported) {
+    process.stderr.write(`${unsupported}\n`);
+    process.exit(1);
+  }
   let config: C;
   try {
     config = loadConfig(configClass);
