@@ -1,9 +1,11 @@
+import { register } from 'prom-client';
 import { parseEgressAllowlist } from '@parley/egress';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech, SpeechError } from '@parley/speech';
 import { agentSettings, AgentSettings } from './agent-settings';
 import { CallEngine, EngineHost, EngineOptions, EngineTurn, ToolCallReport } from './call-engine';
 import { ManualClock } from './clock';
+import { engineMetrics } from './metrics';
 import { AudioSink } from './playout';
 import { FakeCalCom } from './testing/fake-calcom';
 import { ToolServer } from './testing/tool-server';
@@ -235,6 +237,47 @@ describe('conversation engine', () => {
     await clock.advance(4000);
     expect(carrier.clears).toBe(0);
     expect(turns.at(-1)).toMatchObject({ role: 'assistant', interrupted: false });
+  });
+
+  it('times each turn’s stages from its own end of speech, also when the recognizer ends the turn before the VAD', async () => {
+    // What /metrics exposes, read through prom-client's registry: each stage's sum of seconds and count.
+    const observed = async () => {
+      const values = (await register.getSingleMetric('parley_engine_stage_latency_seconds')!.get()).values;
+      const read = (stage: string, suffix: string) =>
+        values.find((v) => v.labels['stage'] === stage && v.metricName === `parley_engine_stage_latency_seconds_${suffix}`)?.value ?? 0;
+      return Object.fromEntries(['stt_final', 'llm_first_token', 'response'].map((stage) => [stage, { sum: read(stage, 'sum'), count: read(stage, 'count') }]));
+    };
+    engineMetrics.stageLatency.reset();
+    const llm = new FakeLlm(['Hi, how can I help?', 'We open at nine.']);
+    const { engine, clock, stt, feed, turns } = setup(settings(), { llm });
+    void engine.start();
+    await clock.advance(3000);
+    // First question: the VAD's hangover (500 ms) ends it, the recognizer's final comes after.
+    await feed(800, speech);
+    await feed(600, quiet);
+    stt[0].emit({ type: 'final', text: 'Hello there', endOfTurn: true });
+    await clock.advance(8000);
+    const first = await observed();
+    // Second question, 8 s on: the recognizer's endpointing (300 ms) ends the turn while the VAD still hears speech.
+    await feed(800, speech);
+    await feed(300, quiet);
+    stt[0].emit({ type: 'final', text: 'When do you open?', endOfTurn: true });
+    await feed(600, quiet);
+    await clock.advance(3000);
+    const both = await observed();
+    expect(turns.filter((t) => t.role === 'user').map((t) => t.text)).toEqual(['Hello there', 'When do you open?']);
+
+    // The first turn: the recognizer's final up to 600 ms of quiet after the words, timed from the VAD's end.
+    expect(first['stt_final'].count).toBe(1);
+    expect(first['stt_final'].sum).toBeGreaterThan(0);
+    expect(first['stt_final'].sum).toBeLessThan(0.2);
+    // The second turn is timed from the moment the recognizer ended it: no recognizer wait, and the fakes answer at
+    // once (the first audio within a frame or two), never the 8 s since the first question's end of speech.
+    const second = (stage: string) => ({ sum: both[stage].sum - first[stage].sum, count: both[stage].count - first[stage].count });
+    expect(second('stt_final')).toEqual({ sum: 0, count: 1 });
+    expect(second('llm_first_token')).toEqual({ sum: 0, count: 1 });
+    expect(second('response').count).toBe(1);
+    expect(second('response').sum).toBeLessThan(0.1);
   });
 
   it('interrupts a caller who keeps talking over the answer for 1.5 s, words or not', async () => {

@@ -135,7 +135,10 @@ export class CallEngine {
   private userText = '';
   private partialText = '';
   private speechStartedAt: number | undefined;
+  /** The VAD's end of the caller's current utterance; undefined while it lasts and once a turn took it. */
   private endOfSpeechAt: number | undefined;
+  /** The recognizer ended the current utterance's turn: the VAD's later end of it is no new end of speech. */
+  private utteranceTaken = false;
   private silenceTimers: unknown[] = [];
   private maxTimer: unknown;
   private ended = false;
@@ -202,9 +205,11 @@ export class CallEngine {
     const now = this.host.clock.now();
     if (change === 'speech_start') {
       this.speechStartedAt = now;
+      this.endOfSpeechAt = undefined;
+      this.utteranceTaken = false;
       this.disarmSilence();
     } else if (change === 'speech_end') {
-      this.endOfSpeechAt = now;
+      if (!this.utteranceTaken) this.endOfSpeechAt = now;
       this.stt?.finalize();
       // Quiet is counted from the caller's last words, whether or not they made a turn.
       if (!this.turn) this.armSilence();
@@ -306,20 +311,31 @@ export class CallEngine {
       this.considerBargeIn(`${this.userText} ${event.text}`, false);
       return;
     }
-    if (event.endOfTurn && this.endOfSpeechAt !== undefined) {
-      engineMetrics.stageLatency.observe({ stage: 'stt_final' }, Math.max(0, this.host.clock.now() - this.endOfSpeechAt) / 1000);
-    }
     if (event.text && event.language) this.follow(event.language);
     if (event.text) this.userText = `${this.userText} ${event.text}`.trim();
     this.partialText = '';
+    const endOfSpeech = event.endOfTurn && this.userText ? this.takeEndOfSpeech() : undefined;
+    if (endOfSpeech !== undefined) engineMetrics.stageLatency.observe({ stage: 'stt_final' }, (this.host.clock.now() - endOfSpeech) / 1000);
     if (this.considerBargeIn(this.userText, true)) return;
-    if (!event.endOfTurn || !this.userText) return;
+    if (endOfSpeech === undefined) return;
     if (this.turn) {
       // The agent kept the floor (too few words to interrupt): a backchannel such as "mm-hm", not a turn.
       this.userText = '';
       return;
     }
-    this.commitUserTurn();
+    this.commitUserTurn(endOfSpeech);
+  }
+
+  /**
+   * The end of speech of the turn the recognizer just ended, which its stages are timed from: the VAD's end of
+   * this utterance, or now when the recognizer's endpointing (shorter than the VAD's hangover) ended it first.
+   * Never an earlier utterance's: the VAD's end is cleared when speech starts again and once a turn takes it.
+   */
+  private takeEndOfSpeech(): number {
+    const at = this.endOfSpeechAt ?? this.host.clock.now();
+    this.endOfSpeechAt = undefined;
+    this.utteranceTaken = true;
+    return at;
   }
 
   /**
@@ -351,7 +367,7 @@ export class CallEngine {
     return false;
   }
 
-  private commitUserTurn(): void {
+  private commitUserTurn(endOfSpeech: number): void {
     this.disarmSilence();
     const text = this.userText;
     this.userText = '';
@@ -359,7 +375,7 @@ export class CallEngine {
     const startMs = this.speechStartedAt !== undefined ? this.speechStartedAt - this.startedAt : endMs;
     this.host.onTurn({ role: 'user', text, language: this.language.code, startMs, endMs, interrupted: false });
     this.history.push({ role: 'user', content: text });
-    void this.reply();
+    void this.reply(endOfSpeech);
   }
 
   /**
@@ -368,13 +384,12 @@ export class CallEngine {
    * asked again, at most `maxToolRounds` times per turn (the last time with tool_choice none). The whole answer
    * is one agent turn: one AbortController stops the model, the tools' requests and the speech together.
    */
-  private async reply(): Promise<void> {
+  private async reply(endOfSpeech: number): Promise<void> {
     const messages: ChatMessage[] = [
       ...(this.language.systemPrompt ? [{ role: 'system' as const, content: this.fill(this.language.systemPrompt) }] : []),
       ...this.history,
     ];
     const state = { endCall: false };
-    const endOfSpeech = this.endOfSpeechAt ?? this.host.clock.now();
     const result = await this.speak((signal, turn) => this.answer(messages, state, endOfSpeech, signal, turn), {
       interruptible: true,
       endOfSpeechAt: endOfSpeech,
