@@ -126,6 +126,11 @@ export interface CarrierAdapter {
   /** Hangs the call up. Fails with a CarrierError. */
   endCall(carrierCallId: string): Promise<void>;
   /**
+   * The call's current state, read from the carrier's API (what a status callback would have said), for
+   * reconciling a call whose callback was missed. Fails with a CarrierError (`not_found`: no such call).
+   */
+  fetchCall(carrierCallId: string): Promise<CarrierStatusUpdate>;
+  /**
    * Sends the call on to another party: an E.164 number or a `sip:` URI. With `resultUrl`, the carrier posts how
    * the transfer went there once the other party's leg is over (read with `parseTransferResult`) and the call
    * continues with the markup answered. Fails with a CarrierError.

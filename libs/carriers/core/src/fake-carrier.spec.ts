@@ -44,6 +44,18 @@ describe('FakeCarrier', () => {
     expect(update).toEqual({ carrierCallId: 'x', status: 'completed', durationSeconds: 42, answeredBy: 'machine', at });
   });
 
+  it('answers a look-up with the status a callback moved the call to, delivered or not, and fails on request', async () => {
+    const carrier = new FakeCarrier();
+    const { carrierCallId } = await carrier.placeCall(request);
+    carrier.statusCallback(carrierCallId, 'busy'); // built, never delivered: the look-up still tells
+
+    await expect(carrier.fetchCall(carrierCallId)).resolves.toMatchObject({ carrierCallId, status: 'busy' });
+    await expect(carrier.fetchCall('fake-call-99')).rejects.toMatchObject({ code: 'not_found' });
+    carrier.failNext('fetchCall', 'rate_limited');
+    await expect(carrier.fetchCall(carrierCallId)).rejects.toMatchObject({ code: 'rate_limited' });
+    expect(carrier.operations.filter((op) => op.kind === 'fetchCall')).toHaveLength(3);
+  });
+
   it('refuses unreadable status callbacks', () => {
     const fake = new FakeCarrier();
     expect(() => fake.parseStatusCallback({ CallId: 'x', Status: 'exploded' })).toThrow(CarrierError);

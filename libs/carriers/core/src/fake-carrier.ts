@@ -24,6 +24,7 @@ export const FAKE_CARRIER_SIGNATURE_HEADER = 'x-fake-carrier-signature';
 export type FakeCarrierOperation =
   | { kind: 'placeCall'; request: PlaceCallRequest; carrierCallId?: string }
   | { kind: 'endCall'; carrierCallId: string }
+  | { kind: 'fetchCall'; carrierCallId: string }
   | { kind: 'transferCall'; carrierCallId: string; destination: string };
 
 /** A call the fake placed (or was told about), with what happened to it. */
@@ -68,6 +69,7 @@ export class FakeCarrier implements CarrierAdapter {
   private readonly failures: Record<FakeCarrierOperation['kind'], Error[]> = {
     placeCall: [],
     endCall: [],
+    fetchCall: [],
     transferCall: [],
   };
   private sequence = 0;
@@ -145,6 +147,13 @@ export class FakeCarrier implements CarrierAdapter {
       call.status = call.status === 'in_progress' ? 'completed' : 'canceled';
       call.pending = [call.status];
     }
+  }
+
+  /** The call's recorded status (moved by endCall and statusCallback, i.e. also by a callback never delivered). */
+  async fetchCall(carrierCallId: string): Promise<CarrierStatusUpdate> {
+    this.operations.push({ kind: 'fetchCall', carrierCallId });
+    this.throwScriptedFailure('fetchCall');
+    return { carrierCallId, status: this.call(carrierCallId).status, at: new Date() };
   }
 
   parseTransferResult(params: Record<string, string>): TransferResult {

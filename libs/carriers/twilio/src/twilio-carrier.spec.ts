@@ -138,6 +138,23 @@ describe('TwilioCarrier against FakeTwilioServer', () => {
     await expect(carrier.endCall(carrierCallId)).resolves.toBeUndefined();
   });
 
+  it('reads a call back from the REST API as a status update: its status as the network moved it, and the duration once over', async () => {
+    const placed = await carrier.placeCall(request);
+    expect(await carrier.fetchCall(placed.carrierCallId)).toMatchObject({ carrierCallId: placed.carrierCallId, status: 'queued' });
+
+    server.setCallStatus(placed.carrierCallId, 'in-progress');
+    server.setCallStatus(placed.carrierCallId, 'completed');
+    const over = await carrier.fetchCall(placed.carrierCallId);
+
+    expect(over).toMatchObject({ carrierCallId: placed.carrierCallId, status: 'completed', durationSeconds: expect.any(Number) });
+    expect(over.at).toBeInstanceOf(Date);
+    expect(server.calls.at(-1)).toMatchObject({ action: 'fetch', method: 'GET', path: `/2010-04-01/Accounts/${ACCOUNT_SID}/Calls/${placed.carrierCallId}.json` });
+  });
+
+  it('reports a call Twilio does not know as a not_found CarrierError', async () => {
+    await expect(carrier.fetchCall('CA00000000000000000000000000000000')).rejects.toMatchObject({ name: 'CarrierError', code: 'not_found' });
+  });
+
   it('transfers to an E.164 number with <Dial><Number>', async () => {
     const { carrierCallId } = await carrier.placeCall(request);
     server.setCallStatus(carrierCallId, 'in-progress');

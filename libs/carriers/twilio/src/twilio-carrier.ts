@@ -106,6 +106,19 @@ export class TwilioCarrier implements CarrierAdapter {
     }
   }
 
+  /** GET Calls/{Sid}.json: the call's status, duration once over, and AnsweredBy when detection ran. */
+  async fetchCall(carrierCallId: string): Promise<CarrierStatusUpdate> {
+    if (!carrierCallId) throw invalid('carrierCallId is required');
+    const call = await this.rest('fetchCall', () => this.client.calls(carrierCallId).fetch());
+    const status = mapTwilioCallStatus(call.status);
+    if (!status) throw new CarrierError(`twilio: fetchCall: unknown call status ${JSON.stringify(call.status)}`, { code: 'unknown', carrier: this.name });
+    const update: CarrierStatusUpdate = { carrierCallId, status, at: call.dateUpdated ?? new Date() };
+    if (call.duration && /^\d+$/.test(call.duration)) update.durationSeconds = Number(call.duration);
+    const answeredBy = mapAnsweredBy(call.answeredBy ?? undefined);
+    if (answeredBy) update.answeredBy = answeredBy;
+    return update;
+  }
+
   /**
    * Redirects the call to TwiML `<Dial><Number>` (E.164) or `<Dial><Sip>` (sip:/sips: URI). With a result URL,
    * the `<Dial action>` posts `DialCallStatus` there when the other leg is over, and the call goes on with the

@@ -244,6 +244,30 @@ export class ServiceConfig {
   CALL_STUCK_SECONDS: number = 120;
 
   /**
+   * An answered call whose media worker sent no heartbeat (every 10 s) for this long is failed with reason
+   * media_lost (the worker died or lost the stream); at least 15 so one late heartbeat is not a loss.
+   */
+  @IsInt()
+  @Min(15)
+  @Max(3600)
+  MEDIA_LOST_SECONDS: number = 30;
+
+  /**
+   * A live call with a carrier leg whose state has not moved for this long (and that has no live media) is looked
+   * up at the carrier's REST API, so an outcome whose status callback was missed is still recorded.
+   */
+  @IsInt()
+  @Min(5)
+  @Max(86400)
+  CARRIER_RECONCILE_SECONDS: number = 60;
+
+  /** Carrier look-ups per reconciliation pass (one pass every 5 s per calls replica): the bound on their rate. */
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  CARRIER_RECONCILE_BATCH: number = 10;
+
+  /**
    * Public base URL of the gateway as carriers and browsers reach it (https in production): carrier status
    * callbacks and voice webhooks, signed recording links.
    */

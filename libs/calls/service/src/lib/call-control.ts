@@ -208,7 +208,8 @@ export class CallControl {
     return isLive(call.status);
   }
 
-  private async applyStatus(carrier: CarrierAdapter, update: CarrierStatusUpdate): Promise<void> {
+  /** A carrier status (a callback, or the carrier's API read by CarrierReconciler) onto the call's state machine. */
+  async applyStatus(carrier: CarrierAdapter, update: CarrierStatusUpdate): Promise<void> {
     const call = await this.calls.findByCarrierCall(carrier.name, update.carrierCallId);
     if (!call) {
       this.log.info({ carrier: carrier.name, carrierCallId: update.carrierCallId }, 'status callback for an unknown call ignored');

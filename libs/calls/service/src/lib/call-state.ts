@@ -13,6 +13,7 @@ export const END_REASONS = [
   'busy',
   'given_up',
   'no_media',
+  'media_lost',
   'carrier_error',
   'voicemail',
   'transferred',

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import {
@@ -20,6 +20,7 @@ import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, EndReason, isLive } from './call-state';
 import { CallEntity, CallTurnEntity } from './entities';
+import { stuckCallTransition } from './stuck-calls';
 
 export interface NewCall {
   accountId: string;
@@ -66,9 +67,8 @@ const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
  * the outbox, so webhooks never miss one; after commit the change is broadcast live for event streams.
  */
 @Injectable()
-export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CallsDomain {
   private readonly log = serviceLogger('calls');
-  private reaper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -76,15 +76,6 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {}
-
-  onApplicationBootstrap(): void {
-    this.reaper = setInterval(() => void this.failStuckCalls().catch((e) => this.log.warn({ err: e }, 'reaper pass failed')), 5_000);
-    this.reaper.unref();
-  }
-
-  onApplicationShutdown(): void {
-    clearInterval(this.reaper);
-  }
 
   /** Inserts a new live call, refusing it (402) when the account is at its concurrent-call ceiling. */
   async insert(input: NewCall): Promise<CallEntity> {
@@ -364,22 +355,57 @@ export class CallsDomain implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /**
-   * A call with no progress and no media for CALL_STUCK_SECONDS fails with reason no_media, so none stays live.
-   * A transferred call carries no media to Parley by design; the carrier's completed callback ends it.
+   * The reaper's pass: fails every live call `stuckCallTransition` condemns (`media_lost`, `no_media`), at most
+   * 100 per pass, and returns them. Ages are measured on the database's clock (`last_media_at` is written with
+   * its `now()`), and each call is re-judged under its row lock. One call that cannot be changed is logged and
+   * skipped; it does not stop the others.
    */
-  async failStuckCalls(now = new Date()): Promise<number> {
-    const stale: { id: string; account_id: string }[] = await this.dataSource.query(
-      `SELECT id, account_id FROM calls
-        WHERE status IN ${LIVE_STATUSES} AND updated_at < $1 AND (last_media_at IS NULL OR last_media_at < $1)
-          AND transferred_to IS NULL LIMIT 100`,
-      [new Date(now.getTime() - this.config.CALL_STUCK_SECONDS * 1000)],
+  async failStuckCalls(): Promise<CallEntity[]> {
+    const limits = { stuckSeconds: this.config.CALL_STUCK_SECONDS, mediaLostSeconds: this.config.MEDIA_LOST_SECONDS };
+    const candidates: { id: string; account_id: string; now: Date }[] = await this.dataSource.query(
+      `SELECT id, account_id, now() AS now FROM calls
+        WHERE status IN ${LIVE_STATUSES} AND transferred_to IS NULL
+          AND ((updated_at < now() - make_interval(secs => $1) AND (last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1)))
+            OR (status = 'in_progress' AND last_media_at < now() - make_interval(secs => $2)))
+        ORDER BY updated_at LIMIT 100`,
+      [limits.stuckSeconds, limits.mediaLostSeconds],
     );
-    for (const s of stale) {
-      await this.transition(s.account_id, s.id, (call) =>
-        isLive(call.status) ? { status: 'failed', endReason: 'no_media', failureReason: `No media for ${this.config.CALL_STUCK_SECONDS} s` } : undefined,
-      );
+    const failed: CallEntity[] = [];
+    for (const c of candidates) {
+      try {
+        let condemned = false;
+        const call = await this.transition(c.account_id, c.id, (current) => {
+          const next = stuckCallTransition(current, new Date(c.now), limits);
+          condemned = next !== undefined;
+          return next;
+        });
+        if (condemned) failed.push(call);
+      } catch (error) {
+        this.log.warn({ err: error, callId: c.id }, 'stuck call could not be failed; the next pass retries it');
+      }
     }
-    return stale.length;
+    return failed;
+  }
+
+  /**
+   * Claims up to `limit` live calls with a carrier leg for a look-up at the carrier: their state has not moved for
+   * `afterSeconds`, they were not looked up within `afterSeconds`, and they have no live media (an answered call
+   * whose media worker still beats is known to be up). Oldest first; rows other replicas hold are skipped, and
+   * `carrier_checked_at` is set in the same statement, so each call is looked up at most once per `afterSeconds`.
+   */
+  async claimCarrierChecks(afterSeconds: number, limit: number): Promise<{ id: string; accountId: string; carrier: string; carrierCallId: string }[]> {
+    const [rows]: [{ id: string; account_id: string; carrier: string; carrier_call_id: string }[], number] = await this.dataSource.query(
+      `UPDATE calls SET carrier_checked_at = now()
+        WHERE id IN (SELECT id FROM calls
+                      WHERE status IN ${LIVE_STATUSES} AND carrier IS NOT NULL AND carrier_call_id IS NOT NULL
+                        AND updated_at < now() - make_interval(secs => $1)
+                        AND (carrier_checked_at IS NULL OR carrier_checked_at < now() - make_interval(secs => $1))
+                        AND (status <> 'in_progress' OR last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1))
+                      ORDER BY coalesce(carrier_checked_at, updated_at) LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, carrier, carrier_call_id`,
+      [afterSeconds, limit],
+    );
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, carrier: r.carrier, carrierCallId: r.carrier_call_id }));
   }
 
   /** A customer-facing event about the call, into the outbox of transaction `m`. */

@@ -8,6 +8,8 @@ import { CONFIG } from '@parley/runtime';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
+import { CallReaper } from './call-reaper';
+import { CarrierReconciler } from './carrier-reconciler';
 import { CarrierRegistry } from './carrier-registry';
 import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-call-analysis';
 
@@ -22,6 +24,8 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
     CallsDomain,
     CallControl,
     PostCallAnalysis,
+    CallReaper,
+    CarrierReconciler,
     { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) },
     {
       provide: POST_CALL_LLM,

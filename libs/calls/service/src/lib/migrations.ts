@@ -163,6 +163,21 @@ export class AddAnsweredBy1764000000306 implements MigrationInterface {
   }
 }
 
+/** When the carrier reconciler last looked a live call up at its carrier (CarrierReconciler). */
+export class AddCarrierCheckedAt1764000000310 implements MigrationInterface {
+  name = 'AddCarrierCheckedAt1764000000310';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS carrier_checked_at timestamptz(3)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS calls_live_updated ON calls (updated_at) WHERE status IN ('queued', 'ringing', 'in_progress')`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS calls_live_updated`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS carrier_checked_at`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -171,4 +186,5 @@ export const CALLS_MIGRATIONS = [
   AddCallAnalysis1763900000304,
   AddCallAnalysisSchedule1764000000305,
   AddAnsweredBy1764000000306,
+  AddCarrierCheckedAt1764000000310,
 ];
