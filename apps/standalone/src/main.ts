@@ -1,28 +1,35 @@
 import 'reflect-metadata';
+import { join } from 'node:path';
 import { agentsService } from '@parley/agents-service';
 import { callsService } from '@parley/calls-service';
 import { GatewayConfig } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';
-import { mediaWorkerService } from '@parley/media-service';
 import { createBus, InProcessBus } from '@parley/messaging';
 import { rootLogger } from '@parley/observability';
-import { runProcess, startService } from '@parley/runtime';
+import { ChildService, runProcess, startService } from '@parley/runtime';
 import { webhookDispatcherService } from '@parley/webhooks-service';
 
 /**
- * Standalone: all five services in one process, talking gRPC over loopback exactly as when distributed, on
- * the embedded PostgreSQL and in-process bus unless DATABASE_URL / NATS_URL say otherwise.
+ * Standalone: all five services from one command, talking gRPC over loopback exactly as when distributed, on the
+ * embedded PostgreSQL and in-process bus unless DATABASE_URL / NATS_URL say otherwise. Four share this process;
+ * the media worker runs in a child process of its own so that no control-plane work (HTTP, SQL, JSON, GC) ever
+ * delays a call's audio, and a crash there never takes the API down.
  */
 void runProcess(GatewayConfig, async (config) => {
   const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
-  for (const def of [agentsService, callsService, mediaWorkerService, webhookDispatcherService]) {
-    started.push(await startService(def, config, { standalone: true, bus }));
-  }
+  for (const def of [agentsService, callsService]) started.push(await startService(def, config, { standalone: true, bus }));
+  const media = new ChildService({ name: 'media-worker', entry: join(__dirname, 'media-worker.js'), ...(bus instanceof InProcessBus ? { bus } : {}) });
+  const mediaStarted = media.start();
+  mediaStarted.catch(() => undefined); // awaited below, once the bus is open
+  started.push(media);
+  started.push(await startService(webhookDispatcherService, config, { standalone: true, bus }));
   const gateway = await startService(gatewayService, config, { standalone: true, bus });
   started.push(gateway);
+  gateway.health.register('media-worker', () => media.ready());
   if (bus instanceof InProcessBus) bus.open();
-  const stopBus = { name: 'bus', app: gateway.app, health: gateway.health, stop: () => bus.close() };
+  await mediaStarted;
+  const stopBus = { name: 'bus', stop: () => bus.close() };
   rootLogger().info({ url: gateway.url }, `Parley is running at ${gateway.url}`);
   process.stdout.write(`Parley is running at ${gateway.url}\n`);
   return [stopBus, ...started];

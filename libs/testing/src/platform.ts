@@ -118,6 +118,12 @@ export class RunningPlatform {
     await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen');
   }
 
+  /** Process id of a running app (`standalone`, or a service of a distributed platform). */
+  processId(app: string): number | undefined {
+    const child = this.processes.get(app);
+    return child && child.exitCode === null ? child.pid : undefined;
+  }
+
   /** Kills one service of a distributed platform (SIGKILL: no goodbye). */
   async kill(service: ServiceName): Promise<void> {
     const child = this.processes.get(service);

@@ -4,3 +4,5 @@ export * from './jetstream-bus';
 export * from './create-bus';
 export * from './outbox';
 export * from './bus-server';
+export * from './ipc-peer';
+export * from './ipc-bus';

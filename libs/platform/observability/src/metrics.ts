@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Histogram, register } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Histogram, register } from 'prom-client';
 
 let defaultsCollected = false;
 
@@ -40,3 +40,27 @@ export const busHandlerDuration = new Histogram({
 });
 
 export const metricsRegistry = register;
+
+type MetricsJson = Awaited<ReturnType<typeof register.getMetricsAsJSON>>;
+const metricsSources = new Set<() => Promise<MetricsJson>>();
+
+/**
+ * Adds another process's metrics to this one's /metrics (standalone: the media worker runs in a child process).
+ * Returns the function that removes the source again.
+ */
+export function addMetricsSource(source: () => Promise<MetricsJson>): () => void {
+  metricsSources.add(source);
+  return () => metricsSources.delete(source);
+}
+
+/**
+ * The Prometheus text of this process plus every added source, merged the way prom-client merges cluster workers
+ * (counters and histograms summed, version info taken once). A source that does not answer is left out of that
+ * scrape rather than failing it.
+ */
+export async function collectMetrics(): Promise<string> {
+  if (metricsSources.size === 0) return register.metrics();
+  const others = await Promise.all([...metricsSources].map((source) => source().catch(() => undefined)));
+  const all = [await register.getMetricsAsJSON(), ...others.filter((m): m is MetricsJson => m !== undefined)];
+  return AggregatorRegistry.aggregate(all).metrics();
+}

@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { HealthRegistry } from './health';
-import { metricsRegistry } from './metrics';
+import { collectMetrics, metricsRegistry } from './metrics';
 
 /**
  * Liveness (/healthz), readiness (/readyz) and Prometheus metrics (/metrics) for a service that has no public
@@ -19,7 +19,7 @@ export async function startOpsServer(port: number, health: HealthRegistry): Prom
       return void health.readiness().then((r) => reply(r.ready ? 200 : 503, 'application/json', JSON.stringify(r)));
     }
     if (path === '/metrics') {
-      return void metricsRegistry.metrics().then((m) => reply(200, metricsRegistry.contentType, m));
+      return void collectMetrics().then((m) => reply(200, metricsRegistry.contentType, m));
     }
     reply(404, 'application/json', '{"status":404}');
   });

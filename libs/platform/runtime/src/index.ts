@@ -3,3 +3,4 @@ export * from './runtime.module';
 export * from './start-service';
 export * from './run-process';
 export * from './node-version';
+export * from './child-service';

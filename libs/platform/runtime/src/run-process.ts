@@ -2,8 +2,14 @@ import { ConfigError, loadConfig, ServiceConfig } from '@parley/config';
 import { rootLogger } from '@parley/observability';
 import { stopEmbeddedDatabase } from '@parley/persistence';
 import { ServiceDefinition } from './service-definition';
-import { RunningService, startService } from './start-service';
+import { startService } from './start-service';
 import { unsupportedNodeReason } from './node-version';
+
+/** What a process stops, in reverse order of start, on SIGTERM: a service it hosts, a child process, the bus. */
+export interface StoppableService {
+  name: string;
+  stop(): Promise<void>;
+}
 
 /**
  * Entry point of one deployable: refuses an unsupported Node.js, validates configuration (printing every problem and exiting 1 when any),
@@ -11,7 +17,7 @@ import { unsupportedNodeReason } from './node-version';
  */
 export async function runProcess<C extends ServiceConfig>(
   configClass: new () => C,
-  start: (config: C) => Promise<RunningService[]>,
+  start: (config: C) => Promise<StoppableService[]>,
 ): Promise<void> {
   const unsupported = unsupportedNodeReason();
   if (unsupported) {
@@ -29,7 +35,7 @@ export async function runProcess<C extends ServiceConfig>(
     throw error;
   }
   const log = rootLogger(config.LOG_LEVEL);
-  let services: RunningService[] = [];
+  let services: StoppableService[] = [];
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {

@@ -1,7 +1,7 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
-import { HealthRegistry, metricsRegistry } from '@parley/observability';
+import { collectMetrics, HealthRegistry, metricsRegistry } from '@parley/observability';
 import { Public } from '../auth/auth.guard';
 
 @ApiTags('Health')
@@ -30,6 +30,6 @@ export class OpsController {
   @ApiExcludeEndpoint()
   @Header('content-type', metricsRegistry.contentType)
   metrics() {
-    return metricsRegistry.metrics();
+    return collectMetrics();
   }
 }
