@@ -5,3 +5,4 @@ export * from './keyset';
 export * from './sealing';
 export * from './signed-tokens';
 export * from './group-commit';
+export * from './database-unavailable';

@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { PROBLEMS, ProblemCode } from '@parley/contracts';
-import { AppError, fromGrpcError, grpcStatusName, toGrpcError } from './app-error';
+import { AppError, DATABASE_RETRY_AFTER_SECONDS, fromGrpcError, grpcStatusName, toGrpcError } from './app-error';
 
 /** What a client sees after the server failed with `error`: the status and details, as grpc-js hands them over. */
 function acrossTheWire(error: unknown, target = 'agents'): AppError {
@@ -22,7 +22,36 @@ describe('AppError', () => {
   });
 });
 
+describe('AppError.from', () => {
+  it('answers 503 service_unavailable with Retry-After advice when the database is unreachable', () => {
+    for (const error of [
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      new Error('Connection terminated unexpectedly'),
+      new Error('timeout exceeded when trying to connect'),
+    ]) {
+      expect(AppError.from(error)).toMatchObject({ code: 'service_unavailable', status: 503, extra: { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS } });
+    }
+  });
+
+  it('keeps an AppError and hides anything else as internal_error', () => {
+    const conflict = new AppError('conflict', 'no');
+    expect(AppError.from(conflict)).toBe(conflict);
+    expect(AppError.from(new TypeError('x is undefined'))).toMatchObject({ code: 'internal_error', message: 'Internal error.' });
+  });
+});
+
 describe('toGrpcError / fromGrpcError', () => {
+  it('carries a database outage across a hop as service_unavailable with its retry advice', () => {
+    const outage = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    expect(toGrpcError(outage).code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(acrossTheWire(outage, 'calls')).toMatchObject({
+      code: 'service_unavailable',
+      message: 'The calls service is temporarily unavailable; retry shortly.',
+      extra: { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS },
+    });
+  });
+
   it('keeps the code, message and field errors across a hop', () => {
     const errors = [
       { field: 'name', message: 'must be 1-200 characters' },

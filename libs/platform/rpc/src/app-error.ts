@@ -1,5 +1,9 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { FieldProblem, PROBLEMS, ProblemCode } from '@parley/contracts';
+import { isDatabaseUnavailable } from '@parley/persistence';
+
+/** Seconds a client is told to wait (`Retry-After`) while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /**
  * An error with a stable public code. Services throw it; it crosses gRPC as a status plus a JSON detail and the
@@ -26,6 +30,18 @@ export class AppError extends Error {
 
   get status(): number {
     return PROBLEMS[this.code].status;
+  }
+
+  /**
+   * Any failure as the caller should see it: an AppError as is; the database unreachable (an outage, whichever
+   * query met it) as 503 `service_unavailable` with `retry_after_seconds`; anything else `internal_error`.
+   */
+  static from(error: unknown): AppError {
+    if (error instanceof AppError) return error;
+    if (isDatabaseUnavailable(error)) {
+      return new AppError('service_unavailable', 'The database is unreachable; retry shortly.', undefined, { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS });
+    }
+    return new AppError('internal_error', 'Internal error.');
   }
 }
 
@@ -54,7 +70,7 @@ interface WireError {
 }
 
 export function toGrpcError(error: unknown): { code: GrpcStatus; details: string } {
-  const app = error instanceof AppError ? error : new AppError('internal_error', 'Internal error.');
+  const app = AppError.from(error);
   const wire: WireError = { code: app.code, message: app.message, errors: app.errors, extra: app.extra };
   return { code: GRPC_BY_CODE[app.code], details: JSON.stringify(wire) };
 }
@@ -65,18 +81,22 @@ export function toGrpcError(error: unknown): { code: GrpcStatus; details: string
  */
 export function fromGrpcError(error: unknown, target: string): AppError {
   const e = error as { code?: number; details?: string };
+  const wire = ourWireError(e?.details);
   if (e?.code === GrpcStatus.UNAVAILABLE || e?.code === GrpcStatus.DEADLINE_EXCEEDED || e?.code === GrpcStatus.CANCELLED) {
-    return new AppError('service_unavailable', `The ${target} service is temporarily unavailable; retry shortly.`);
+    // A service that said when to retry (its database is down) keeps that advice across the hop.
+    return new AppError('service_unavailable', `The ${target} service is temporarily unavailable; retry shortly.`, undefined, wire?.extra);
   }
+  return wire ? new AppError(wire.code, wire.message, wire.errors, wire.extra) : new AppError('internal_error', 'Internal error.');
+}
+
+function ourWireError(details: string | undefined): WireError | undefined {
   try {
-    const wire = JSON.parse(e?.details ?? '') as WireError;
-    if (wire && typeof wire.code === 'string' && Object.hasOwn(PROBLEMS, wire.code)) {
-      return new AppError(wire.code, wire.message, wire.errors, wire.extra);
-    }
+    const wire = JSON.parse(details ?? '') as WireError;
+    if (wire && typeof wire.code === 'string' && Object.hasOwn(PROBLEMS, wire.code)) return wire;
   } catch {
     // not one of ours
   }
-  return new AppError('internal_error', 'Internal error.');
+  return undefined;
 }
 
 export function grpcStatusName(code: number | undefined): string {

@@ -92,6 +92,15 @@ describe('toProblem', () => {
     expect(log.error).toHaveBeenCalledWith({ err: error }, 'unhandled error');
   });
 
+  it('answers 503 service_unavailable with retry_after_seconds when the gateway’s own database is unreachable', () => {
+    const error = Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:5432 password=hunter2'), { code: 'ECONNREFUSED' });
+
+    const problem = toProblem(error, 'req_43');
+
+    expect(problem).toMatchObject({ code: 'service_unavailable', status: 503, retry_after_seconds: expect.any(Number) });
+    expect(JSON.stringify(problem)).not.toContain('hunter2');
+  });
+
   it('turns thrown non-errors into internal_error', () => {
     expect(toProblem('a string', 'req_1')).toMatchObject({ code: 'internal_error', status: 500, detail: 'Internal error.' });
     expect(toProblem(undefined, 'req_1')).toMatchObject({ code: 'internal_error', status: 500 });

@@ -60,7 +60,7 @@ export function toProblem(error: unknown, requestId: string): Problem {
     app = new AppError(code, status === 404 ? 'No such route.' : error.message);
   } else {
     const e = (error ?? {}) as { code?: string; statusCode?: number; message?: string };
-    app = fromFastify(e) ?? new AppError('internal_error', 'Internal error.');
+    app = fromFastify(e) ?? AppError.from(error);
     if (app.code === 'internal_error') log.error({ err: error }, 'unhandled error');
   }
   const { status, title } = PROBLEMS[app.code];
