@@ -1,0 +1,248 @@
+// One simulated phone call, as Twilio and a person produce it: the call is placed through the platform's API, the
+// fake Twilio answers it (status callbacks) and opens the Media Streams WebSocket (μ-law, base64 JSON, marks echoed
+// when played, `clear` honoured), and the caller talks in real time: one 20 ms frame every 20 ms, comfort noise
+// between utterances. The caller listens to the greeting, asks a question once the agent is quiet, hears the
+// answer, and talks over every third answer (a barge-in); and so on until hung up.
+import { performance } from 'node:perf_hooks';
+import { ENDPOINTING_MS } from './vendor-fakes.mjs';
+
+const RATE = 8000;
+const FRAME_BYTES = 160;
+/** The caller's question and barge-in, in ms of speech (the fake recognizer hears six words in either). */
+export const QUESTION_MS = 800;
+export const BARGE_MS = 700;
+/** The agent has finished speaking when no audio arrived for this long (playout is paced, 20 ms a frame). */
+const AGENT_QUIET_MS = 400;
+/** A turn the agent does not answer within this long is counted unanswered, and the caller speaks again. */
+const ANSWER_TIMEOUT_MS = 10_000;
+/** Consecutive agent frames further apart than this start a new playback run (whose first frames are a lead). */
+const RUN_GAP_MS = 100;
+
+/** The caller's sounds as μ-law frames: speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70). */
+export function callerSounds(audio) {
+  const tone = new Int16Array(RATE);
+  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(6000 * Math.sin((2 * Math.PI * 250 * i) / RATE));
+  const noise = new Int16Array(RATE);
+  let seed = 12345;
+  for (let i = 0; i < noise.length; i++) {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    noise[i] = Math.round(((seed / 0x7fffffff) * 2 - 1) * 120);
+  }
+  const frames = (pcm) => {
+    const mulaw = audio.pcm16ToMulaw(pcm);
+    return Array.from({ length: mulaw.length / FRAME_BYTES }, (_, i) => mulaw.subarray(i * FRAME_BYTES, (i + 1) * FRAME_BYTES));
+  };
+  return { speech: frames(tone), noise: frames(noise) };
+}
+
+/**
+ * The figures every call adds to while `results.measuring` is true:
+ *   pacing      |Δ − 20 ms| between consecutive agent frames of a playback run, its first two excluded (the lead);
+ *   voiceToVoice caller's last speech frame sent → first agent frame received, minus the fakes' fixed delays;
+ *   clear       barge-in's last speech frame sent + the recognizer's endpointing (when it can have the words) →
+ *               `clear` received;
+ *   stale       agent frames received after a `clear` sooner than any next answer can come (see onMedia);
+ * and, measured or not: failures (call id → reason), unanswered turns, barge-ins never cleared.
+ */
+export function newResults() {
+  return { measuring: false, pacing: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
+}
+
+export class SimulatedCall {
+  constructor({ index, twilio, api, agentId, sounds, results, llmMs, ttsMs }) {
+    Object.assign(this, { index, twilio, api, agentId, sounds, results, llmMs, ttsMs });
+    this.state = 'dialling';
+    this.nextAt = 0;
+    this.speechLeft = 0;
+    this.noiseAt = 0;
+    this.lastMediaAt = 0;
+    this.runLength = 0;
+    this.answers = Math.floor(Math.random() * 3);
+    this.clearedAt = -Infinity;
+    this.hungUp = false;
+  }
+
+  fail(reason) {
+    if (!this.results.failures.has(this.index)) this.results.failures.set(this.index, reason);
+  }
+
+  /** Places the call through the API, answers it at the carrier and opens its media stream. */
+  async start() {
+    const placed = await this.api('POST', '/v1/calls', { agent_id: this.agentId, to: `+1555${String(1000000 + this.index).slice(-7)}` });
+    if (placed.status !== 201) return this.fail(`POST /v1/calls answered ${placed.status} ${placed.body?.code ?? ''}`.trim());
+    this.callId = placed.body.id;
+    this.sid = placed.body.carrier_call_id;
+    for (const status of ['ringing', 'in-progress']) {
+      const answered = await this.twilio.sendStatusCallback(this.sid, status);
+      if (answered >= 300) return this.fail(`status callback ${status} answered ${answered}`);
+    }
+    try {
+      this.stream = await this.twilio.connectMediaStream(this.sid);
+    } catch (error) {
+      return this.fail(`media stream refused: ${error.message}`);
+    }
+    void this.stream.closed.then(({ code, reason }) => {
+      this.closedAt = performance.now();
+      if (!this.hungUp) this.fail(`media stream closed by the platform (${code} ${reason})`.trim());
+    });
+    // Every server message as it arrives: a waiter whose predicate never matches sees each one (the fake's
+    // public API has no message event); it is dropped when the socket closes.
+    this.stream.waitFor((message) => this.onMessage(message, performance.now()), 2 ** 31 - 1).catch(() => undefined);
+    this.state = 'greeting';
+    this.stateAt = performance.now();
+    this.nextAt = performance.now();
+    this.tick();
+  }
+
+  /** The caller hangs up: Twilio stops the stream and posts the `completed` status callback. */
+  async hangUp() {
+    this.hungUp = true;
+    clearTimeout(this.timer);
+    if (!this.stream || this.results.failures.has(this.index)) return;
+    const answered = await this.twilio.sendStatusCallback(this.sid, 'completed').catch((error) => error.message);
+    if (typeof answered !== 'number' || answered >= 300) this.fail(`status callback completed answered ${answered}`);
+  }
+
+  /** After the hang-up: the call must be recorded as ended by the caller. */
+  async verifyEnded() {
+    if (!this.callId || this.results.failures.has(this.index)) return;
+    const read = await this.api('GET', `/v1/calls/${this.callId}`);
+    if (read.status !== 200) return this.fail(`GET /v1/calls/{id} answered ${read.status}`);
+    const { status, end_reason: reason } = read.body;
+    if (status !== 'ended' || reason !== 'completed') this.fail(`recorded ${status}/${reason ?? '-'} instead of ended/completed`);
+    if (this.heardNothing) this.fail('the agent never spoke (dead air)');
+  }
+
+  get heardNothing() {
+    return this.lastMediaAt === 0;
+  }
+
+  // ---- the caller's side of the line: a frame every 20 ms, drift-corrected --------------------------------
+
+  tick() {
+    if (this.hungUp || !this.stream.open) return;
+    const now = performance.now();
+    // A stalled load generator loses frames as a network would, rather than bursting them afterwards.
+    if (now - this.nextAt > 60) this.nextAt = now;
+    while (this.nextAt <= now) {
+      this.step(this.nextAt);
+      this.nextAt += 20;
+    }
+    this.timer = setTimeout(() => this.tick(), Math.max(0, this.nextAt - performance.now()));
+  }
+
+  /**
+   * Decides what the caller does in the 20 ms starting at `now` (the frame's place on the line's 20 ms grid, which
+   * the recognizer's endpointing counts in: a frame sent late in a burst does not move the end of the speech) and
+   * sends its frame.
+   */
+  step(now) {
+    const r = this.results;
+    const quietFor = now - Math.max(this.lastMediaAt, this.stateAt);
+    if (this.state === 'hearing' && this.bargeAt !== undefined && now >= this.bargeAt) {
+      this.state = 'barging';
+      this.bargeAt = undefined;
+      this.bargeStartedAt = now;
+      this.speechLeft = BARGE_MS / 20;
+      this.cleared = false;
+      if (r.measuring) r.bargeIns++;
+    } else if ((this.state === 'hearing' || this.state === 'greeting') && this.lastMediaAt > this.stateAt && quietFor >= AGENT_QUIET_MS) {
+      // The agent finished: think a moment, then ask.
+      this.setState('thinking');
+      this.speakAt = now + 200 + Math.random() * 500;
+    } else if (this.state === 'thinking' && now >= this.speakAt) {
+      this.setState('asking');
+      this.speechLeft = QUESTION_MS / 20;
+    } else if ((this.state === 'awaiting' || this.state === 'greeting') && now - this.stateAt > ANSWER_TIMEOUT_MS) {
+      if (r.measuring) r.unanswered++;
+      this.setState('thinking');
+      this.speakAt = now;
+    }
+
+    let frame;
+    if (this.speechLeft > 0) {
+      frame = this.sounds.speech[this.speechLeft % this.sounds.speech.length];
+      if (--this.speechLeft === 0) this.endOfSpeech(now);
+    } else {
+      frame = this.sounds.noise[this.noiseAt++ % this.sounds.noise.length];
+    }
+    this.stream.sendAudio(frame).catch(() => undefined);
+  }
+
+  endOfSpeech(now) {
+    this.lastSpeechAt = now;
+    if (this.state === 'barging' && !this.cleared) {
+      // Not cut yet: the recognizer's endpointing may still be running; the clear decides (see onMessage).
+      this.setState('barge-ended');
+      return;
+    }
+    this.setState('awaiting');
+  }
+
+  setState(state) {
+    this.state = state;
+    this.stateAt = performance.now();
+  }
+
+  // ---- what the platform sends ------------------------------------------------------------------------------
+
+  onMessage(message, at) {
+    const event = message.event;
+    if (event === 'media') this.onMedia(at);
+    else if (event === 'clear') this.onClear(at);
+    this.trim();
+    return false;
+  }
+
+  onMedia(at) {
+    const r = this.results;
+    // After a clear the next answer needs the model's first token and the voice's first audio (the fakes' fixed
+    // delays) after the clear at the earliest: a frame sooner is audio of the interrupted answer.
+    if (at - this.clearedAt < this.llmMs + this.ttsMs) {
+      if (r.measuring) r.stale++;
+      return;
+    }
+    const gap = at - this.lastMediaAt;
+    if (gap > RUN_GAP_MS) this.runLength = 0;
+    else if (++this.runLength > 2 && r.measuring) r.pacing.push(Math.abs(gap - 20));
+    this.lastMediaAt = at;
+
+    if (this.state === 'greeting') this.setState('hearing');
+    else if (this.state === 'awaiting') {
+      if (r.measuring) {
+        r.voiceToVoice.push(at - this.lastSpeechAt - ENDPOINTING_MS - this.llmMs - this.ttsMs);
+        r.turns++;
+      }
+      this.setState('hearing');
+      // Every third answer is talked over, 0.5-1.5 s into it.
+      if (++this.answers % 3 === 0) this.bargeAt = at + 500 + Math.random() * 1000;
+    } else if (this.state === 'barge-ended' && at - this.lastSpeechAt > ENDPOINTING_MS + 2000) {
+      // The agent went on talking two seconds after the barge-in's words were complete: it was not cut.
+      if (r.measuring) r.unclearedBargeIns++;
+      this.setState('hearing');
+    }
+  }
+
+  onClear(at) {
+    const r = this.results;
+    this.clearedAt = at;
+    this.runLength = 0;
+    if (this.state !== 'barging' && this.state !== 'barge-ended') return;
+    this.cleared = true;
+    if (r.measuring) r.clear.push(at - (this.bargeStartedAt + BARGE_MS - 20) - ENDPOINTING_MS);
+    if (this.state === 'barge-ended') this.setState('awaiting');
+  }
+
+  // The fake keeps every message and played segment for tests' assertions; a long run must not hold them all.
+  trim() {
+    const s = this.stream;
+    if (s.received.length < 500) return;
+    s.received.length = 0;
+    s.marksEchoed.length = 0;
+    s.receivedPayloads.length = 0;
+    const now = performance.now();
+    const live = s.segments.filter((segment) => segment.endAt > now);
+    s.segments.length = 0;
+    s.segments.push(...live);
+  }
+}

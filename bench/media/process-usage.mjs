@@ -1,0 +1,52 @@
+// CPU and memory of the process that carries the audio, found by who listens on MEDIA_PORT (Linux /proc): in
+// standalone mode that may be the one process or a child it runs the media worker in; distributed, the worker.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in hundredths of a second on Linux
+
+/** The pid of the process with a socket listening on 127.0.0.1/0.0.0.0/:: `port`, or undefined. */
+export function pidListeningOn(port) {
+  const hex = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; state 0A is LISTEN; column 9 is the socket's inode.
+      if (cols.length > 9 && cols[1].endsWith(`:${hex}`) && cols[3] === '0A') inodes.add(cols[9]);
+    }
+  }
+  if (!inodes.size) return undefined;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let fds;
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1])) return Number(pid);
+      } catch {
+        // the fd closed meanwhile
+      }
+    }
+  }
+  return undefined;
+}
+
+/** CPU seconds (user + system) and resident memory (MB) of `pid` now. */
+export function usageOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may contain spaces) start at state: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  return { cpuSeconds, rssMb: rssKb / 1024 };
+}
