@@ -27,7 +27,24 @@ export type CallActivity =
   /** An answering machine picked up and the agent leaves `message` (its voicemail is `message`). */
   | { kind: 'voicemail'; call_id: string; message: string };
 
+/** How loaded one media worker is, as it reports itself every `report_every_ms` (call admission reads it). */
+export interface MediaLoadReport {
+  worker_id: string;
+  /** Carrier media streams open on the worker now. */
+  streams: number;
+  /** Streams the worker is sized to carry (MEDIA_WORKER_CAPACITY). */
+  capacity: number;
+  /** Event-loop utilization (0-1) of the process carrying the audio, over the last interval. */
+  event_loop_utilization: number;
+  /** Shutting down: it accepts no new streams. */
+  draining: boolean;
+  /** The worker's report interval; a report older than three intervals means the worker is gone. */
+  report_every_ms: number;
+}
+
 export const LIVE = {
   /** Everything about one call; the calls service is the only broadcaster. */
   callActivity: (callId: string): LiveSubject<CallActivity> => ({ name: `parley.live.calls.${callId}` }),
+  /** Every media worker's load, periodically; media workers broadcast, the calls service's admission listens. */
+  mediaLoad: { name: 'parley.live.media.load' } as LiveSubject<MediaLoadReport>,
 } as const;

@@ -237,6 +237,36 @@ export class ServiceConfig {
   @Min(1)
   MAX_CONCURRENT_CALLS: number = 10;
 
+  /** Outbound call set-ups (agent read, record, dial) one calls service runs at once; more wait in a queue. */
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  CALL_SETUP_CONCURRENCY: number = 16;
+
+  /** Longest a set-up waits for its turn; one that would wait longer is refused (503, Retry-After) before dialling. */
+  @IsInt()
+  @Min(0)
+  @Max(60000)
+  CALL_SETUP_QUEUE_MS: number = 1000;
+
+  /** Media streams one media worker is sized to carry; new calls are refused once answered plus placed calls fill them. */
+  @IsInt()
+  @Min(1)
+  @Max(100000)
+  MEDIA_WORKER_CAPACITY: number = 100;
+
+  /** Event-loop utilization (percent) above which a media worker takes no new calls (its audio would stall). */
+  @IsInt()
+  @Min(10)
+  @Max(100)
+  MEDIA_WORKER_MAX_LOAD_PERCENT: number = 85;
+
+  /** How often each media worker reports its load to call admission, in milliseconds. */
+  @IsInt()
+  @Min(100)
+  @Max(60000)
+  MEDIA_LOAD_REPORT_MS: number = 1000;
+
   /** A live call with no progress for this long is failed with reason no_media. */
   @IsInt()
   @Min(10)

@@ -1,5 +1,5 @@
 import { ClientGrpc } from '@nestjs/microservices';
-import { of } from 'rxjs';
+import { delay, of } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { FakeTwilioServer, signedTwilioWebhook } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
@@ -7,17 +7,21 @@ import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
+import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 
-/** The agents service as the calls service sees it: one agent of account acc_1. */
+/** The agents service as the calls service sees it: agent agt_1 of accounts acc_1 and acc_3; agt_slow answers in 300 ms. */
+const AGENT = { effective_json: '{"record_calls":true}', spec_json: '{"ring_seconds":45}' };
 const agents = {
   getService: () => ({
     getAgent: (req: { account_id: string; id: string }) =>
-      of({ agent: req.account_id === 'acc_1' && req.id === 'agt_1' ? { effective_json: '{"record_calls":true}', spec_json: '{"ring_seconds":45}' } : undefined }),
+      req.id === 'agt_slow'
+        ? of({ agent: AGENT }).pipe(delay(300))
+        : of({ agent: ['acc_1', 'acc_3'].includes(req.account_id) && req.id === 'agt_1' ? AGENT : undefined }),
     locateAgent: () => of({ account_id: 'acc_1' }),
   }),
 } as unknown as ClientGrpc;
@@ -28,6 +32,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   let relay: OutboxRelay;
   let control: CallControl;
   let calls: CallsDomain;
+  let admission: CallAdmission;
   const twilio = new FakeTwilioServer();
   const config = new ServiceConfig();
 
@@ -47,7 +52,8 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
     calls = new CallsDomain(dataSource, relay, bus, config);
-    control = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, config);
+    admission = new CallAdmission(bus, dataSource, config);
+    control = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, config, admission);
   });
 
   afterAll(async () => {
@@ -118,10 +124,16 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   });
 
   it('refuses outbound calls when the agent’s carrier is not configured or no caller id can be chosen', async () => {
-    const bare = new CallControl(calls, new CarrierRegistry([]), agents, config);
+    const bare = new CallControl(calls, new CarrierRegistry([]), agents, config, admission);
     await expect(bare.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100000' })).rejects.toMatchObject({ code: 'service_unavailable' });
     await expect(control.placeOutbound('acc_1', { agentId: 'agt_2', to: '+15550100000' })).rejects.toMatchObject({ code: 'validation_error' });
-    const noFrom = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, Object.assign(new ServiceConfig(), { ...config, TWILIO_FROM_NUMBER: undefined }));
+    const noFrom = new CallControl(
+      calls,
+      CarrierRegistry.fromConfig(config),
+      agents,
+      Object.assign(new ServiceConfig(), { ...config, TWILIO_FROM_NUMBER: undefined }),
+      admission,
+    );
     await expect(noFrom.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100000' })).rejects.toMatchObject({
       code: 'validation_error',
       errors: [{ field: 'from', message: expect.stringContaining('TWILIO_FROM_NUMBER') }],
@@ -178,5 +190,64 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     await dataSource.query(`UPDATE calls SET updated_at = now() - interval '1 day' WHERE id = $1`, [call.id]);
     await calls.failStuckCalls();
     expect((await calls.get('acc_1', call.id)).status).toBe('in_progress');
+  });
+
+  const dialsTo = (to: string) => twilio.calls.filter((c) => c.action === 'create' && c.form['To'] === to);
+
+  it('dials nothing and records nothing for a create whose deadline passes before it could dial', async () => {
+    const started = Date.now();
+    await expect(control.placeOutbound('acc_3', { agentId: 'agt_slow', to: '+15550100090', idempotencyKey: 'late-1', answerWithinMs: 200 })).rejects.toMatchObject({
+      code: 'service_unavailable',
+      extra: { retry_after_seconds: 1 },
+      message: expect.stringContaining('Nothing was dialled'),
+    });
+    // Refused when the agent read came back after the deadline, not later.
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(dialsTo('+15550100090')).toHaveLength(0);
+    expect(await dataSource.getRepository(CallEntity).countBy({ to: '+15550100090' })).toBe(0);
+    // The key was not used up: with time enough, the same request places the call.
+    const placed = await control.placeOutbound('acc_3', { agentId: 'agt_slow', to: '+15550100090', idempotencyKey: 'late-1', answerWithinMs: 5000 });
+    expect(placed).toMatchObject({ status: 'queued', idempotencyKey: 'late-1' });
+    expect(dialsTo('+15550100090')).toHaveLength(1);
+  });
+
+  it('returns the same call, dialled once, to a retried create with the same Idempotency-Key, and refuses the key with another request', async () => {
+    const request = { agentId: 'agt_1', to: '+15550100091', variables: { name: 'Ada' }, idempotencyKey: 'retry-1', answerWithinMs: 5000 };
+    const first = await control.placeOutbound('acc_3', request);
+    const retry = await control.placeOutbound('acc_3', { ...request, variables: { name: 'Ada' } });
+    expect(retry.id).toBe(first.id);
+    expect(retry.carrierCallId).toBe(first.carrierCallId);
+    expect(dialsTo('+15550100091')).toHaveLength(1);
+    await expect(control.placeOutbound('acc_3', { ...request, to: '+15550100092' })).rejects.toMatchObject({ code: 'idempotency_conflict' });
+    // Keys belong to their account.
+    const other = await control.placeOutbound('acc_1', request);
+    expect(other.id).not.toBe(first.id);
+    expect(dialsTo('+15550100091')).toHaveLength(2);
+    expect(dialsTo('+15550100092')).toHaveLength(0);
+  });
+
+  it('answers within the deadline while a slow carrier is still dialling, and the retry finds the call the dial completes', async () => {
+    const twilioAdapter = CarrierRegistry.fromConfig(config).pick('twilio')!;
+    const slow = Object.assign(Object.create(twilioAdapter), {
+      placeCall: async (...args: Parameters<typeof twilioAdapter.placeCall>) => {
+        await new Promise((r) => setTimeout(r, 1500));
+        return twilioAdapter.placeCall(...args);
+      },
+    });
+    const slowControl = new CallControl(calls, new CarrierRegistry([slow]), agents, config, admission);
+    const request = { agentId: 'agt_1', to: '+15550100093', idempotencyKey: 'slow-1', answerWithinMs: 400 };
+    const answered = await slowControl.placeOutbound('acc_3', request);
+    // Answered before the dial came back: the call as recorded, queued, no carrier id yet.
+    expect(answered).toMatchObject({ status: 'queued', carrierCallId: null });
+    expect(dialsTo('+15550100093')).toHaveLength(0);
+    const retry = await slowControl.placeOutbound('acc_3', request);
+    expect(retry.id).toBe(answered.id);
+    for (const deadline = Date.now() + 10_000; !(await calls.get('acc_3', answered.id)).carrierCallId && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const dialled = await calls.get('acc_3', answered.id);
+    expect(dialled.carrierCallId).toBe(dialsTo('+15550100093')[0]?.callSid);
+    expect((await slowControl.placeOutbound('acc_3', request)).carrierCallId).toBe(dialled.carrierCallId);
+    expect(dialsTo('+15550100093')).toHaveLength(1);
   });
 });

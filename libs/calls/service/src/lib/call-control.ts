@@ -7,6 +7,7 @@ import { serviceLogger } from '@parley/observability';
 import { SignedTokens } from '@parley/persistence';
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
+import { CallAdmission, refusal, refusedBeforeDialling } from './call-admission';
 import { CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
 import { CallsDomain, Transition } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
@@ -33,6 +34,36 @@ export interface CreateCall {
   from?: string;
   variables?: Record<string, string>;
   metadata?: Record<string, string>;
+  /** The client's Idempotency-Key: the same key again gets the same call, dialled once. */
+  idempotencyKey?: string;
+  /** How long the caller waits for the answer (its deadline); 0 or unset: RPC_TIMEOUT_MS. */
+  answerWithinMs?: number;
+}
+
+/** The answer leaves this long (at most a quarter of the budget) before the caller's deadline. */
+const ANSWER_MARGIN_MS = 1000;
+
+/** A known Idempotency-Key sent with another request is refused, as the gateway refuses it while it remembers. */
+function sameRequest(known: CallEntity, input: CreateCall): CallEntity {
+  const same =
+    known.agentId === input.agentId &&
+    known.to === input.to &&
+    (!input.from || known.from === input.from) &&
+    canonicalMap(known.variables) === canonicalMap(input.variables) &&
+    canonicalMap(known.metadata) === canonicalMap(input.metadata);
+  if (!same) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
+  return known;
+}
+
+const canonicalMap = (map: Record<string, string> | undefined) => JSON.stringify(Object.entries(map ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)));
+
+/**
+ * Before dialling, an unavailable dependency (the agents service, the database, no carrier) is a 503 that says
+ * nothing was dialled: it carries `retry_after_seconds`, which the gateway reads as "safe to retry".
+ */
+function saysNothingWasDialled(error: unknown): unknown {
+  if (!(error instanceof AppError) || error.code !== 'service_unavailable' || error.extra?.['retry_after_seconds'] !== undefined) return error;
+  return refusedBeforeDialling(error.message, 1);
 }
 
 interface AgentSettings {
@@ -62,16 +93,49 @@ export class CallControl {
     private readonly carriers: CarrierRegistry,
     @Inject(AGENTS_GRPC) grpc: ClientGrpc,
     @Inject(CONFIG) private readonly config: ServiceConfig,
+    private readonly admission: CallAdmission,
   ) {
     this.agents = new RpcClient(grpc, AGENTS_V1, 'agents', config.RPC_TIMEOUT_MS);
     this.streamTokens = new SignedTokens(resolveSecretKey(config), 'media-stream');
   }
 
   /**
-   * Records the call (queued) and dials it. A carrier that refuses the call fails the record (`carrier_error`)
-   * and the failed call is returned, so the client sees why; the record and its `call.failed` event remain.
+   * Records the call (queued) and dials it, answering within the caller's deadline (`answerWithinMs`). Admission
+   * first: a platform that cannot carry one more call refuses (503, Retry-After) before anything is recorded or
+   * dialled. A create with an Idempotency-Key this account already used returns that call and dials nothing.
+   *
+   * Every error this throws was raised before dialling. Once the call is recorded the dial always happens and
+   * the call is returned: dialled, failed (a carrier that refuses the call fails it, `carrier_error`), or still
+   * `queued` when the carrier is slower than the deadline allows (the dial carries on and updates the record).
    */
   async placeOutbound(accountId: string, input: CreateCall): Promise<CallEntity> {
+    const received = Date.now();
+    const budget = input.answerWithinMs || this.config.RPC_TIMEOUT_MS;
+    // Answer this much before the caller gives up, so the answer still reaches it (transit, a busy event loop).
+    const answerBy = received + budget - Math.min(ANSWER_MARGIN_MS, budget / 4);
+    if (input.idempotencyKey) {
+      const known = await this.calls.findByIdempotencyKey(accountId, input.idempotencyKey);
+      if (known) return sameRequest(known, input);
+    }
+    const ticket = await this.admission.admit(answerBy);
+    let dialling = false;
+    try {
+      const { call, carrier, agent } = await this.recordOutbound(accountId, input, () => {
+        if (Date.now() > answerBy) throw refusal('deadline', 'The call could not be set up before the request’s deadline.');
+      }).catch((error: unknown) => {
+        throw saysNothingWasDialled(error);
+      });
+      ticket.recorded();
+      dialling = true;
+      const dialled = this.dial(call, carrier, agent).finally(() => ticket.release());
+      const late = new Promise<CallEntity>((resolve) => setTimeout(() => resolve(call), Math.max(0, answerBy - Date.now())).unref());
+      return await Promise.race([dialled, late]);
+    } finally {
+      if (!dialling) ticket.release();
+    }
+  }
+
+  private async recordOutbound(accountId: string, input: CreateCall, beforeCommit: () => void) {
     const problems = [
       ...(isE164(input.to) ? [] : [{ field: 'to', message: 'must be an E.164 number such as +15551234567' }]),
       ...(input.from === undefined || input.from === '' || isE164(input.from) ? [] : [{ field: 'from', message: 'must be an E.164 number' }]),
@@ -86,21 +150,34 @@ export class CallControl {
     if (!from) {
       throw AppError.validation([{ field: 'from', message: 'is required: this deployment has no default caller id (TWILIO_FROM_NUMBER)' }]);
     }
-    const call = await this.calls.insert({
-      accountId,
-      agentId: input.agentId,
-      direction: 'outbound',
-      to: input.to,
-      from,
-      status: 'queued',
-      carrier: carrier.name,
-      carrierCallId: null,
-      recordingEnabled: agent.recordCalls,
-      variables: input.variables ?? {},
-      metadata: input.metadata ?? {},
-    });
+    const call = await this.calls.insert(
+      {
+        accountId,
+        agentId: input.agentId,
+        direction: 'outbound',
+        to: input.to,
+        from,
+        status: 'queued',
+        carrier: carrier.name,
+        carrierCallId: null,
+        recordingEnabled: agent.recordCalls,
+        variables: input.variables ?? {},
+        metadata: input.metadata ?? {},
+        idempotencyKey: input.idempotencyKey || null,
+      },
+      beforeCommit,
+    );
+    return { call, carrier, agent };
+  }
+
+  /**
+   * Dials a recorded call and records the outcome; never throws (the call exists either way). When the outcome
+   * cannot be recorded, the call is returned as it is recorded and the reaper settles it.
+   */
+  private async dial(call: CallEntity, carrier: CarrierAdapter, agent: AgentSettings): Promise<CallEntity> {
+    let placed: { carrierCallId: string };
     try {
-      const placed = await carrier.placeCall({
+      placed = await carrier.placeCall({
         to: call.to,
         from: call.from,
         streamUrl: this.streamUrl(carrier),
@@ -111,15 +188,24 @@ export class CallControl {
         machineDetection: agent.converses,
         machineDetectionUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/amd`,
       });
-      return await this.calls.amend(accountId, call.id, (c) => {
-        c.carrierCallId = placed.carrierCallId;
-        return [];
-      });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       this.log.warn({ err: error, callId: call.id }, 'carrier refused the call');
-      return this.calls.transition(accountId, call.id, () => ({ status: 'failed', endReason: 'carrier_error', failureReason: reason }));
+      return this.calls
+        .transition(call.accountId, call.id, () => ({ status: 'failed', endReason: 'carrier_error', failureReason: reason }))
+        .catch((e: unknown) => this.unrecorded(call, e));
     }
+    return this.calls
+      .amend(call.accountId, call.id, (c) => {
+        c.carrierCallId = placed.carrierCallId;
+        return [];
+      })
+      .catch((e: unknown) => this.unrecorded(call, e));
+  }
+
+  private unrecorded(call: CallEntity, error: unknown): CallEntity {
+    this.log.error({ err: error, callId: call.id }, 'the dial’s outcome could not be recorded');
+    return call;
   }
 
   /**

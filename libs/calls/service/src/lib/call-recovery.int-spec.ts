@@ -6,6 +6,7 @@ import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
+import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { CallReaper } from './call-reaper';
 import { CallsDomain } from './calls.domain';
@@ -50,7 +51,7 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
     calls = new CallsDomain(dataSource, relay, bus, config);
     carriers = CarrierRegistry.fromConfig(config);
     // No agents RPC is needed: status callbacks and carrier look-ups never read the agent.
-    control = new CallControl(calls, carriers, { getService: () => ({}) } as unknown as ClientGrpc, config);
+    control = new CallControl(calls, carriers, { getService: () => ({}) } as unknown as ClientGrpc, config, new CallAdmission(bus, dataSource, config));
     reaper = new CallReaper(calls, carriers);
     reconciler = new CarrierReconciler(calls, control, carriers, config);
   });

@@ -34,7 +34,12 @@ export interface NewCall {
   recordingEnabled: boolean;
   variables: Record<string, string>;
   metadata: Record<string, string>;
+  /** The client's Idempotency-Key of the create (outbound calls); at most one call per key and account. */
+  idempotencyKey?: string | null;
 }
+
+/** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
+const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
 
 export interface CallFilters {
   agentId?: string;
@@ -77,8 +82,13 @@ export class CallsDomain {
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {}
 
-  /** Inserts a new live call, refusing it (402) when the account is at its concurrent-call ceiling. */
-  async insert(input: NewCall): Promise<CallEntity> {
+  /**
+   * Inserts a new live call, refusing it (402) when the account is at its concurrent-call ceiling, and (409) when
+   * its Idempotency-Key is already another call's: one being set up right now (a known key is looked up first,
+   * with findByIdempotencyKey). A key older than the retention is taken back from its old call. `beforeCommit`
+   * runs last inside the transaction; throwing from it leaves nothing recorded.
+   */
+  async insert(input: NewCall, beforeCommit?: () => void): Promise<CallEntity> {
     const call = await this.dataSource.transaction(async (m) => {
       // Serialise per account so the concurrent-call ceiling holds under parallel requests.
       await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`calls:${input.accountId}`]);
@@ -88,9 +98,18 @@ export class CallsDomain {
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
+      if (input.idempotencyKey) {
+        await m.query(`UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION}`, [
+          input.accountId,
+          input.idempotencyKey,
+        ]);
+        const taken: unknown[] = await m.query(`SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2`, [input.accountId, input.idempotencyKey]);
+        if (taken.length) throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
+      }
       const now = new Date();
       const entity = Object.assign(new CallEntity(), {
         ...input,
+        idempotencyKey: input.idempotencyKey || null,
         id: newId('call'),
         endReason: null,
         failureReason: null,
@@ -116,10 +135,22 @@ export class CallsDomain {
         analysisDueAt: null,
       });
       await m.insert(CallEntity, entity as QueryDeepPartialEntity<CallEntity>);
+      beforeCommit?.();
       return entity;
     });
     this.broadcast(call.id, { kind: 'status', call: toCallMessage(call) });
     return call;
+  }
+
+  /** The call an earlier create with this Idempotency-Key made (within the retention); undefined when none. */
+  async findByIdempotencyKey(accountId: string, key: string): Promise<CallEntity | undefined> {
+    return (
+      (await this.dataSource
+        .getRepository(CallEntity)
+        .createQueryBuilder('c')
+        .where(`c.account_id = :accountId AND c.idempotency_key = :key AND c.created_at >= now() - ${IDEMPOTENCY_RETENTION}`, { accountId, key })
+        .getOne()) ?? undefined
+    );
   }
 
   async get(accountId: string, id: string): Promise<CallEntity> {

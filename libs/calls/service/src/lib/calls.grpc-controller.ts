@@ -32,6 +32,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       from: req.from || undefined,
       variables: req.variables,
       metadata: req.metadata,
+      idempotencyKey: req.idempotency_key || undefined,
+      answerWithinMs: req.answer_within_ms,
     });
     return { call: toCallMessage(call) };
   }

@@ -5,6 +5,7 @@ import { ServiceConfig } from '@parley/config';
 import { OpenAiCompatibleLlm } from '@parley/llm';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
+import { CallAdmission } from './call-admission';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
@@ -23,6 +24,7 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
   providers: [
     CallsDomain,
     CallControl,
+    CallAdmission,
     PostCallAnalysis,
     CallReaper,
     CarrierReconciler,

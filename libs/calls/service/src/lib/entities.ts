@@ -49,6 +49,8 @@ export class CallEntity {
    * attempt runs and as the back-off after a failure; null once analysed, given up, with nothing to do, or never due.
    */
   @Column({ name: 'analysis_due_at', type: 'timestamptz', precision: 3, nullable: true }) analysisDueAt: Date | null;
+  /** The Idempotency-Key of the create that made this outbound call: a retry with it gets this call. */
+  @Column({ name: 'idempotency_key', type: 'text', nullable: true }) idempotencyKey: string | null;
 }
 
 @Entity({ name: 'call_turns' })

@@ -178,6 +178,21 @@ export class AddCarrierCheckedAt1764000000310 implements MigrationInterface {
   }
 }
 
+/** The Idempotency-Key of an outbound call's create, unique per account: a retried create finds its call. */
+export class AddCallIdempotencyKey1764000000330 implements MigrationInterface {
+  name = 'AddCallIdempotencyKey1764000000330';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS idempotency_key text`);
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS calls_idempotency_key ON calls (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS calls_idempotency_key`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS idempotency_key`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -187,4 +202,5 @@ export const CALLS_MIGRATIONS = [
   AddCallAnalysisSchedule1764000000305,
   AddAnsweredBy1764000000306,
   AddCarrierCheckedAt1764000000310,
+  AddCallIdempotencyKey1764000000330,
 ];

@@ -9,7 +9,11 @@ export const CALLS_GRPC = 'CALLS_GRPC';
 
 @Injectable()
 export class CallsClient extends RpcClient<callsV1.CallsServiceClient> {
+  /** How long a call waits for the calls service (its deadline), told to the service on CreateCall. */
+  readonly deadlineMs: number;
+
   constructor(@Inject(CALLS_GRPC) grpc: ClientGrpc, @Inject(CONFIG) config: ServiceConfig) {
     super(grpc, CALLS_V1, 'calls', config.RPC_TIMEOUT_MS);
+    this.deadlineMs = config.RPC_TIMEOUT_MS;
   }
 }

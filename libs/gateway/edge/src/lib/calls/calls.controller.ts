@@ -25,6 +25,19 @@ function filter(query: Record<string, unknown>, name: string, allowed?: string[]
   return value;
 }
 
+/**
+ * A 503 without `retry_after_seconds` is not a refusal before dialling (those carry it): the calls service may
+ * have dialled before its answer was lost. Say so, and how to find the call, instead of "retry shortly".
+ */
+function mayHaveDialled(error: unknown): unknown {
+  if (!(error instanceof AppError) || error.code !== 'service_unavailable' || error.extra?.['retry_after_seconds'] !== undefined) return error;
+  return new AppError(
+    'service_unavailable',
+    'The calls service did not confirm the call in time; it may have been placed. Retry with the same Idempotency-Key to get it ' +
+      '(it is never dialled twice); without a key, look for it in GET /v1/calls before retrying.',
+  );
+}
+
 @ApiTags('Calls')
 @Controller('v1/calls')
 export class CallsController {
@@ -67,20 +80,33 @@ export class CallsController {
   @Post()
   @Operation({
     summary: 'Start a call',
-    description: 'The call starts `queued`. Send an Idempotency-Key: a retried request never dials twice.',
+    description:
+      'The call starts `queued`. Send an Idempotency-Key: a retried request never dials twice, even after a 503 that did not say ' +
+      'nothing was dialled. When the platform is at capacity the call is refused before dialling: 503 `service_unavailable` ' +
+      'with `Retry-After`.',
     permission: 'calls:write',
     idempotent: true,
-    problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict'],
+    problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
   @ApiCreatedResponse({ type: CallDto })
-  async create(@CurrentPrincipal() who: Principal, @Body() body: CreateCallDto): Promise<CallDto> {
-    const res = await this.calls.call('createCall', (s, md) =>
-      s.createCall(
-        { account_id: who.accountId, agent_id: body.agent_id, to: body.to, from: body.from ?? '', variables: body.variables ?? {}, metadata: body.metadata ?? {} },
-        md,
-      ),
-    );
-    return presentCall(res.call);
+  async create(@CurrentPrincipal() who: Principal, @Body() body: CreateCallDto, @Req() req: FastifyRequest): Promise<CallDto> {
+    const key = req.headers['idempotency-key'];
+    const request = {
+      account_id: who.accountId,
+      agent_id: body.agent_id,
+      to: body.to,
+      from: body.from ?? '',
+      variables: body.variables ?? {},
+      metadata: body.metadata ?? {},
+      // The calls service keeps the key with the call, so a retry finds the call even when this answer is lost.
+      idempotency_key: typeof key === 'string' ? key : '',
+      answer_within_ms: this.calls.deadlineMs,
+    };
+    try {
+      return presentCall((await this.calls.call('createCall', (s, md) => s.createCall(request, md))).call);
+    } catch (error) {
+      throw mayHaveDialled(error);
+    }
   }
 
   @Get(':id')

@@ -61,6 +61,16 @@ export interface CreateCallRequest {
   from: string;
   variables: { [key: string]: string };
   metadata: { [key: string]: string };
+  /**
+   * The client's Idempotency-Key: a create with a key this account already used returns that call, never dials
+   * again. Empty: every create is a new call.
+   */
+  idempotency_key: string;
+  /**
+   * How long the caller waits for the answer, in milliseconds (its deadline). The service answers within it and
+   * dials nothing once it could no longer answer in time. 0: the service's own RPC_TIMEOUT_MS.
+   */
+  answer_within_ms: number;
 }
 
 export interface CreateCallRequest_VariablesEntry {
