@@ -3,3 +3,4 @@ export * from './ports';
 export * from './platform';
 export * from './api-client';
 export * from './event-stream';
+export * from './nats-server';

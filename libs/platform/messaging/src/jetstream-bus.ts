@@ -123,8 +123,10 @@ export class JetStreamBus implements Bus {
         }
       },
     });
-    // The subscription is live on the server once flushed; a broadcast after listen() resolves is heard.
-    await this.nc.flush();
+    // The subscription is live on the server once flushed; a broadcast after listen() resolves is heard. While the
+    // connection is down (a NATS restart) the flush fails, but the subscription stands: the client subscribes again
+    // on every reconnect, so the listener hears what is broadcast from then on.
+    await this.nc.flush().catch((error: unknown) => log.warn({ err: error, subject }, 'listening while disconnected; subscribed again on reconnect'));
     return () => sub.unsubscribe();
   }
 

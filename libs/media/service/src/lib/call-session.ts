@@ -145,14 +145,28 @@ export class CallSession {
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), HEARTBEAT_MS);
     this.heartbeat.unref();
-    this.stopListening = await this.deps.bus.listen(LIVE.callActivity(call.id).name, (payload) => {
-      const activity = payload as CallActivity;
-      if (activity.kind === 'status' && (activity.call.status === 'ended' || activity.call.status === 'failed')) {
-        this.socket.close(1000, `call ${activity.call.status}`);
-      }
-      if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
-    });
+    this.listenForActivity(call);
     await this.startEngine(call, event.format.sampleRate, resume);
+  }
+
+  /**
+   * Hears the call's activity (ended elsewhere, voicemail) without holding the conversation up: subscribing waits
+   * for the bus, which may be reconnecting (a NATS restart), and the agent must speak meanwhile. Until the
+   * subscription stands, the heartbeats still close the stream of a call that ended.
+   */
+  private listenForActivity(call: callsV1.Call): void {
+    void this.deps.bus
+      .listen(LIVE.callActivity(call.id).name, (payload) => {
+        const activity = payload as CallActivity;
+        if (activity.kind === 'status' && (activity.call.status === 'ended' || activity.call.status === 'failed')) {
+          this.socket.close(1000, `call ${activity.call.status}`);
+        }
+        if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
+      })
+      .then(
+        (stop) => (this.finished ? stop() : (this.stopListening = stop)),
+        (error: unknown) => this.log.warn({ err: error, callId: call.id }, 'call activity not heard; heartbeats still end the stream'),
+      );
   }
 
   private async startEngine(call: callsV1.Call, sampleRate: number, resume: string): Promise<void> {
