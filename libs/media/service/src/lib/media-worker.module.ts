@@ -12,6 +12,7 @@ import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
 import { EngineProviders } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
+import { MediaLoadReporter } from './media-load-reporter';
 import { MediaStreamServer } from './media-stream.server';
 import { speechProviders } from './speech-providers';
 
@@ -93,6 +94,7 @@ class GrpcAgentsPort implements AgentsPort {
 class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly server: MediaStreamServer;
   private readonly providers: EngineProviders;
+  private readonly load: MediaLoadReporter;
 
   constructor(
     @Inject(CALLS_GRPC) calls: ClientGrpc,
@@ -118,6 +120,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
         },
       },
     );
+    this.load = new MediaLoadReporter(bus, () => this.server.activeStreams, config);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -125,9 +128,11 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
     for (const tts of this.providers.tts) if (tts instanceof LocalTextToSpeech) tts.warmUp();
     const port = await this.server.listen(this.config.MEDIA_PORT, this.config.MEDIA_HOST);
     serviceLogger('media-worker').info({ port, public: this.config.MEDIA_PUBLIC_URL }, 'media streams listening');
+    this.load.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.load.stop();
     await this.server.close(this.config.CALL_DRAIN_SECONDS * 1000);
   }
 }
