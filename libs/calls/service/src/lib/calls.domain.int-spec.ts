@@ -5,7 +5,7 @@ import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { CallsDomain, NewCall } from './calls.domain';
+import { CallsDomain, NewCall, TRANSCRIPT_GRACE_MS } from './calls.domain';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 
@@ -74,16 +74,55 @@ describe('calls domain (real PostgreSQL)', () => {
     expect(heard.filter((a) => a.kind === 'event' && a.event.call_id === call.id && a.event.type === 'call.transcript.updated')).toHaveLength(2);
   });
 
-  it('closes the transcript when the call is over, and counts its turns in call.ended', async () => {
+  it('keeps a turn appended right after the call ended, after the others, and closes the transcript after the grace', async () => {
     const call = await calls.insert(newCall());
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
     await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'Bye', language: '', startMs: 0, endMs: 500, interrupted: false });
-    await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    const ended = await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'hangup' }));
+    // The answer the caller hung up on: it started before the end and reaches the service just after it.
+    const late = { role: 'assistant' as const, text: 'Goodbye and', language: '', startMs: 700, endMs: 1500, interrupted: true, stream: { id: 'MZ1', seq: 2 } };
+    expect(await calls.appendTurn('acc_1', call.id, late)).toBe(2);
+    const { call: after, turns } = await calls.transcript('acc_1', call.id);
+    expect(after).toMatchObject({ status: 'ended', turns: 2 });
+    expect(turns.map((t) => [t.seq, t.role, t.text, t.interrupted])).toEqual([
+      [1, 'user', 'Bye', false],
+      [2, 'assistant', 'Goodbye and', true],
+    ]);
+    const events = await outbox(call.id);
+    expect(events.map((e) => e.type)).toEqual(['call.started', 'call.transcript.updated', 'call.ended', 'call.transcript.updated']);
+    // call.ended counted the turns stored when the call ended.
+    expect(events.find((e) => e.type === 'call.ended')?.data).toMatchObject({ turns: 1, end_reason: 'hangup' });
+
+    const afterGrace = new Date(ended.endedAt!.getTime() + TRANSCRIPT_GRACE_MS + 1);
     await expect(
-      calls.appendTurn('acc_1', call.id, { role: 'user', text: 'late', language: '', startMs: 0, endMs: 1, interrupted: false }),
-    ).rejects.toMatchObject({ code: 'conflict' });
-    const ended = (await outbox(call.id)).find((e) => e.type === 'call.ended');
-    expect(ended?.data).toMatchObject({ turns: 1, end_reason: 'completed' });
+      calls.appendTurn('acc_1', call.id, { role: 'user', text: 'too late', language: '', startMs: 2000, endMs: 2100, interrupted: false }, afterGrace),
+    ).rejects.toMatchObject({ code: 'conflict', message: 'The call has ended; its transcript is closed.' });
+    expect((await calls.transcript('acc_1', call.id)).turns).toHaveLength(2);
+  });
+
+  it('stores a retried append of the same stream turn once, with one call.transcript.updated', async () => {
+    const call = await calls.insert(newCall());
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    const first = { role: 'user' as const, text: 'Hello?', language: 'en-US', startMs: 0, endMs: 800, interrupted: false, stream: { id: 'MZ1', seq: 1 } };
+    const second = { role: 'assistant' as const, text: 'Hi, Ada here.', language: 'en-US', startMs: 1200, endMs: 2400, interrupted: false, stream: { id: 'MZ1', seq: 2 } };
+    expect(await calls.appendTurn('acc_1', call.id, first)).toBe(1);
+    // The first attempt was stored but its answer missed the deadline: the worker sends it again, then goes on.
+    expect(await calls.appendTurn('acc_1', call.id, first)).toBe(1);
+    expect(await calls.appendTurn('acc_1', call.id, second)).toBe(2);
+    expect(await calls.appendTurn('acc_1', call.id, second)).toBe(2);
+    // Another stream of the same call (a transfer that did not connect) numbers its turns afresh.
+    expect(await calls.appendTurn('acc_1', call.id, { ...first, text: 'Still there?', startMs: 9000, endMs: 9600, stream: { id: 'MZ2', seq: 1 } })).toBe(3);
+
+    const { call: after, turns } = await calls.transcript('acc_1', call.id);
+    expect(after.turns).toBe(3);
+    expect(turns.map((t) => [t.seq, t.text, t.streamId, t.streamSeq])).toEqual([
+      [1, 'Hello?', 'MZ1', 1],
+      [2, 'Hi, Ada here.', 'MZ1', 2],
+      [3, 'Still there?', 'MZ2', 1],
+    ]);
+    const updates = (await outbox(call.id)).filter((e) => e.type === 'call.transcript.updated');
+    expect(updates.map((e) => (e.data as { text: string }).text)).toEqual(['Hello?', 'Hi, Ada here.', 'Still there?']);
+    await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
   });
 
   it('keeps other accounts out of a call and its transcript', async () => {

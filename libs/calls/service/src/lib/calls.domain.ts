@@ -62,7 +62,16 @@ export interface TurnInput {
   startMs: number;
   endMs: number;
   interrupted: boolean;
+  /** The media stream the turn was spoken on and its number there (from 1); absent: an unnumbered turn. */
+  stream?: { id: string; seq: number };
 }
+
+/**
+ * How long after a call ended its transcript still takes turns: the media worker reports the turns that were being
+ * spoken when the call ended (the caller hung up mid-answer) as its stream finishes, flushing for at most
+ * TRANSCRIPT_FLUSH_MS (media worker) with retries. Well above that bound; anything later is refused.
+ */
+export const TRANSCRIPT_GRACE_MS = 60_000;
 
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
@@ -225,12 +234,23 @@ export class CallsDomain {
     return this.get(accountId, id);
   }
 
-  async appendTurn(accountId: string, id: string, turn: TurnInput): Promise<number> {
+  /**
+   * Appends a turn to the call's transcript, after those stored (the worker sends them in the order spoken), with
+   * `call.transcript.updated`. Idempotent for a numbered turn: one whose stream and number the call holds already
+   * is a retry, acknowledged without a second row or event. A call that ended less than TRANSCRIPT_GRACE_MS ago
+   * still takes turns (the ones being spoken as it ended); after that its transcript is closed (409).
+   */
+  async appendTurn(accountId: string, id: string, turn: TurnInput, now = new Date()): Promise<number> {
+    const { stream, ...fields } = turn;
     const call = await this.amend(accountId, id, async (current, m) => {
-      if (!isLive(current.status)) throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
+      if (!isLive(current.status) && (!current.endedAt || now.getTime() - current.endedAt.getTime() > TRANSCRIPT_GRACE_MS)) {
+        throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
+      }
+      const numbered = stream && stream.seq > 0 ? { streamId: stream.id, streamSeq: stream.seq } : { streamId: null, streamSeq: null };
+      if (numbered.streamSeq !== null && (await m.existsBy(CallTurnEntity, { callId: id, ...numbered }))) return [];
       current.turns += 1;
       current.transcriptAvailable = true;
-      await m.insert(CallTurnEntity, { callId: id, accountId, seq: current.turns, ...turn });
+      await m.insert(CallTurnEntity, { callId: id, accountId, seq: current.turns, ...fields, ...numbered });
       return [await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined })];
     });
     return call.turns;

@@ -81,6 +81,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       startMs: Number(turn.start_ms),
       endMs: Number(turn.end_ms),
       interrupted: turn.interrupted,
+      stream: req.seq > 0 ? { id: req.stream_id, seq: req.seq } : undefined,
     });
     return { turns };
   }

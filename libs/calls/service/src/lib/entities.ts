@@ -64,4 +64,7 @@ export class CallTurnEntity {
   @Column({ name: 'start_ms', type: 'bigint', transformer: { to: (v: number) => v, from: (v: string) => Number(v) } }) startMs: number;
   @Column({ name: 'end_ms', type: 'bigint', transformer: { to: (v: number) => v, from: (v: string) => Number(v) } }) endMs: number;
   @Column({ type: 'boolean' }) interrupted: boolean;
+  /** The media stream the worker heard the turn on and its number there: a retried append is recognised by them. */
+  @Column({ name: 'stream_id', type: 'text', nullable: true }) streamId: string | null;
+  @Column({ name: 'stream_seq', type: 'int', nullable: true }) streamSeq: number | null;
 }

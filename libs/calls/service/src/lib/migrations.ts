@@ -178,6 +178,24 @@ export class AddCarrierCheckedAt1764000000310 implements MigrationInterface {
   }
 }
 
+/**
+ * Idempotent transcript appends: the media worker numbers the turns of its stream, and a call holds one turn per
+ * (stream, number), so an append retried after a deadline is not stored twice.
+ */
+export class AddTurnStreamSeq1764000000320 implements MigrationInterface {
+  name = 'AddTurnStreamSeq1764000000320';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE call_turns ADD COLUMN IF NOT EXISTS stream_id text, ADD COLUMN IF NOT EXISTS stream_seq int`);
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS call_turns_stream_seq ON call_turns (call_id, stream_id, stream_seq) WHERE stream_seq IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS call_turns_stream_seq`);
+    await q.query(`ALTER TABLE call_turns DROP COLUMN IF EXISTS stream_id, DROP COLUMN IF EXISTS stream_seq`);
+  }
+}
+
 /** The Idempotency-Key of an outbound call's create, unique per account: a retried create finds its call. */
 export class AddCallIdempotencyKey1764000000330 implements MigrationInterface {
   name = 'AddCallIdempotencyKey1764000000330';
@@ -202,5 +220,6 @@ export const CALLS_MIGRATIONS = [
   AddCallAnalysisSchedule1764000000305,
   AddAnsweredBy1764000000306,
   AddCarrierCheckedAt1764000000310,
+  AddTurnStreamSeq1764000000320,
   AddCallIdempotencyKey1764000000330,
 ];

@@ -5,11 +5,13 @@ import { callsV1, LIVE } from '@parley/contracts';
 import { parseWav, pcm16ToMulaw } from '@parley/audio';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { InProcessBus } from '@parley/messaging';
+import { AppError } from '@parley/rpc';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { AgentsPort, CallsPort } from './calls-port';
-import { CallSession, CLOSE_REFUSED } from './call-session';
+import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
+import { until } from './testing/caller-line';
 
 const CALL = { id: 'call_1', account_id: 'acc_1', status: 'in_progress', recording_enabled: true } as callsV1.Call;
 
@@ -31,7 +33,7 @@ class FakeCalls implements CallsPort {
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<void> {
     this.recordings.push(req);
   }
-  async appendTurn(): Promise<void> {
+  async appendTurn(_req: callsV1.AppendTurnRequest): Promise<void> {
     return undefined;
   }
   async endCall(): Promise<void> {
@@ -69,15 +71,23 @@ const frames = {
   media: (payload: Buffer, timestamp: number) =>
     JSON.stringify({ event: 'media', sequenceNumber: '2', streamSid: 'MZ1', media: { track: 'inbound', chunk: '1', timestamp: String(timestamp), payload: payload.toString('base64') } }),
   stop: () => JSON.stringify({ event: 'stop', sequenceNumber: '3', streamSid: 'MZ1', stop: { accountSid: 'AC1', callSid: 'CA1' } }),
+  mark: (name: string) => JSON.stringify({ event: 'mark', sequenceNumber: '4', streamSid: 'MZ1', mark: { name } }),
 };
 
-function setup(call: callsV1.Call | undefined = CALL) {
+function setup(call: callsV1.Call | undefined = CALL, options: { calls?: FakeCalls; deps?: Partial<CallSessionDeps>; echoMarks?: boolean } = {}) {
   const closes: [number, string][] = [];
-  const calls = new FakeCalls(call);
+  const calls = options.calls ?? new FakeCalls(call);
   const bus = new InProcessBus();
   const store = new LocalBlobStore(mkdtempSync(join(tmpdir(), 'session-')));
-  const session = new CallSession(
-    { send: () => undefined, close: (code, reason) => void closes.push([code, reason]) },
+  const session: CallSession = new CallSession(
+    {
+      // A carrier that has played what it was sent by the time it reads a mark echoes it.
+      send: (frame) => {
+        const sent = JSON.parse(frame) as { event: string; mark?: { name: string } };
+        if (options.echoMarks && sent.event === 'mark') setTimeout(() => void session.onFrame(frames.mark(sent.mark!.name)), 0);
+      },
+      close: (code, reason) => void closes.push([code, reason]),
+    },
     {
       protocol: new TwilioMediaStreamProtocol(),
       calls,
@@ -86,9 +96,28 @@ function setup(call: callsV1.Call | undefined = CALL) {
       recordings: store,
       providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
       defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+      ...options.deps,
     },
   );
   return { session, closes, calls, bus, store };
+}
+
+/**
+ * A calls service under load: the first attempt of every append fails as a deadline does (after storing the turn,
+ * for every other one: the answer was lost, not the write); turns are stored once per stream and number, as the
+ * real service does.
+ */
+class FlakyCalls extends FakeCalls {
+  readonly stored: callsV1.AppendTurnRequest[] = [];
+  readonly attempts: number[] = [];
+
+  override async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
+    const first = !this.attempts.includes(req.seq);
+    this.attempts.push(req.seq);
+    const duplicate = this.stored.some((t) => t.stream_id === req.stream_id && t.seq === req.seq);
+    if (!duplicate && !(first && req.seq % 2 === 1)) this.stored.push(req);
+    if (first) throw new AppError('service_unavailable', 'The calls service did not answer in time; retry shortly.');
+  }
 }
 
 const loud = pcm16ToMulaw(new Int16Array(160).fill(10000));
@@ -142,6 +171,52 @@ describe('a carrier media stream session', () => {
     expect(closes).toEqual([[1000, 'call ended']]);
     await session.onClose();
   });
+
+  it('stores every turn once and in order while the calls service fails transiently, the last before the stream ends', async () => {
+    const calls = new FlakyCalls(CALL);
+    const conversation = {
+      getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } }, effective: {} }),
+    };
+    const stt = new FakeSpeechToText().queue('What time is it?', 'Thanks, bye.');
+    const { session } = setup(CALL, {
+      calls,
+      echoMarks: true,
+      deps: {
+        agents: conversation,
+        providers: { stt: [stt], tts: [new FakeTextToSpeech({ msPerChar: 10 })], llm: new FakeLlm(['It is noon.', 'Goodbye.']) },
+        transcript: { backoffMs: 20 },
+      },
+    });
+    const said = (n: number) => until(() => calls.stored.length >= n, `${n} turns stored`);
+    // After a quiet line, the caller speaks 400 ms and falls quiet: the VAD ends the utterance, the recognizer
+    // answers its text.
+    const quiet = pcm16ToMulaw(new Int16Array(160));
+    const speak = async (at: number) => {
+      for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, at + t));
+      for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, at + t));
+      for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, at + t));
+    };
+    await session.onFrame(frames.start('good-token'));
+    await said(1);
+    await speak(2000);
+    await said(3);
+    await speak(5000);
+    // The caller hangs up while the last answer's append waits for its retry: the stream's end writes it first.
+    await until(() => calls.attempts.includes(5), 'the last turn sent');
+    await session.onFrame(frames.stop());
+
+    expect(calls.stored.map((t) => [t.seq, t.turn?.role, t.turn?.text])).toEqual([
+      [1, 'assistant', 'Hi.'],
+      [2, 'user', 'What time is it?'],
+      [3, 'assistant', 'It is noon.'],
+      [4, 'user', 'Thanks, bye.'],
+      [5, 'assistant', 'Goodbye.'],
+    ]);
+    expect(calls.stored.every((t) => t.stream_id === 'MZ1' && t.call_id === 'call_1')).toBe(true);
+    // Every append failed once and was sent again; the ones stored on the first attempt were not stored twice.
+    for (const seq of [1, 2, 3, 4, 5]) expect(calls.attempts.filter((a) => a === seq)).toHaveLength(2);
+    expect(calls.heartbeats.at(-1)).toMatchObject({ stopped: true });
+  }, 30_000);
 
   it('ignores frames it cannot read', async () => {
     const { session, closes } = setup();

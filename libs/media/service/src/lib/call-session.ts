@@ -8,6 +8,7 @@ import { BlobStore } from '@parley/storage';
 import type { EgressPolicy } from '@parley/egress';
 import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
+import { TranscriptWriter } from './transcript-writer';
 
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
 export const CLOSE_REFUSED = 1008;
@@ -30,12 +31,15 @@ export interface CallSessionDeps {
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
   /** Outbound requests of agent tools: EGRESS_ALLOWLIST and INTERNAL_HOSTS (absent: public https only); CALENDAR_BASE_URL. */
   tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
+  /** The transcript writer's bounds (tests shorten them); its defaults otherwise. */
+  transcript?: { flushMs?: number; backoffMs?: number };
 }
 
 /**
  * One carrier media stream, from `start` to `stop`: proves the stream belongs to a live call (the per-call token
  * in the stream parameters), runs the agent's conversation engine on it, keeps the call alive with heartbeats,
- * reports turns, records both sides when the agent asks for recordings, and closes the stream when the call is
+ * reports turns (through a TranscriptWriter: in order, retried, flushed before the call is ended or the stream
+ * finishes), records both sides when the agent asks for recordings, and closes the stream when the call is
  * ended from elsewhere.
  */
 export class CallSession {
@@ -50,7 +54,9 @@ export class CallSession {
   private engine: CallEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
-  private turns: Promise<void> = Promise.resolve();
+  private transcript: TranscriptWriter | undefined;
+  /** The number of the last turn reported on this stream (AppendTurnRequest.seq: the calls service's dedupe key). */
+  private turnSeq = 0;
 
   constructor(
     private readonly socket: StreamSocket,
@@ -105,6 +111,7 @@ export class CallSession {
     const call = this.call;
     if (call && !this.finished) {
       await this.engine?.stop();
+      await this.transcript?.flush();
       await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' }).catch((e) => this.log.warn({ err: e, callId: call.id }, 'shutdown end failed'));
     }
     this.socket.close(1001, 'media worker shutting down');
@@ -187,6 +194,8 @@ export class CallSession {
     const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
     const ids = { account_id: call.account_id, call_id: call.id };
+    const transcript = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
+    this.transcript = transcript;
     this.engine = new CallEngine(
       settings,
       this.deps.providers,
@@ -200,25 +209,28 @@ export class CallSession {
           sendMark: (name) => this.socket.send(this.deps.protocol.mark(this.streamId, name)),
           sendClear: () => this.socket.send(this.deps.protocol.clear(this.streamId)),
         },
-        // Turns reach the calls service in order, one at a time.
-        onTurn: (turn) =>
-          void (this.turns = this.turns.then(() =>
-            this.deps.calls
-              .appendTurn({ ...ids, turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted } })
-              .catch((e) => this.log.warn({ err: e, callId: call.id }, 'turn not recorded')),
-          )),
+        // Numbered as spoken, so a retried append is stored once (unnumbered on a stream without an id to key it).
+        onTurn: (turn) => {
+          const req = {
+            ...ids,
+            stream_id: this.streamId,
+            seq: this.streamId ? ++this.turnSeq : 0,
+            turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted },
+          };
+          transcript.add('turn', () => this.deps.calls.appendTurn(req));
+        },
+        // The transcript is written before the call ends, so call.ended follows its last turn.
         hangup: (reason) =>
-          void this.turns
+          void transcript
+            .flush()
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
             .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed')),
         transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
         // Reported in order with the turns (call.tool.called).
-        recordToolCall: (report) =>
-          void (this.turns = this.turns.then(() =>
-            this.deps.calls
-              .recordToolCall({ ...ids, name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' })
-              .catch((e) => this.log.warn({ err: e, callId: call.id, tool: report.name }, 'tool call not recorded')),
-          )),
+        recordToolCall: (report) => {
+          const req = { ...ids, name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' };
+          transcript.add('tool_call', () => this.deps.calls.recordToolCall(req));
+        },
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
         log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),
       },
@@ -258,7 +270,8 @@ export class CallSession {
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
     await this.engine?.stop();
-    await this.turns;
+    // The turns the call ended on included (the calls service takes them for a while after the end).
+    await this.transcript?.flush();
     await this.saveRecording(call);
     await this.beat(true);
     if (why === 'stop') this.socket.close(1000, 'stream stopped');

@@ -203,7 +203,16 @@ export interface Turn {
 export interface AppendTurnRequest {
   account_id: string;
   call_id: string;
-  turn: Turn | undefined;
+  turn:
+    | Turn
+    | undefined;
+  /**
+   * The media stream the turn was spoken on (the carrier's stream id) and the turn's number in it, from 1 in the
+   * order spoken: an append whose (stream_id, seq) the call holds already is a retry, acknowledged and not stored
+   * again. seq 0: unnumbered, always stored.
+   */
+  stream_id: string;
+  seq: number;
 }
 
 export interface AppendTurnResponse {
