@@ -5,6 +5,8 @@
 //   npx nx run standalone:build            (distributed: npx nx run-many -t build -p gateway agents calls media-worker webhook-dispatcher)
 //   npm run bench:media                    # standalone, N = 10, 50, 100, 200; 120 s measured after 10 s warm-up
 //   npm run bench:media -- --mode distributed --calls 10,50 --seconds 30 --warmup 5 --llm-ms 150 --tts-ms 100
+//   npm run bench:media -- --voice local    # the offline voice: the calls its synthesis carries at real time
+// Other flags: --ramp <s> (default 5) over which the calls are placed; --dist <dir> (default dist) the build to run.
 //
 // Processes: the platform (standalone: one command; distributed: the five services, on this machine's PostgreSQL
 // and NATS with a NATS_NAMESPACE of its own), fresh database per run (DATABASE_URL, else embedded in standalone);
@@ -20,15 +22,18 @@
 // `completed`) and the call must be recorded ended/completed.
 //
 // Printed per N, over the --seconds after ramp-up and --warmup:
-//   pacing   |Δ − 20 ms| between consecutive agent frames of a playback run as they arrive at the carrier (the
-//            run's first two gaps excluded: the engine sends a 40 ms lead at once by design): p50/p99/max;
+//   pacing   |Δ − 20 ms| between consecutive agent frames of one turn as they arrive at the carrier, the turn's
+//            first two gaps excluded (the engine sends a 40 ms lead at once by design): p50/p99/max. Turns are told
+//            apart by ear: the fake voice speaks each sentence as its own tone (bench/media/agent-speech.mjs); with
+//            --voice local, by a gap over 100 ms;
 //   v2v      voice-to-voice: the caller's last speech frame sent → the answer's first frame received, MINUS the
 //            fakes' fixed delays: the recognizer's endpointing (300 ms of silence after the speech), the model's
-//            first token (--llm-ms) and the voice's first audio (--tts-ms). What remains is the platform's own: p50/p95;
+//            first token (--llm-ms) and the voice's first audio (--tts-ms; 0 with --voice local, whose synthesis is
+//            the platform's own). What remains is the platform's: p50/p95;
 //   clear    barge-in: the moment the recognizer can have the words (last speech frame + endpointing) → `clear`
 //            received: p95;
-//   stale    agent frames received after a `clear` sooner than the next answer can exist (--llm-ms + --tts-ms):
-//            audio of the interrupted answer;
+//   stale    agent frames of the interrupted answer received after its `clear`: any sooner than the next answer
+//            can exist (--llm-ms + the voice's delay), or of a later sentence before the next answer's first;
 //   audio process  CPU % (of one core) and peak RSS of the process listening on MEDIA_PORT, and calls per core
 //            (N / its cores busy);
 //   failed   calls that did not end normally: a POST /v1/calls not 201 (5xx included), a status callback refused,
@@ -45,8 +50,9 @@ import { createInterface } from 'node:readline';
 import { loadLibs, missingBuilds } from './media/build.mjs';
 import { callerSounds, newResults, SimulatedCall } from './media/caller.mjs';
 import { BENCH_KEY, startPlatform } from './media/platform.mjs';
-import { pidListeningOn, usageOf } from './media/process-usage.mjs';
-import { ENDPOINTING_MS } from './media/vendor-fakes.mjs';
+import { commandOf, pidListeningOn, usageOf } from './media/process-usage.mjs';
+import { agentSpeech } from './media/agent-speech.mjs';
+import { ANSWER, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith('--') ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
 const MODE = args.mode ?? 'standalone';
@@ -56,12 +62,16 @@ const WARMUP = Number(args.warmup ?? 10);
 const RAMP = Number(args.ramp ?? 5);
 const LLM_MS = Number(args['llm-ms'] ?? 150);
 const TTS_MS = Number(args['tts-ms'] ?? 100);
+// The agent's voice: the `openai` synthesizer against its fake (first audio after --tts-ms), or `local`, the offline
+// voice synthesizing in the platform itself (its time is the platform's own, so nothing is subtracted for it).
+const VOICE = args.voice ?? 'openai';
+const VOICE_MS = VOICE === 'local' ? 0 : TTS_MS;
 const DIST = resolve(args.dist ?? join(import.meta.dirname, '..', 'dist'));
 const PACING_TARGET_MS = 5;
 const CALLS_PER_CORE_TARGET = 200;
 
-if (!['standalone', 'distributed'].includes(MODE)) {
-  console.error('--mode is standalone or distributed');
+if (!['standalone', 'distributed'].includes(MODE) || !['openai', 'local'].includes(VOICE)) {
+  console.error('--mode is standalone or distributed; --voice is openai or local');
   process.exit(2);
 }
 const missing = missingBuilds(DIST, MODE);
@@ -99,7 +109,7 @@ async function run(n, vendors, libs) {
     calls: n,
     env: {
       STT_PROVIDERS: 'deepgram',
-      TTS_PROVIDERS: 'openai',
+      TTS_PROVIDERS: VOICE,
       DEEPGRAM_API_KEY: vendors.keys.deepgram,
       DEEPGRAM_BASE_URL: vendors.deepgramUrl,
       LLM_BASE_URL: vendors.llmUrl,
@@ -132,15 +142,17 @@ async function run(n, vendors, libs) {
     const agent = await api('POST', '/v1/agents', {
       name: 'Bench front desk',
       mode: 'conversation',
-      languages: [{ code: 'en-US', stt_provider: 'deepgram', tts_provider: 'openai', greeting: 'Hello, thanks for calling.', system_prompt: 'Be brief.' }],
+      languages: [{ code: 'en-US', stt_provider: 'deepgram', tts_provider: VOICE, greeting: GREETING, system_prompt: 'Be brief.' }],
       conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
     });
     if (agent.status !== 201) throw new Error(`could not create the agent: ${agent.status} ${JSON.stringify(agent.body)}`);
     const audioPid = pidListeningOn(platform.mediaPort);
     if (!audioPid) throw new Error(`no process listens on MEDIA_PORT ${platform.mediaPort}`);
+    const audioCommand = commandOf(audioPid);
 
     const sounds = callerSounds(libs.audio);
-    const calls = Array.from({ length: n }, (_, index) => new SimulatedCall({ index, twilio, api, agentId: agent.body.id, sounds, results, llmMs: LLM_MS, ttsMs: TTS_MS }));
+    const speechOf = agentSpeech({ libs, voice: VOICE, greeting: GREETING, answer: ANSWER });
+    const calls = Array.from({ length: n }, (_, index) => new SimulatedCall({ index, twilio, api, agentId: agent.body.id, sounds, speechOf, results, llmMs: LLM_MS, ttsMs: VOICE_MS }));
     const started = Promise.all(calls.map((call, i) => sleep((i * RAMP * 1000) / n).then(() => call.start().catch((error) => call.fail(`could not start: ${error.message}`)))));
     await sleep((RAMP + WARMUP) * 1000);
     await started;
@@ -175,7 +187,7 @@ async function run(n, vendors, libs) {
     await sleep(3000);
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
-    return { n, results, cpu, peakRss, audioPid, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
+    return { n, results, cpu, peakRss, audioPid, audioCommand, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
   } finally {
     await platform.stop();
     await twilio.stop();
@@ -193,7 +205,7 @@ function report(r) {
   const pacingOk = pacing.p99 <= PACING_TARGET_MS;
   const verdict = (ok) => (ok ? 'meets' : 'MISSES');
   console.log(
-    `        pacing p99 ≤ ${PACING_TARGET_MS} ms: ${verdict(pacingOk)}; ≥ ${CALLS_PER_CORE_TARGET} calls per core of the audio process: ${verdict(perCore >= CALLS_PER_CORE_TARGET)} (${fmt(perCore, 0).trim()}, pid ${r.audioPid}); 0 failed calls: ${verdict(failed === 0 && !r.crashed.length)}; 0 stale frames: ${verdict(x.stale === 0)}`,
+    `        pacing p99 ≤ ${PACING_TARGET_MS} ms: ${verdict(pacingOk)}; ≥ ${CALLS_PER_CORE_TARGET} calls per core of the audio process: ${verdict(perCore >= CALLS_PER_CORE_TARGET)} (${fmt(perCore, 0).trim()}; pid ${r.audioPid}, ${r.audioCommand}); 0 failed calls: ${verdict(failed === 0 && !r.crashed.length)}; 0 stale frames: ${verdict(x.stale === 0)}`,
   );
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
@@ -206,11 +218,11 @@ function report(r) {
 const vendors = await startVendors();
 const libs = loadLibs(DIST);
 console.log(
-  `media bench, ${MODE}: the whole platform over real sockets; ${SECONDS} s measured per N after ${RAMP} s ramp-up and ${WARMUP} s warm-up; fakes: recognizer endpointing ${ENDPOINTING_MS} ms, model first token ${LLM_MS} ms, voice first audio ${TTS_MS} ms; ${cpus().length} cores, load average ${loadavg()
+  `media bench, ${MODE}: the whole platform over real sockets; ${SECONDS} s measured per N after ${RAMP} s ramp-up and ${WARMUP} s warm-up; fakes: recognizer endpointing ${ENDPOINTING_MS} ms, model first token ${LLM_MS} ms, voice ${VOICE === 'local' ? 'local (offline, in the platform)' : `openai, first audio ${TTS_MS} ms`}; ${cpus().length} cores, load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}, Node ${process.version}`,
 );
-console.log(`v2v is net of ${ENDPOINTING_MS} + ${LLM_MS} + ${TTS_MS} ms (endpointing + model + voice); clear is from the moment the recognizer can have the barge-in's words`);
+console.log(`v2v is net of ${ENDPOINTING_MS} + ${LLM_MS} + ${VOICE_MS} ms (endpointing + model + voice); clear is from the moment the recognizer can have the barge-in's words`);
 console.log('calls | pacing |Δ−20| ms p50   p99    max   frames | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms');
 let sustained = 0;
 let exitCode = 0;
@@ -219,7 +231,7 @@ try {
     const r = await run(n, vendors, libs);
     if (report(r)) sustained = Math.max(sustained, n);
   }
-  console.log(`\ncalls sustained (largest N with pacing p99 ≤ ${PACING_TARGET_MS} ms at the carrier): ${sustained || `< ${CALLS[0]}`}`);
+  console.log(`\ncalls sustained with the ${VOICE} voice (largest N with pacing p99 ≤ ${PACING_TARGET_MS} ms at the carrier): ${sustained || `< ${CALLS[0]}`}`);
 } catch (error) {
   console.error(error);
   exitCode = 2;

@@ -15,8 +15,8 @@ export const BARGE_MS = 700;
 const AGENT_QUIET_MS = 400;
 /** A turn the agent does not answer within this long is counted unanswered, and the caller speaks again. */
 const ANSWER_TIMEOUT_MS = 10_000;
-/** Consecutive agent frames further apart than this start a new playback run (whose first frames are a lead). */
-const RUN_GAP_MS = 100;
+/** Without tones to tell turns apart (the offline voice), agent frames further apart than this start a new turn. */
+const TURN_GAP_MS = 100;
 
 /** The caller's sounds as μ-law frames: speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70). */
 export function callerSounds(audio) {
@@ -37,11 +37,13 @@ export function callerSounds(audio) {
 
 /**
  * The figures every call adds to while `results.measuring` is true:
- *   pacing      |Δ − 20 ms| between consecutive agent frames of a playback run, its first two excluded (the lead);
+ *   pacing      |Δ − 20 ms| between consecutive agent frames of one turn (greeting or answer, told apart by their
+ *               tones), its first two excluded (the engine sends a 40 ms lead at once); a stall between sentences
+ *               of one answer counts, as the caller hears it;
  *   voiceToVoice caller's last speech frame sent → first agent frame received, minus the fakes' fixed delays;
  *   clear       barge-in's last speech frame sent + the recognizer's endpointing (when it can have the words) →
  *               `clear` received;
- *   stale       agent frames received after a `clear` sooner than any next answer can come (see onMedia);
+ *   stale       agent frames of the interrupted answer received after its `clear` (see onMedia);
  * and, measured or not: failures (call id → reason), unanswered turns, barge-ins never cleared.
  */
 export function newResults() {
@@ -49,8 +51,9 @@ export function newResults() {
 }
 
 export class SimulatedCall {
-  constructor({ index, twilio, api, agentId, sounds, results, llmMs, ttsMs }) {
-    Object.assign(this, { index, twilio, api, agentId, sounds, results, llmMs, ttsMs });
+  /** `speechOf(payload)`: which part of the agent's speech a received frame carries (agent-speech.mjs). */
+  constructor({ index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs }) {
+    Object.assign(this, { index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs });
     this.state = 'dialling';
     this.nextAt = 0;
     this.speechLeft = 0;
@@ -59,6 +62,10 @@ export class SimulatedCall {
     this.runLength = 0;
     this.answers = Math.floor(Math.random() * 3);
     this.clearedAt = -Infinity;
+    /** The part of the agent's speech the last frame carried (undefined: unknown). */
+    this.lastPart = undefined;
+    /** A `clear` came and no frame of a new answer yet. */
+    this.afterClear = false;
     this.hungUp = false;
   }
 
@@ -146,8 +153,8 @@ export class SimulatedCall {
       this.speechLeft = BARGE_MS / 20;
       this.cleared = false;
       if (r.measuring) r.bargeIns++;
-    } else if ((this.state === 'hearing' || this.state === 'greeting') && this.lastMediaAt > this.stateAt && quietFor >= AGENT_QUIET_MS) {
-      // The agent finished: think a moment, then ask.
+    } else if ((this.state === 'hearing' || this.state === 'greeting') && this.lastMediaAt > this.stateAt && quietFor >= AGENT_QUIET_MS && (this.lastPart?.last ?? true)) {
+      // The agent finished its turn (its last sentence played, then quiet): think a moment, then ask.
       this.setState('thinking');
       this.speakAt = now + 200 + Math.random() * 500;
     } else if (this.state === 'thinking' && now >= this.speakAt) {
@@ -188,27 +195,31 @@ export class SimulatedCall {
 
   onMessage(message, at) {
     const event = message.event;
-    if (event === 'media') this.onMedia(at);
+    if (event === 'media') this.onMedia(this.speechOf(message.media.payload), at);
     else if (event === 'clear') this.onClear(at);
     this.trim();
     return false;
   }
 
-  onMedia(at) {
+  onMedia(part, at) {
     const r = this.results;
-    // After a clear the next answer needs the model's first token and the voice's first audio (the fakes' fixed
-    // delays) after the clear at the earliest: a frame sooner is audio of the interrupted answer.
-    if (at - this.clearedAt < this.llmMs + this.ttsMs) {
+    // After a clear, the interrupted answer must stop: a frame sooner than the next answer can exist (it needs the
+    // model's first token and the voice's first audio, the fakes' fixed delays, after the clear), or one of a later
+    // sentence before the next answer's first one, is the interrupted answer's.
+    if (at - this.clearedAt < this.llmMs + this.ttsMs || (this.afterClear && part && !part.first)) {
       if (r.measuring) r.stale++;
       return;
     }
     const gap = at - this.lastMediaAt;
-    if (gap > RUN_GAP_MS) this.runLength = 0;
+    const startsTurn = part ? part.first && (part !== this.lastPart || this.afterClear) : gap > TURN_GAP_MS;
+    if (startsTurn) this.runLength = 0;
     else if (++this.runLength > 2 && r.measuring) r.pacing.push(Math.abs(gap - 20));
     this.lastMediaAt = at;
+    if (part) this.lastPart = part;
+    if (startsTurn) this.afterClear = false;
 
     if (this.state === 'greeting') this.setState('hearing');
-    else if (this.state === 'awaiting') {
+    else if (this.state === 'awaiting' && startsTurn) {
       if (r.measuring) {
         r.voiceToVoice.push(at - this.lastSpeechAt - ENDPOINTING_MS - this.llmMs - this.ttsMs);
         r.turns++;
@@ -226,7 +237,7 @@ export class SimulatedCall {
   onClear(at) {
     const r = this.results;
     this.clearedAt = at;
-    this.runLength = 0;
+    this.afterClear = true;
     if (this.state !== 'barging' && this.state !== 'barge-ended') return;
     this.cleared = true;
     if (r.measuring) r.clear.push(at - (this.bargeStartedAt + BARGE_MS - 20) - ENDPOINTING_MS);

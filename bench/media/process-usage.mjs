@@ -50,3 +50,9 @@ export function usageOf(pid) {
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   return { cpuSeconds, rssMb: rssKb / 1024 };
 }
+
+/** The command line of `pid`, shortened to what names it (the script, or the executable). */
+export function commandOf(pid) {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  return argv.slice(1).find((a) => !a.startsWith('-'))?.replace(/^.*\/(apps\/[^/]+)\/.*$/, '$1') ?? argv[0];
+}

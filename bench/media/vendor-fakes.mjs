@@ -10,6 +10,8 @@ import { loadLibs } from './build.mjs';
 export const ENDPOINTING_MS = 300;
 /** What the caller says, as the fake recognizer transcribes every utterance (six words: a barge-in too). */
 export const CALLER_WORDS = 'What are your opening hours please';
+/** The agent's greeting (set on the agent bench/media.mjs creates). */
+export const GREETING = 'Hello, thanks for calling.';
 /** The agent's answer: two sentences, about 3.5 s of the fake voice's audio (50 ms a character). */
 export const ANSWER = 'We are open from nine to five on weekdays. Is there anything else I can help with?';
 export const KEYS = { deepgram: 'bench-deepgram-key', openai: 'bench-openai-key' };

@@ -1,0 +1,50 @@
+// Which part of the agent's speech a frame the caller receives carries. The fake voices speak each sentence as a
+// tone of its own (fakeToneFrequency), so the caller can tell the greeting, the answer's first sentence and its
+// last one apart by ear: where a turn begins and ends, and whether audio after a `clear` is the interrupted answer.
+
+const RATE = 8000;
+/** A frame quieter than this (RMS) carries no speech: the padded tail of a sentence. */
+const SILENT_RMS = 300;
+
+/** Goertzel: the signal's power at `hz`. */
+function powerAt(pcm, hz) {
+  const coeff = 2 * Math.cos((2 * Math.PI * hz) / RATE);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = 0; i < pcm.length; i++) {
+    const s0 = pcm[i] + coeff * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return s1 * s1 + s2 * s2 - coeff * s1 * s2;
+}
+
+/**
+ * A classifier of received `media` payloads (base64 μ-law) into the parts of the agent's turns:
+ * `{ turn: 'greeting' | 'answer', first, last }`, or undefined when a frame carries none of them (silence, or a
+ * voice without per-sentence tones: the offline voice speaks words, so with it the caller goes by timing alone).
+ */
+export function agentSpeech({ libs, voice, greeting, answer }) {
+  if (voice === 'local') return () => undefined;
+  const { fakeToneFrequency } = libs.speech;
+  const chunker = new libs.engine.SentenceChunker();
+  // The engine synthesizes sentence by sentence, cut as its chunker cuts them.
+  const sentences = [...chunker.push(`${answer} `), chunker.flush()].filter(Boolean);
+  const parts = [
+    { turn: 'greeting', first: true, last: true, hz: fakeToneFrequency(greeting) },
+    ...sentences.map((s, i) => ({ turn: 'answer', first: i === 0, last: i === sentences.length - 1, hz: fakeToneFrequency(s) })),
+  ];
+  return (payload) => {
+    const pcm = libs.audio.mulawToPcm16(Buffer.from(payload, 'base64'));
+    let energy = 0;
+    for (let i = 0; i < pcm.length; i++) energy += pcm[i] * pcm[i];
+    if (Math.sqrt(energy / pcm.length) < SILENT_RMS) return undefined;
+    let best;
+    let bestPower = -1;
+    for (const part of parts) {
+      const power = powerAt(pcm, part.hz);
+      if (power > bestPower) [best, bestPower] = [part, power];
+    }
+    return best;
+  };
+}
