@@ -68,6 +68,7 @@ const VOICE = args.voice ?? 'openai';
 const VOICE_MS = VOICE === 'local' ? 0 : TTS_MS;
 const DIST = resolve(args.dist ?? join(import.meta.dirname, '..', 'dist'));
 const PACING_TARGET_MS = 5;
+const SETTLE_MS = 3000;
 const CALLS_PER_CORE_TARGET = 200;
 
 if (!['standalone', 'distributed'].includes(MODE) || !['openai', 'local'].includes(VOICE)) {
@@ -150,6 +151,9 @@ async function run(n, vendors, libs) {
     if (!audioPid) throw new Error(`no process listens on MEDIA_PORT ${platform.mediaPort}`);
     const audioCommand = commandOf(audioPid);
 
+    // A deployment is not dialled into at its first breath: its start-up work (and the load reports call admission
+    // takes from it) settles first.
+    await sleep(SETTLE_MS);
     const sounds = callerSounds(libs.audio);
     const speechOf = agentSpeech({ libs, voice: VOICE, greeting: GREETING, answer: ANSWER });
     const calls = Array.from({ length: n }, (_, index) => new SimulatedCall({ index, twilio, api, agentId: agent.body.id, sounds, speechOf, results, llmMs: LLM_MS, ttsMs: VOICE_MS }));
@@ -185,13 +189,22 @@ async function run(n, vendors, libs) {
     // Hang-ups are spread over a second, as people do, then every call must be recorded as ended by the caller.
     await Promise.all(calls.map((call, i) => sleep((i * 1000) / n).then(() => call.hangUp())));
     await sleep(3000);
+    const refusals = await refusalsByReason(platform.callsMetricsUrl);
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
-    return { n, results, cpu, peakRss, audioPid, audioCommand, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
+    return { n, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
   } finally {
     await platform.stop();
     await twilio.stop();
   }
+}
+
+/** Calls admission refused before dialling, by reason (the calls service's parley_call_admissions_total). */
+async function refusalsByReason(metricsUrl) {
+  const text = await fetch(metricsUrl)
+    .then((res) => res.text())
+    .catch(() => '');
+  return [...text.matchAll(/^parley_call_admissions_total\{outcome="refused",reason="([^"]*)"\} (\d+)/gm)].map(([, reason, count]) => `${reason} ×${count}`);
 }
 
 function report(r) {
@@ -209,6 +222,7 @@ function report(r) {
   );
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
+  if (r.refusals.length) console.log(`        refused before dialling (call admission): ${r.refusals.join(', ')}`);
   const reasons = new Map();
   for (const reason of x.failures.values()) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
   for (const [reason, count] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 6)) console.log(`        failed ×${count}: ${reason}`);

@@ -76,7 +76,7 @@ export class SimulatedCall {
   /** Places the call through the API, answers it at the carrier and opens its media stream. */
   async start() {
     const placed = await this.api('POST', '/v1/calls', { agent_id: this.agentId, to: `+1555${String(1000000 + this.index).slice(-7)}` });
-    if (placed.status !== 201) return this.fail(`POST /v1/calls answered ${placed.status} ${placed.body?.code ?? ''}`.trim());
+    if (placed.status !== 201) return this.fail(`POST /v1/calls answered ${placed.status}: ${placed.body?.detail ?? JSON.stringify(placed.body)}`);
     this.callId = placed.body.id;
     this.sid = placed.body.carrier_call_id;
     for (const status of ['ringing', 'in-progress']) {

@@ -32,8 +32,9 @@ async function until(check, timeoutMs, what) {
 }
 
 /**
- * Starts the platform; `env` adds the vendors' and carrier's settings. Resolves to { baseUrl, mediaPort, stop,
- * logs, exited } where `exited` lists processes that died (a crash is a finding, not a bench error).
+ * Starts the platform; `env` adds the vendors' and carrier's settings. Resolves to { baseUrl, mediaPort,
+ * callsMetricsUrl, stop, logs, exited } where `exited` lists processes that died (a crash is a finding, not a bench
+ * error) and callsMetricsUrl serves the calls service's metrics (call admission).
  */
 export async function startPlatform({ mode, dist, env: extra, calls }) {
   // Standalone follows bench/api: DATABASE_URL when set, else embedded PostgreSQL. Distributed needs a server.
@@ -68,8 +69,10 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
     MEDIA_PUBLIC_URL: `ws://127.0.0.1:${mediaPort}`,
     SECRET_KEY: 'bench-media-secret-key-for-signing-000001',
     BOOTSTRAP_KEYS: `bench:owner:${BENCH_KEY}`,
-    // The bench measures the media plane: the account limits must not be what refuses its calls.
+    // The bench measures what the media plane carries: neither the account's limit nor the configured size of a
+    // media worker may be what refuses its calls (refusals for load or set-up queueing still count as failures).
     MAX_CONCURRENT_CALLS: String(calls * 2 + 10),
+    MEDIA_WORKER_CAPACITY: String(calls * 2 + 10),
     RATE_LIMIT_REQUESTS: '100000000',
     CALL_DRAIN_SECONDS: '2',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
@@ -132,5 +135,7 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
     await stop();
     throw new Error(`${error.message}\n${text}`);
   }
-  return { baseUrl, mediaPort, env, stop, logs, exited };
+  // Standalone serves every service's metrics on the gateway's port; distributed, each on its OPS_PORT.
+  const callsMetricsUrl = mode === 'standalone' ? `${baseUrl}/metrics` : `http://127.0.0.1:${ops[SERVICES.indexOf('calls')]}/metrics`;
+  return { baseUrl, mediaPort, callsMetricsUrl, env, stop, logs, exited };
 }
