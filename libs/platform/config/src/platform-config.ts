@@ -166,6 +166,15 @@ export class ServiceConfig {
   @Matches(/^[a-z0-9_-]+(,[a-z0-9_-]+)*$/, { message: 'TTS_PROVIDERS must be a comma-separated list of names' })
   TTS_PROVIDERS: string = 'local,elevenlabs,openai';
 
+  /**
+   * Worker threads of the offline voice (`local`) in a media worker: sentences synthesized at once. Each is ~40x
+   * faster than real time on one core and competes with the thread pacing the calls' audio for the CPU.
+   */
+  @IsInt()
+  @Min(1)
+  @Max(32)
+  LOCAL_TTS_WORKERS: number = 1;
+
   /** Hosts that agent tools may call over plain http (everything else needs https). */
   @IsString()
   INTERNAL_HOSTS: string = '';

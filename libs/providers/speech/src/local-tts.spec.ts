@@ -14,6 +14,7 @@ describe('LocalTextToSpeech (mespeak)', () => {
   });
 
   beforeAll(() => tts.warmUp(['en-US']));
+  afterAll(() => tts.close());
 
   it('speaks a sentence as audible 22050 Hz audio of plausible duration, in ~100 ms chunks', async () => {
     const chunks = await collect(tts.synthesize(request()));
@@ -75,6 +76,47 @@ describe('LocalTextToSpeech (mespeak)', () => {
     const pcm = concat(await collect(tts.synthesize(request({ text: '-v minus five degrees' }))));
 
     expect(rms(pcm)).toBeGreaterThan(500);
+  });
+});
+
+describe('LocalTextToSpeech worker threads', () => {
+  const request = (text: string): SynthesisRequest => ({ text, language: 'en-US', signal: new AbortController().signal });
+
+  it('never loads mespeak on the calling thread', async () => {
+    let pcm: Int16Array | undefined;
+    await jest.isolateModulesAsync(async () => {
+      jest.doMock('mespeak', () => {
+        throw new Error('mespeak loaded on the main thread');
+      });
+      const { LocalTextToSpeech: Isolated } = await import('./local-tts');
+      const tts = new Isolated();
+      try {
+        pcm = concat(await collect(tts.synthesize(request('Loaded elsewhere.'))));
+      } finally {
+        await tts.close();
+      }
+    });
+
+    expect(rms(pcm ?? new Int16Array())).toBeGreaterThan(500);
+  });
+
+  it('replaces each worker after the configured number of lines, every line whole', async () => {
+    const tts = new LocalTextToSpeech({ recycleAfter: 2 });
+    try {
+      const first = concat(await collect(tts.synthesize(request('Same line.'))));
+      const lengths: number[] = [];
+      for (let i = 0; i < 4; i++) lengths.push(concat(await collect(tts.synthesize(request('Same line.')))).length);
+
+      expect(lengths).toEqual([first.length, first.length, first.length, first.length]);
+      expect(tts.stats).toMatchObject({ recycled: 2, failed: 0 });
+    } finally {
+      await tts.close();
+    }
+  });
+
+  it('refuses a recycling count the library would not survive', () => {
+    expect(() => new LocalTextToSpeech({ recycleAfter: 80 })).toThrow(RangeError);
+    expect(() => new LocalTextToSpeech({ workers: 0 })).toThrow(RangeError);
   });
 });
 

@@ -1,6 +1,8 @@
 import { ParsedWav, parseWav } from '@parley/audio';
-import { readFileSync } from 'node:fs';
+import { MespeakLine } from './mespeak-line';
+import { MESPEAK_MAX_RECYCLE_AFTER, MESPEAK_RECYCLE_AFTER, MESPEAK_WORKER, mespeakWorkerData, speakMespeakSync } from './mespeak-threads';
 import { SpeechError } from './speech-error';
+import { SpeechWorkerPool } from './speech-worker-pool';
 import { SpeechChunk, SynthesisRequest, TextToSpeech } from './text-to-speech';
 
 /** The voices mespeak ships (`mespeak/voices/<id>.json`). */
@@ -72,25 +74,29 @@ export function resolveMespeakVoice(voice: string | undefined, language: string 
 }
 
 /**
- * Speech for `text` from mespeak (eSpeak compiled to JavaScript): a mono 16-bit WAV at 22050 Hz, parsed.
- * Synchronous and CPU-bound (tens of milliseconds per sentence once warm; it blocks the event loop meanwhile).
+ * Speech for `text` from mespeak (eSpeak compiled to JavaScript): a mono 16-bit WAV at 22050 Hz, parsed. For
+ * synchronous test tooling: it blocks this thread while a mespeak worker speaks (tens of milliseconds per sentence);
+ * LocalTextToSpeech does not use it.
  */
 export function mespeakWav(text: string, options: MespeakOptions = {}): ParsedWav {
+  return parseMespeakWav(speakMespeakSync(mespeakLine(text, options)));
+}
+
+/** What mespeak is asked to say: voice resolved, options clamped to its ranges. */
+function mespeakLine(text: string, options: MespeakOptions): MespeakLine {
   const { voice, variant } = resolveMespeakVoice(options.voice);
-  const engine = loadVoice(voice);
-  const raw = engine.speak(
+  return {
     // eSpeak reads its text from the command line: a leading dash would be taken for an option.
-    text.startsWith('-') ? ` ${text}` : text,
-    {
-      rawdata: 'array',
-      voice,
-      ...(variant ? { variant } : {}),
-      speed: Math.round(clampNumber(options.wordsPerMinute, 80, 450, 175)),
-      pitch: Math.round(clampNumber(options.pitch, 0, 99, 50)),
-    },
-  );
-  if (!raw) throw new Error(`mespeak produced no audio for voice ${voice}`);
-  const wav = parseWav(Buffer.from(raw));
+    text: text.startsWith('-') ? ` ${text}` : text,
+    voice,
+    ...(variant ? { variant } : {}),
+    wordsPerMinute: Math.round(clampNumber(options.wordsPerMinute, 80, 450, 175)),
+    pitch: Math.round(clampNumber(options.pitch, 0, 99, 50)),
+  };
+}
+
+function parseMespeakWav(bytes: ArrayBuffer): ParsedWav {
+  const wav = parseWav(Buffer.from(bytes));
   if (wav.channels !== 1) throw new Error(`mespeak produced ${wav.channels} channels`);
   return wav;
 }
@@ -100,29 +106,74 @@ export interface LocalTextToSpeechOptions {
   name?: string;
   /** Audio per chunk: playback starts after the first, and an abort lands between two. Default 100 ms. */
   chunkMs?: number;
+  /** Worker threads that synthesize at once (`LOCAL_TTS_WORKERS`). Default 1. */
+  workers?: number;
+  /** Lines a worker speaks before it is replaced, 1-60 (mespeak breaks on its 80th). Default 40. */
+  recycleAfter?: number;
 }
+
+/** A line unanswered this long means a hung worker (a sentence takes 10-100 ms; a long paragraph under 1 s). */
+const LINE_DEADLINE_MS = 5_000;
+/** Loading the engine takes ~0.3 s; far longer means a worker that will not start. */
+const WORKER_START_TIMEOUT_MS = 30_000;
+/** Lines that may wait per worker: ~1.5 s of synthesis, inside the 3 s the engine gives a voice before its fallback. */
+const QUEUE_PER_WORKER = 32;
 
 /**
  * An offline TextToSpeech on mespeak: no network, no key, robotic but intelligible. The voice is the request's
  * `voiceId` when it names a shipped mespeak voice (`fr`, `en/en-rp+f3`, …), else the one for the language's
  * primary subtag (regional ones where shipped), else `en/en-us`. Speed → 175 × speed words per minute (80-450),
  * pitch → 50 × pitch on mespeak's 0-99 scale. A sentence is synthesized whole, then yielded in `chunkMs` chunks
- * at 22050 Hz, checking the signal between chunks. Measured (Node 20, one core): loading the engine and a voice
- * ~140 ms, the first sentence ~200 ms (JIT warm-up; see `warmUp`), then 10-60 ms per 1-14 word sentence (~100×
- * faster than real time), during which the event loop is blocked.
+ * at 22050 Hz, checking the signal between chunks.
+ *
+ * mespeak runs only in a pool of worker threads (SpeechWorkerPool; this thread never loads it): a sentence costs
+ * 10-100 ms of CPU that would otherwise block the event loop, and a realm breaks on its 80th sentence, so each
+ * worker is replaced after `recycleAfter` lines and on any failure (the line retried once on a fresh worker).
+ * Workers start on first use or `warmUp` (loading the engine and a voice ~0.3 s) and do not keep the process alive.
  */
 export class LocalTextToSpeech implements TextToSpeech {
   readonly name: string;
   private readonly chunkMs: number;
+  private readonly pool: SpeechWorkerPool<MespeakLine, ArrayBuffer>;
+  /** Every voice asked for so far: a replacement worker loads them before it takes a line. */
+  private readonly voices = new Set<string>();
 
   constructor(options: LocalTextToSpeechOptions = {}) {
     this.name = options.name ?? 'local';
     this.chunkMs = options.chunkMs ?? 100;
+    const workers = options.workers ?? 1;
+    const recycleAfter = options.recycleAfter ?? MESPEAK_RECYCLE_AFTER;
+    if (!Number.isInteger(workers) || workers < 1) throw new RangeError(`workers must be a positive integer, not ${workers}`);
+    if (!Number.isInteger(recycleAfter) || recycleAfter < 1 || recycleAfter > MESPEAK_MAX_RECYCLE_AFTER) {
+      throw new RangeError(`recycleAfter must be an integer from 1 to ${MESPEAK_MAX_RECYCLE_AFTER}, not ${recycleAfter}`);
+    }
+    // Nothing starts before the first line or warmUp: processes that never speak locally pay nothing.
+    this.pool = new SpeechWorkerPool({
+      provider: this.name,
+      entry: MESPEAK_WORKER,
+      workerData: () => mespeakWorkerData([...this.voices]),
+      size: workers,
+      recycleAfter,
+      deadlineMs: LINE_DEADLINE_MS,
+      startTimeoutMs: WORKER_START_TIMEOUT_MS,
+      maxQueue: QUEUE_PER_WORKER * workers,
+    });
   }
 
-  /** Loads the engine and the voices for `languages`, and runs one synthesis so the first real one is fast. */
-  warmUp(languages: string[] = ['en-US']): void {
-    for (const language of languages) mespeakWav('Ready.', { voice: mespeakVoiceFor(language) });
+  /** Workers started, recycled and failed so far. */
+  get stats() {
+    return this.pool.stats;
+  }
+
+  /** Starts the workers with the voices for `languages` loaded and one line spoken, so the first real one is fast. */
+  async warmUp(languages: string[] = ['en-US']): Promise<void> {
+    for (const language of languages) this.voices.add(mespeakVoiceFor(language));
+    await this.pool.warmUp();
+  }
+
+  /** Stops the workers; lines waiting or running are rejected. */
+  close(): Promise<void> {
+    return this.pool.close();
   }
 
   synthesize(request: SynthesisRequest): AsyncIterable<SpeechChunk> {
@@ -133,13 +184,16 @@ export class LocalTextToSpeech implements TextToSpeech {
     this.checkAborted(request.signal);
     if (!request.text.trim()) return;
     const { voice, variant } = resolveMespeakVoice(request.voiceId, request.language);
+    const line = mespeakLine(request.text, {
+      voice: variant ? `${voice}+${variant}` : voice,
+      wordsPerMinute: 175 * (request.speed ?? 1),
+      pitch: 50 * (request.pitch ?? 1),
+    });
+    this.voices.add(line.voice);
+    const bytes = await this.pool.run(line, request.signal);
     let wav: ParsedWav;
     try {
-      wav = mespeakWav(request.text, {
-        voice: variant ? `${voice}+${variant}` : voice,
-        wordsPerMinute: 175 * (request.speed ?? 1),
-        pitch: 50 * (request.pitch ?? 1),
-      });
+      wav = parseMespeakWav(bytes);
     } catch (error) {
       throw new SpeechError(`${this.name}: ${error instanceof Error ? error.message : String(error)}`, {
         code: 'invalid_response',
@@ -158,46 +212,6 @@ export class LocalTextToSpeech implements TextToSpeech {
   private checkAborted(signal: AbortSignal): void {
     if (signal.aborted) throw new SpeechError(`${this.name}: synthesis aborted`, { code: 'aborted', provider: this.name });
   }
-}
-
-// mespeak is a process-wide singleton (one emscripten instance holding the loaded voices), loaded on first use:
-// its engine is 5 MB of JavaScript that processes which never speak locally should not pay for.
-interface MeSpeak {
-  loadConfig(data: unknown): void;
-  loadVoice(data: unknown): void;
-  speak(text: string, args: Record<string, unknown>): number[] | null;
-}
-
-let engine: MeSpeak | undefined;
-const loadedVoices = new Set<string>();
-
-function loadEngine(): MeSpeak {
-  if (engine) return engine;
-  // It announces on load that it cannot play audio without a browser (we only want the raw WAV): keep logs clean.
-  const warn = console.warn;
-  console.warn = () => undefined;
-  try {
-    // A plain require: the package ships no types, and is loaded only here, lazily.
-    const loaded = require('mespeak') as MeSpeak;
-    loaded.loadConfig(readJson('mespeak/src/mespeak_config.json'));
-    engine = loaded;
-  } finally {
-    console.warn = warn;
-  }
-  return engine;
-}
-
-function loadVoice(voice: MespeakVoice): MeSpeak {
-  const meSpeak = loadEngine();
-  if (!loadedVoices.has(voice)) {
-    meSpeak.loadVoice(readJson(`mespeak/voices/${voice}.json`));
-    loadedVoices.add(voice);
-  }
-  return meSpeak;
-}
-
-function readJson(module: string): unknown {
-  return JSON.parse(readFileSync(require.resolve(module), 'utf8'));
 }
 
 function clampNumber(value: number | undefined, min: number, max: number, fallback: number): number {

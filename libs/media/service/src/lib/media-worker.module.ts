@@ -124,8 +124,8 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    // The offline voice loads its engine synchronously: do it now, not on the first call's greeting.
-    for (const tts of this.providers.tts) if (tts instanceof LocalTextToSpeech) tts.warmUp();
+    // The offline voice's worker threads load its engine (~0.3 s): now, not on the first call's greeting.
+    for (const tts of this.providers.tts) if (tts instanceof LocalTextToSpeech) await tts.warmUp();
     const port = await this.server.listen(this.config.MEDIA_PORT, this.config.MEDIA_HOST);
     serviceLogger('media-worker').info({ port, public: this.config.MEDIA_PUBLIC_URL }, 'media streams listening');
     this.load.start();

@@ -26,7 +26,7 @@ export function speechProviders(config: ServiceConfig): EngineProviders {
     openai: () => (openaiKey ? new OpenAiSpeechToText({ apiKey: openaiKey, baseURL: openaiBase }) : undefined),
   };
   const ttsByName: Record<string, () => TextToSpeech | undefined> = {
-    local: () => new LocalTextToSpeech(),
+    local: () => new LocalTextToSpeech({ workers: config.LOCAL_TTS_WORKERS }),
     elevenlabs: () => (config.ELEVENLABS_API_KEY ? new ElevenLabsTextToSpeech({ apiKey: config.ELEVENLABS_API_KEY, baseUrl: config.ELEVENLABS_BASE_URL }) : undefined),
     openai: () => (openaiKey ? new OpenAiTextToSpeech({ apiKey: openaiKey, baseUrl: openaiBase }) : undefined),
   };
