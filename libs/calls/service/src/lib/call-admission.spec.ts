@@ -34,7 +34,14 @@ describe('decideAdmission: can the media plane carry one more call', () => {
 
 describe('CallAdmission: refusals before dialling, with Retry-After', () => {
   let pending = 0;
-  const dataSource = { query: async () => [{ pending }] } as unknown as DataSource;
+  // The count of placed calls takes a moment, as a query does: set-ups may be recorded while it runs.
+  const dataSource = {
+    query: async () => {
+      const seen = pending;
+      await new Promise((r) => setTimeout(r, 5));
+      return [{ pending: seen }];
+    },
+  } as unknown as DataSource;
   const report = (load: Partial<MediaLoadReport> = {}): MediaLoadReport => ({
     worker_id: 'w1',
     streams: 0,
@@ -71,6 +78,20 @@ describe('CallAdmission: refusals before dialling, with Retry-After', () => {
     pending = 1;
     await expect(admission.admit(Date.now() + 5000)).resolves.toBeDefined();
     admission.onApplicationShutdown();
+  });
+
+  it('never admits beyond capacity under concurrent set-ups, even as admitted calls are recorded meanwhile', async () => {
+    const { admission } = await start({ CALL_SETUP_CONCURRENCY: 50 });
+    admission.observe(report({ capacity: 5 }));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, async () => {
+        const ticket = await admission.admit(Date.now() + 5000);
+        pending += 1;
+        ticket.recorded();
+      }),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
+    expect(pending).toBe(5);
   });
 
   it('stops counting a worker whose reports stopped, and then refuses: its calls could not be answered', async () => {

@@ -99,6 +99,7 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
   private workersEverSeen = false;
   /** Admitted set-ups whose call is not committed yet (the database count does not include them). */
   private unrecorded = 0;
+  private deciding: Promise<void> = Promise.resolve();
   private stopListening: (() => void) | undefined;
 
   constructor(
@@ -134,18 +135,13 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
     this.gauges();
     if (!release) throw refusal('setup_queue', 'Too many calls are being set up at once.');
     try {
-      const workers = this.currentWorkers();
-      const reserved = workers.length ? (await this.placedNotAnswered()) + this.unrecorded : 0;
-      const decision = decideAdmission({ workers, workersEverSeen: this.workersEverSeen, reserved, maxLoad: this.config.MEDIA_WORKER_MAX_LOAD_PERCENT / 100 });
-      if (decision.free !== undefined) mediaCapacityFree.set(decision.free);
-      if (!decision.admit) throw refusal(decision.reason, decision.detail);
+      await this.oneDecisionAtATime(() => this.decide());
     } catch (error) {
       release();
       this.gauges();
       throw error;
     }
     callAdmissions.inc({ outcome: 'admitted', reason: '' });
-    this.unrecorded += 1;
     let recorded = false;
     const record = () => {
       if (recorded) return;
@@ -160,6 +156,27 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
         this.gauges();
       },
     };
+  }
+
+  /**
+   * Admits (counting the set-up as unrecorded) or throws. The set-ups not yet recorded are read before the count
+   * of recorded ones: one recorded meanwhile is then counted twice rather than not at all, so capacity is never
+   * overshot; decisions run one at a time so none is admitted between the two reads.
+   */
+  private async decide(): Promise<void> {
+    const workers = this.currentWorkers();
+    const unrecorded = this.unrecorded;
+    const reserved = workers.length ? (await this.placedNotAnswered()) + unrecorded : 0;
+    const decision = decideAdmission({ workers, workersEverSeen: this.workersEverSeen, reserved, maxLoad: this.config.MEDIA_WORKER_MAX_LOAD_PERCENT / 100 });
+    if (decision.free !== undefined) mediaCapacityFree.set(decision.free);
+    if (!decision.admit) throw refusal(decision.reason, decision.detail);
+    this.unrecorded += 1;
+  }
+
+  private oneDecisionAtATime(run: () => Promise<void>): Promise<void> {
+    const decided = this.deciding.then(run);
+    this.deciding = decided.catch(() => undefined);
+    return decided;
   }
 
   private currentWorkers(): MediaWorkerLoad[] {
