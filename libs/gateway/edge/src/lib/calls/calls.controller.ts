@@ -12,6 +12,7 @@ import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, Injec
 import { streamCallEvents } from './call-event-stream';
 import { presentCall } from './call-presenter';
 import { CallsClient } from './calls.client';
+import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
 
 const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before'];
@@ -23,19 +24,6 @@ function filter(query: Record<string, unknown>, name: string, allowed?: string[]
     throw new AppError('invalid_request', `${name} must be an RFC 3339 time.`);
   }
   return value;
-}
-
-/**
- * A 503 without `retry_after_seconds` is not a refusal before dialling (those carry it): the calls service may
- * have dialled before its answer was lost. Say so, and how to find the call, instead of "retry shortly".
- */
-function mayHaveDialled(error: unknown): unknown {
-  if (!(error instanceof AppError) || error.code !== 'service_unavailable' || error.extra?.['retry_after_seconds'] !== undefined) return error;
-  return new AppError(
-    'service_unavailable',
-    'The calls service did not confirm the call in time; it may have been placed. Retry with the same Idempotency-Key to get it ' +
-      '(it is never dialled twice); without a key, look for it in GET /v1/calls before retrying.',
-  );
 }
 
 @ApiTags('Calls')
