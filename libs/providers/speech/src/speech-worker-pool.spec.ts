@@ -11,12 +11,12 @@ describe('SpeechWorkerPool', () => {
     await Promise.all(pools.splice(0).map((p) => p.close()));
   });
 
-  function pool(options: Partial<SpeechWorkerPoolOptions> & { failStart?: boolean } = {}) {
+  function pool(options: Partial<SpeechWorkerPoolOptions> & { failStart?: (worker: number) => boolean } = {}) {
     let workers = 0;
     const created = new SpeechWorkerPool<FakeSynthesisJob, FakeSynthesisResult>({
       provider: 'local',
       entry: FAKE_WORKER,
-      workerData: (): FakeSynthesisWorkerData => ({ worker: ++workers, failStart: options.failStart }),
+      workerData: (): FakeSynthesisWorkerData => ({ worker: ++workers, failStart: options.failStart?.(workers) }),
       size: 1,
       recycleAfter: 40,
       deadlineMs: 2_000,
@@ -163,12 +163,23 @@ describe('SpeechWorkerPool', () => {
   });
 
   it('fails waiting lines with a SpeechError when workers cannot start, and tries again on the next line', async () => {
-    const p = pool({ failStart: true });
+    const p = pool({ failStart: () => true });
 
     await expect(p.warmUp()).rejects.toThrow('cannot load the engine');
     const error = await p.run({ text: 'Hello.' }, live()).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(SpeechError);
+    expect(error).toMatchObject({ code: 'invalid_response', message: expect.stringMatching(/could not start a worker/) });
+  });
+
+  it('keeps a running worker serving while its successors cannot start, then fails the lines left', async () => {
+    const p = pool({ recycleAfter: 4, failStart: (worker) => worker > 1 });
+
+    const served: FakeSynthesisResult[] = [];
+    for (let i = 0; i < 4; i++) served.push(await p.run({ text: `line ${i}` }, live()));
+    const error = await p.run({ text: 'after the last worker' }, live()).catch((e: unknown) => e);
+
+    expect(served.map((r) => r.worker)).toEqual([1, 1, 1, 1]);
     expect(error).toMatchObject({ code: 'invalid_response', message: expect.stringMatching(/could not start a worker/) });
   });
 });

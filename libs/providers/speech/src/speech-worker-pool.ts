@@ -203,12 +203,13 @@ export class SpeechWorkerPool<J, R> {
     void this.remove(w);
     if (state === 'starting') {
       w.onStartFailure(error);
-      // A worker that cannot even start (a missing or broken library) would be respawned forever: after two in a
-      // row with none running, the waiting jobs fail and the next request tries again.
-      if (++this.startFailures >= 2 && this.count('idle') + this.count('busy') === 0) {
-        this.startFailures = 0;
-        for (const queued of this.queue.splice(0)) {
-          queued.reject(new SpeechError(`${provider}: could not start a worker: ${error.message}`, { code: 'invalid_response', provider, cause: error }));
+      // A worker that cannot even start (a missing or broken library) would be respawned in a loop: after two in a
+      // row, the next attempt waits for the next line, and with no worker left the waiting lines fail.
+      if (++this.startFailures >= 2) {
+        if (this.count('idle') + this.count('busy') === 0) {
+          for (const queued of this.queue.splice(0)) {
+            queued.reject(new SpeechError(`${provider}: could not start a worker: ${error.message}`, { code: 'invalid_response', provider, cause: error }));
+          }
         }
         return;
       }
