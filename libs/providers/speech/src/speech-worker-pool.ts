@@ -37,7 +37,6 @@ export interface SpeechWorkerPoolStats {
 
 interface Task<J, R> {
   job: J;
-  signal: AbortSignal;
   attempts: number;
   settled: boolean;
   resolve(result: R): void;
@@ -97,7 +96,6 @@ export class SpeechWorkerPool<J, R> {
       };
       const task: Task<J, R> = {
         job,
-        signal,
         attempts: 0,
         settled: false,
         resolve: (result) => settle(() => resolve(result)),
