@@ -47,7 +47,7 @@ describe('toGrpcError / fromGrpcError', () => {
     expect(toGrpcError(outage).code).toBe(GrpcStatus.UNAVAILABLE);
     expect(acrossTheWire(outage, 'calls')).toMatchObject({
       code: 'service_unavailable',
-      message: 'The calls service is temporarily unavailable; retry shortly.',
+      message: 'The database is unreachable; retry shortly.',
       extra: { retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS },
     });
   });

@@ -83,8 +83,10 @@ export function fromGrpcError(error: unknown, target: string): AppError {
   const e = error as { code?: number; details?: string };
   const wire = ourWireError(e?.details);
   if (e?.code === GrpcStatus.UNAVAILABLE || e?.code === GrpcStatus.DEADLINE_EXCEEDED || e?.code === GrpcStatus.CANCELLED) {
-    // A service that said when to retry (its database is down) keeps that advice across the hop.
-    return new AppError('service_unavailable', `The ${target} service is temporarily unavailable; retry shortly.`, undefined, wire?.extra);
+    // A service's own refusal that says when to retry (its database is down, it is at capacity) keeps its words
+    // and advice; any other UNAVAILABLE is the peer itself being unreachable.
+    if (wire?.code === 'service_unavailable' && wire.extra?.['retry_after_seconds'] !== undefined) return new AppError(wire.code, wire.message, wire.errors, wire.extra);
+    return new AppError('service_unavailable', `The ${target} service is temporarily unavailable; retry shortly.`);
   }
   return wire ? new AppError(wire.code, wire.message, wire.errors, wire.extra) : new AppError('internal_error', 'Internal error.');
 }
