@@ -3,8 +3,8 @@ import { SpeechChunk } from './text-to-speech';
 
 // mespeak breaks on its 80th line in one realm and used to take the process down with it: 2 000 lines in this
 // one process, through the pool that replaces its workers long before that, each one whole. Two workers (the
-// machine's two cores) and the most lines per worker allowed, so fewer engine loads: about 35 s on an idle
-// 2-core machine.
+// machine's two cores) and the most lines per worker allowed, so fewer engine loads: about 85 s of CPU, about
+// 45 s on an idle 2-core machine (the timeout leaves room for a machine shared with other work).
 const LINES = 2_000;
 const IN_FLIGHT = 8;
 const SENTENCES = ['Yes.', 'Thank you.', 'One moment please.', 'Your table is booked.', 'Goodbye for now.', 'Hello there.', 'Is that right?', 'I can help.'];
