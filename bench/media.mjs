@@ -34,8 +34,9 @@
 //            received: p95;
 //   stale    agent frames of the interrupted answer received after its `clear`: any sooner than the next answer
 //            can exist (--llm-ms + the voice's delay), or of a later sentence before the next answer's first;
+//   live     calls with an open media stream when the measurement began (N minus those refused or failed);
 //   audio process  CPU % (of one core) and peak RSS of the process listening on MEDIA_PORT, and calls per core
-//            (N / its cores busy);
+//            (live calls / its cores busy);
 //   failed   calls that did not end normally: a POST /v1/calls not 201 (5xx included), a status callback refused,
 //            a refused media stream, a stream the platform closed, a call not recorded ended/completed, or one
 //            whose agent never spoke;
@@ -164,6 +165,8 @@ async function run(n, vendors, libs) {
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
     results.measuring = true;
+    // Calls per core counts the calls actually carried: a refused or failed call costs the audio process nothing.
+    const live = calls.filter((call) => call.stream?.open).length;
     const from = { ...usageOf(audioPid), at: performance.now() };
     let peakRss = from.rssMb;
     const sampler = setInterval(() => {
@@ -192,7 +195,7 @@ async function run(n, vendors, libs) {
     const refusals = await refusalsByReason(platform.callsMetricsUrl);
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
-    return { n, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
+    return { n, live, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
   } finally {
     await platform.stop();
     await twilio.stop();
@@ -210,10 +213,10 @@ async function refusalsByReason(metricsUrl) {
 function report(r) {
   const { results: x, n } = r;
   const failed = [...x.failures.keys()].filter((k) => typeof k === 'number').length;
-  const perCore = Number.isFinite(r.cpu) && r.cpu > 0 ? n / (r.cpu / 100) : NaN;
+  const perCore = Number.isFinite(r.cpu) && r.cpu > 0 ? r.live / (r.cpu / 100) : NaN;
   const pacing = { p50: pct(x.pacing, 50), p99: pct(x.pacing, 99), max: x.pacing.length ? Math.max(...x.pacing) : NaN };
   console.log(
-    `${String(n).padStart(5)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
+    `${String(n).padStart(5)} ${String(r.live).padStart(4)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
   );
   const pacingOk = pacing.p99 <= PACING_TARGET_MS;
   const verdict = (ok) => (ok ? 'meets' : 'MISSES');
@@ -237,7 +240,7 @@ console.log(
     .join(' ')}, Node ${process.version}`,
 );
 console.log(`v2v is net of ${ENDPOINTING_MS} + ${LLM_MS} + ${VOICE_MS} ms (endpointing + model + voice); clear is from the moment the recognizer can have the barge-in's words`);
-console.log('calls | pacing |Δ−20| ms p50   p99    max   frames | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms');
+console.log('calls live | pacing |Δ−20| ms p50   p99    max   frames | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms');
 let sustained = 0;
 let exitCode = 0;
 try {

@@ -75,10 +75,13 @@ export class SimulatedCall {
 
   /** Places the call through the API, answers it at the carrier and opens its media stream. */
   async start() {
-    const placed = await this.api('POST', '/v1/calls', { agent_id: this.agentId, to: `+1555${String(1000000 + this.index).slice(-7)}` });
+    const to = `+1555${String(1000000 + this.index).slice(-7)}`;
+    const placed = await this.api('POST', '/v1/calls', { agent_id: this.agentId, to });
     if (placed.status !== 201) return this.fail(`POST /v1/calls answered ${placed.status}: ${placed.body?.detail ?? JSON.stringify(placed.body)}`);
     this.callId = placed.body.id;
-    this.sid = placed.body.carrier_call_id;
+    // A call answered before its dial finished carries no carrier id yet; Twilio drives it by the sid it created.
+    this.sid = placed.body.carrier_call_id ?? (await this.dialledSid(to));
+    if (!this.sid) return this.fail('POST /v1/calls answered 201 but the number was never dialled');
     for (const status of ['ringing', 'in-progress']) {
       const answered = await this.twilio.sendStatusCallback(this.sid, status);
       if (answered >= 300) return this.fail(`status callback ${status} answered ${answered}`);
@@ -99,6 +102,16 @@ export class SimulatedCall {
     this.stateAt = performance.now();
     this.nextAt = performance.now();
     this.tick();
+  }
+
+  /** The sid of the call the fake Twilio created for `to`, waited for up to 10 s. */
+  async dialledSid(to) {
+    for (let waited = 0; waited < 10_000; waited += 100) {
+      const dial = this.twilio.calls.find((c) => c.action === 'create' && c.form.To === to && c.callSid);
+      if (dial) return dial.callSid;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
   }
 
   /** The caller hangs up: Twilio stops the stream and posts the `completed` status callback. */
