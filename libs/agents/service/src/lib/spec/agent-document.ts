@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AgentSpec, Capabilities, GroupSpec, INHERITABLE_FIELDS, InheritableField, SealedSecret, SPEC_VERSION, ToolConfig } from './agent-spec';
 import { Sealer } from '@parley/persistence';
+import { withReadDefaults } from './read-defaults';
 
 const isSealed = (v: unknown): v is SealedSecret => !!v && typeof v === 'object' && 'sealed' in v;
 
@@ -92,7 +93,7 @@ function upgradeLegacy(spec: AgentSpec): AgentSpec {
   };
 }
 
-/** The public form: secrets shown only as hints and header names, storage details removed. */
+/** The public form: secrets shown only as hints and header names, storage details removed, documented defaults filled. */
 export function presentAgent(stored: AgentSpec): Omit<AgentSpec, 'spec_version'> {
   const spec = structuredClone(upgradeLegacy(stored));
   delete spec.spec_version;
@@ -105,7 +106,7 @@ export function presentAgent(stored: AgentSpec): Omit<AgentSpec, 'spec_version'>
       delete tc.request.secret_header_values;
     }
   }
-  return spec;
+  return withReadDefaults(spec);
 }
 
 const FULL_CAPABILITIES: Required<Capabilities> = {

@@ -837,6 +837,7 @@ export class AgentInputDto {
 
   @ApiPropertyOptional({
     enum: LANGUAGE_DETECTION,
+    default: 'off',
     description: 'Whether the agent moves to another of its languages when the caller speaks it. Meaningless with one language.',
   })
   @Optional()
