@@ -4,6 +4,7 @@ import { agentsV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
+import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import {
   AgentGroupDto,
@@ -83,6 +84,7 @@ export class AgentGroupsController {
     problems: ['not_found', 'conflict'],
   })
   @ApiOkResponse({ type: DeletedAgentGroupDto })
+  @NoBody()
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedAgentGroupDto> {
     const res = await this.agents.call('deleteAgentGroup', (s, md) => s.deleteAgentGroup({ account_id: who.accountId, id }, md));
     return { id: res.id, object: 'agent_group', deleted: true };

@@ -4,6 +4,7 @@ import { agentsV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
+import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import {
   AgentDto,
@@ -97,6 +98,7 @@ export class AgentsController {
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: DeletedAgentDto })
+  @NoBody()
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedAgentDto> {
     const res = await this.agents.call('deleteAgent', (s, md) => s.deleteAgent({ account_id: who.accountId, id }, md));
     return { id: res.id, object: 'agent', deleted: true };
@@ -112,6 +114,7 @@ export class AgentsController {
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: AgentDto })
+  @NoBody()
   async restore(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
     const res = await this.agents.call('restoreAgent', (s, md) => s.restoreAgent({ account_id: who.accountId, id }, md));
     return presentAgent(res.agent);

@@ -7,6 +7,7 @@ import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
+import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, InjectCallEventDto, RecordingUrlDto, TranscriptDto } from './call.dto';
 import { streamCallEvents } from './call-event-stream';
@@ -114,6 +115,7 @@ export class CallsController {
     problems: ['not_found', 'conflict'],
   })
   @ApiOkResponse({ type: CallDto })
+  @NoBody()
   async end(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<CallDto> {
     return presentCall((await this.calls.call('endCall', (s, md) => s.endCall({ account_id: who.accountId, id, reason: 'hangup' }, md))).call);
   }
@@ -128,6 +130,7 @@ export class CallsController {
     problems: ['not_found', 'conflict'],
   })
   @ApiOkResponse({ type: CallDto })
+  @NoBody()
   async giveUp(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<CallDto> {
     return presentCall((await this.calls.call('endCall', (s, md) => s.endCall({ account_id: who.accountId, id, reason: 'given_up' }, md))).call);
   }

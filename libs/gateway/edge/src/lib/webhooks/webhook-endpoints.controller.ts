@@ -5,6 +5,7 @@ import { webhooksV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
+import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import {
   CreatedWebhookEndpointDto,
@@ -178,6 +179,7 @@ export class WebhookEndpointsController {
   @HttpCode(200)
   @Operation({ summary: 'Delete a webhook endpoint', description: 'Deliveries to it stop at once.', permission: 'agents:write', problems: ['not_found'] })
   @ApiOkResponse({ type: DeletedWebhookEndpointDto })
+  @NoBody()
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedWebhookEndpointDto> {
     const res = await this.webhooks.call('deleteEndpoint', (s, md) => s.deleteEndpoint({ account_id: who.accountId, id }, md));
     return { id: res.id || id, object: 'webhook_endpoint', deleted: true };
@@ -220,6 +222,7 @@ export class WebhookEndpointsController {
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: WebhookTestResultDto })
+  @NoBody()
   async test(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<WebhookTestResultDto> {
     const res = await this.webhooks.call('testEndpoint', (s, md) => s.testEndpoint({ account_id: who.accountId, id }, md));
     return presentTestResult(res);
