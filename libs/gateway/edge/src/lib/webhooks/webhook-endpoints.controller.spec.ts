@@ -268,10 +268,15 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
     expect(requests.createEndpoint).toBeUndefined();
   });
 
-  it('tests with no body (200) and rotates with or without one (200)', async () => {
+  it('tests with no body (200), refuses a test with one (400, nothing sent), and rotates with or without one (200)', async () => {
     const test = await inject('POST', '/v1/webhook_endpoints/whep_1/test');
     expect(test.statusCode).toBe(200);
     expect(test.json()).toEqual({ delivered: true, response_code: 204 });
+    delete requests.testEndpoint;
+    const withBody = await inject('POST', '/v1/webhook_endpoints/whep_1/test', { event: 'call.ended' });
+    expect(withBody.statusCode).toBe(400);
+    expect(withBody.json()).toMatchObject({ code: 'invalid_request', errors: [{ field: 'event' }] });
+    expect(requests.testEndpoint).toBeUndefined();
     const bare = await inject('POST', '/v1/webhook_endpoints/whep_1/rotate_secret');
     expect(bare.statusCode).toBe(200);
     expect(requests.rotateSecret).toEqual({ account_id: 'acme', id: 'whep_1', overlap_seconds: 86400 });
@@ -343,7 +348,7 @@ describe('OpenAPI of the webhook endpoints', () => {
   });
 
   it('takes no body on test and an optional one on rotate_secret', () => {
-    expect(paths['/v1/webhook_endpoints/{id}/test']['post'].requestBody).toBeUndefined();
+    expect(paths['/v1/webhook_endpoints/{id}/test']['post'].requestBody).toMatchObject({ required: false, content: { 'application/json': { schema: { maxProperties: 0 } } } });
     expect(paths['/v1/webhook_endpoints/{id}/rotate_secret']['post'].requestBody?.required).toBe(false);
     expect(paths['/v1/webhook_endpoints/{id}/rotate_secret']['post'].description).toContain('one v1= signature per active secret');
   });
