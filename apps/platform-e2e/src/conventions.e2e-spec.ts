@@ -40,11 +40,11 @@ describe('API conventions and security', () => {
       .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
   describe('OpenAPI', () => {
-    it('describes all 62 versioned routes (/v1/embed/ is served with or without its slash) of the interface, each with its permission and problem responses', () => {
+    it('describes all 62 versioned routes (/v1/embed/ at the contract’s path, also answered without its slash) of the interface, each with its permission and problem responses', () => {
       const ops = versionedOperations();
       expect(ops).toHaveLength(62);
       for (const { path, op } of ops) {
-        if (path === '/v1/embed') {
+        if (path === '/v1/embed/') {
           expect(op.security).toEqual([]);
           continue;
         }

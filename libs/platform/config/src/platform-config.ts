@@ -433,6 +433,15 @@ export class GatewayConfig extends ServiceConfig {
   @IsIn(['auto', 'memory', 'postgres'])
   RATE_LIMIT_STORE: string = 'auto';
 
+  /**
+   * Origins (scheme://host[:port], lowercase) whose pages may call the gateway's browser-facing routes, comma
+   * separated; empty = any origin. API-key routes never allow a cross-origin call.
+   */
+  @Matches(/^(https?:\/\/([a-z0-9.-]+|\[[0-9a-f:]+\])(:\d{1,5})?(,https?:\/\/([a-z0-9.-]+|\[[0-9a-f:]+\])(:\d{1,5})?)*)?$/, {
+    message: 'CORS_ALLOWED_ORIGINS must be comma-separated origins such as https://app.example.com (scheme, lowercase host, optional port; no path)',
+  })
+  CORS_ALLOWED_ORIGINS: string = '';
+
   /** `account:role:key` triples created at start-up if absent. */
   @IsBootstrapKeys()
   @Transform(({ value }) => (value === undefined ? '' : String(value)))

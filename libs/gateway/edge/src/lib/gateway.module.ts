@@ -25,7 +25,7 @@ import { OpsController } from './ops/ops.controller';
 import { DocsController } from './ops/docs.controller';
 import { ApiKeysController } from './auth/api-keys.controller';
 import { IdempotencyStore } from './edge/idempotency.store';
-import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimitGuard } from './edge/rate-limit';
+import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimiter, RateLimitStore } from './edge/rate-limit';
 import { QueryGuard } from './http/query.guard';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
@@ -82,8 +82,13 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
           ? new MemoryRateLimitStore()
           : new PostgresRateLimitStore(ds),
     },
-    // Guards run in this order: rate limit (also on failed authentication), authentication + permission, query.
-    { provide: APP_GUARD, useClass: RateLimitGuard },
+    // Counted on every request before any guard (http/common-headers), so also on failed authentication.
+    {
+      provide: RateLimiter,
+      inject: [CONFIG, RATE_LIMIT_STORE],
+      useFactory: (c: GatewayConfig, store: RateLimitStore) => new RateLimiter(c.RATE_LIMIT_REQUESTS, c.RATE_LIMIT_WINDOW_SECONDS, store),
+    },
+    // Guards run in this order: authentication + permission, query.
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: QueryGuard },
     { provide: APP_FILTER, useClass: ProblemFilter },

@@ -1,10 +1,6 @@
 import { createHash } from 'node:crypto';
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import { FastifyReply, FastifyRequest } from 'fastify';
 import { DataSource } from 'typeorm';
-import { GatewayConfig } from '@parley/config';
 import { AppError } from '@parley/rpc';
-import { CONFIG } from '@parley/runtime';
 import { perTurnBatch } from './per-turn-batch';
 
 /** Counts hits of a bucket in a fixed window and returns the count including this hit. */
@@ -76,41 +72,63 @@ export class PostgresRateLimitStore implements RateLimitStore {
 
 export const RATE_LIMIT_STORE = Symbol('RATE_LIMIT_STORE');
 
+/** Where a request stands in its bucket's window, as the X-RateLimit-* headers tell it. */
+export interface RateLimitCount {
+  limit: number;
+  remaining: number;
+  /** Seconds until the window resets. */
+  reset: number;
+  exceeded: boolean;
+}
+
+const VERSIONED = /^\/v1(\/|\?|$)/;
+
 /**
- * Per-key rate limit on every /v1 route, in fixed windows. The bucket is the presented credential's digest (or
- * the client address when there is none), so limiting needs no key lookup and also slows down key guessing.
- * Every /v1 response carries X-RateLimit-Limit, -Remaining and -Reset (seconds until the window resets).
+ * Per-key rate limit in fixed windows, on every request the gateway answers (unknown routes and framework errors
+ * included). A /v1 request counts against the presented credential's digest (or the client address when there is
+ * none) in the shared store, so limiting needs no key lookup and also slows down key guessing. Every other path
+ * (health, OpenAPI, docs, carrier webhooks) counts against the client address in this process's memory: a liveness
+ * probe never touches the database.
  */
-@Injectable()
-export class RateLimitGuard implements CanActivate {
+export class RateLimiter {
+  private readonly local = new MemoryRateLimitStore();
+
   constructor(
-    @Inject(CONFIG) private readonly config: GatewayConfig,
-    @Inject(RATE_LIMIT_STORE) private readonly store: RateLimitStore,
+    private readonly limit: number,
+    private readonly windowSeconds: number,
+    private readonly store: RateLimitStore,
   ) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
-    const http = context.switchToHttp();
-    const request = http.getRequest<FastifyRequest>();
-    if (!request.url.startsWith('/v1/')) return true;
-    const reply = http.getResponse<FastifyReply>();
-    const windowMs = this.config.RATE_LIMIT_WINDOW_SECONDS * 1000;
+  async take(request: { url: string; credential?: string; address: string }): Promise<RateLimitCount> {
+    const windowMs = this.windowSeconds * 1000;
     const now = Date.now();
     const windowStart = Math.floor(now / windowMs) * windowMs;
-    const credential = request.headers.authorization;
-    const bucket = credential
-      ? `key:${createHash('sha256').update(credential).digest('base64url').slice(0, 32)}`
-      : `ip:${request.ip}`;
-    const count = await this.store.hit(bucket, windowStart);
-    const limit = this.config.RATE_LIMIT_REQUESTS;
-    const reset = Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
-    reply.header('x-ratelimit-limit', String(limit));
-    reply.header('x-ratelimit-remaining', String(Math.max(0, limit - count)));
-    reply.header('x-ratelimit-reset', String(reset));
-    if (count > limit) {
-      throw new AppError('rate_limited', `Too many requests: at most ${limit} per ${this.config.RATE_LIMIT_WINDOW_SECONDS} s.`, undefined, {
-        retry_after_seconds: reset,
-      });
-    }
-    return true;
+    const versioned = VERSIONED.test(request.url);
+    const bucket =
+      versioned && request.credential
+        ? `key:${createHash('sha256').update(request.credential).digest('base64url').slice(0, 32)}`
+        : `ip:${request.address}`;
+    const count = await (versioned ? this.store : this.local).hit(bucket, windowStart);
+    return {
+      limit: this.limit,
+      remaining: Math.max(0, this.limit - count),
+      reset: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
+      exceeded: count > this.limit,
+    };
   }
+
+  /** The 429 a request over the limit answers. */
+  refusal(count: RateLimitCount): AppError {
+    return new AppError('rate_limited', `Too many requests: at most ${count.limit} per ${this.windowSeconds} s.`, undefined, {
+      retry_after_seconds: count.reset,
+    });
+  }
+}
+
+export function rateLimitHeaders(count: RateLimitCount): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(count.limit),
+    'x-ratelimit-remaining': String(count.remaining),
+    'x-ratelimit-reset': String(count.reset),
+  };
 }

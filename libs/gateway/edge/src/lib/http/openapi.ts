@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { ApiExtension, DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { stringify } from 'yaml';
 
 /** The OpenAPI document of the running deployment, generated from the controllers and DTOs. */
@@ -9,7 +9,13 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('Parley API')
     .setDescription(
       'Voice agents that take and place phone calls. Every request carries `Authorization: Bearer <API key>`; ' +
-        'every failure is `application/problem+json` with a stable `code`.',
+        'every failure is `application/problem+json` with a stable `code`.\n\n' +
+        'Every response carries `X-Request-Id` and `X-RateLimit-Limit`, `-Remaining` and `-Reset` (seconds until the ' +
+        'window resets). `/v1` requests count against the presented API key (or, without one, the client address); ' +
+        'other paths against the client address.\n\n' +
+        'CORS: routes that take an API key never allow a cross-origin call (browsers hold call tokens, never API ' +
+        'keys) and their preflights allow nothing; the browser-facing routes (`GET /v1/embed/`) allow the ' +
+        "deployment's `CORS_ALLOWED_ORIGINS`, or any origin when it is empty.",
     )
     .setVersion('v1')
     .addServer('/', 'This deployment')
@@ -27,7 +33,30 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       }
     }
   }
-  return toOpenApi31(document);
+  return toOpenApi31(atContractPaths(document));
+}
+
+const CONTRACT_PATH = 'x-contract-path';
+
+/**
+ * Publishes an operation at the path as the interface spells it. The router ignores trailing slashes and Nest
+ * strips them from route paths, so `GET /v1/embed/` would otherwise be documented as `/v1/embed`.
+ */
+export const ContractPath = (path: string) => ApiExtension(CONTRACT_PATH, path);
+
+function atContractPaths(document: OpenAPIObject): OpenAPIObject {
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(item) as [string, Record<string, unknown>][]) {
+      const contractPath = operation?.[CONTRACT_PATH];
+      if (typeof contractPath !== 'string') continue;
+      delete operation[CONTRACT_PATH];
+      if (contractPath === path) continue;
+      document.paths[contractPath] = { ...document.paths[contractPath], [method]: operation };
+      delete (item as Record<string, unknown>)[method];
+      if (Object.keys(item).length === 0) delete document.paths[path];
+    }
+  }
+  return document;
 }
 
 /** @nestjs/swagger writes OpenAPI 3.0 `nullable`; 3.1 spells it as a type list including "null". */

@@ -112,6 +112,8 @@ describe('toProblem', () => {
     [{ code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }, 'unsupported_media_type', 415],
     [{ code: 'FST_ERR_CTP_EMPTY_JSON_BODY', statusCode: 400 }, 'invalid_request', 400],
     [{ code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', statusCode: 400 }, 'invalid_request', 400],
+    [{ code: 'FST_ERR_BAD_URL', statusCode: 400 }, 'invalid_request', 400],
+    [{ code: 'FST_ERR_MAX_PARAM_LENGTH', statusCode: 414 }, 'uri_too_long', 414],
     [Object.assign(new SyntaxError('Unexpected token } in JSON at position 9'), { statusCode: 400 }), 'invalid_request', 400],
   ])('maps a Fastify request error %p without logging it', (error, code, status) => {
     expect(toProblem(error, 'req_1')).toMatchObject({ code, status });

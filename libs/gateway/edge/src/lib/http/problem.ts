@@ -44,6 +44,10 @@ function fromFastify(error: { code?: string; statusCode?: number; message?: stri
       return new AppError('invalid_request', 'The body is empty but Content-Type says JSON.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new AppError('invalid_request', 'Content-Length does not match the body.');
+    case 'FST_ERR_BAD_URL':
+      return new AppError('invalid_request', 'The path is not valid percent-encoded UTF-8.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new AppError('uri_too_long', 'A path segment is longer than any identifier.');
   }
   if (error.statusCode === 400 && /JSON/i.test(error.message ?? '')) {
     return new AppError('invalid_request', 'The body is not valid JSON.');

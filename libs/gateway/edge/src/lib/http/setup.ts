@@ -3,6 +3,10 @@ import { FastifyServerOptions } from 'fastify';
 import { GatewayConfig } from '@parley/config';
 import { acceptRequestId, httpRequestDuration, runWithRequestId } from '@parley/observability';
 import { AppError } from '@parley/rpc';
+import { RateLimiter } from '../edge/rate-limit';
+import { CommonHeaders, registerCommonHeaders } from './common-headers';
+import { parseAllowedOrigins } from './cors';
+import { frameworkErrorOptions } from './framework-errors';
 import { buildOpenApiDocument, openApiYaml } from './openapi';
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\s*(;|$)/i;
@@ -20,15 +24,16 @@ export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptio
     genReqId: (req) => acceptRequestId(req.headers['x-request-id']),
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true },
+    ...frameworkErrorOptions,
   };
 }
 
-/** Fastify-level behaviour every route shares: request id header, metrics, the OpenAPI document. */
-export function configureGatewayHttp(app: NestFastifyApplication): void {
+/** Fastify-level behaviour every route shares: common headers, metrics, the OpenAPI document. */
+export function configureGatewayHttp(app: NestFastifyApplication, config: GatewayConfig): void {
   const fastify = app.getHttpAdapter().getInstance();
+  registerCommonHeaders(fastify, new CommonHeaders(app.get(RateLimiter), parseAllowedOrigins(config.CORS_ALLOWED_ORIGINS)));
   // Callback-style hooks: an async hook costs a promise per request on every route.
   fastify.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', String(request.id));
     // Bodies are JSON only; refuse anything else before it is read (Fastify alone would parse it as text).
     const hasBody = Number(request.headers['content-length'] ?? 0) > 0 || request.headers['transfer-encoding'] !== undefined;
     const type = request.headers['content-type'] ?? '';

@@ -1,0 +1,51 @@
+import { decideCors, parseAllowedOrigins } from './cors';
+
+const preflight = (url: string, origin: string, requestedMethod = 'GET') => ({ method: 'OPTIONS', url, origin, requestedMethod });
+
+describe('decideCors', () => {
+  it('never allows a cross-origin call to an API-key route, whatever origins are configured', () => {
+    for (const allowed of [[], ['https://app.example.com']]) {
+      expect(decideCors({ method: 'GET', url: '/v1/agents', origin: 'https://app.example.com' }, allowed).headers).not.toHaveProperty(
+        'access-control-allow-origin',
+      );
+      expect(decideCors(preflight('/v1/agents', 'https://app.example.com', 'POST'), allowed)).toEqual({ preflight: true, headers: {} });
+    }
+  });
+
+  it('lets any origin load the browser client script while no origins are configured', () => {
+    expect(decideCors({ method: 'GET', url: '/v1/embed/', origin: 'https://shop.example' }, []).headers).toMatchObject({
+      'access-control-allow-origin': '*',
+      'access-control-expose-headers': expect.stringContaining('X-RateLimit-Remaining'),
+    });
+  });
+
+  it('allows exactly the configured origins on browser routes, echoing the origin and varying on it', () => {
+    const allowed = parseAllowedOrigins('https://app.example.com, http://localhost:3000');
+
+    expect(decideCors({ method: 'GET', url: '/v1/embed', origin: 'http://localhost:3000' }, allowed).headers).toMatchObject({
+      'access-control-allow-origin': 'http://localhost:3000',
+      vary: 'Origin',
+    });
+    expect(decideCors({ method: 'GET', url: '/v1/embed/', origin: 'https://evil.example' }, allowed).headers).toEqual({ vary: 'Origin' });
+  });
+
+  it('answers an allowed preflight with the route’s methods and a max age, and refuses other methods', () => {
+    expect(decideCors(preflight('/v1/embed/', 'https://shop.example'), [])).toEqual({
+      preflight: true,
+      headers: { 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET, HEAD', 'access-control-max-age': '600' },
+    });
+    expect(decideCors(preflight('/v1/embed/', 'https://shop.example', 'DELETE'), [])).toEqual({ preflight: true, headers: {} });
+  });
+
+  it('treats an OPTIONS request without Origin or requested method as no preflight, and a same-origin request as no CORS', () => {
+    expect(decideCors({ method: 'OPTIONS', url: '/v1/embed/' }, []).preflight).toBe(false);
+    expect(decideCors({ method: 'GET', url: '/v1/embed/' }, [])).toEqual({ preflight: false, headers: {} });
+  });
+});
+
+describe('parseAllowedOrigins', () => {
+  it('reads a comma-separated list, empty meaning none listed', () => {
+    expect(parseAllowedOrigins('')).toEqual([]);
+    expect(parseAllowedOrigins('https://a.example,https://b.example:8443')).toEqual(['https://a.example', 'https://b.example:8443']);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * Cross-origin policy, decided per route. Browsers never hold an API key (they hold call tokens minted server-side),
+ * so every route that takes an API key is closed: no Access-Control-Allow-Origin, and a preflight is answered
+ * without allowing anything. Only the browser-facing routes below are open, to the origins of
+ * CORS_ALLOWED_ORIGINS, or to any origin while that is empty (the browser client script is public and sent without
+ * credentials, like a file on a CDN).
+ */
+const BROWSER_ROUTES: { path: string; methods: string[] }[] = [{ path: '/v1/embed', methods: ['GET', 'HEAD'] }];
+
+/** Response headers a page's script may read (browsers hide all but a few otherwise). */
+const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After';
+
+/** How long a browser may reuse an allowing preflight, in seconds. */
+const PREFLIGHT_MAX_AGE = '600';
+
+export interface CorsRequest {
+  method: string;
+  url: string;
+  origin?: string;
+  /** Access-Control-Request-Method of a preflight. */
+  requestedMethod?: string;
+}
+
+export interface CorsDecision {
+  /** A preflight: the gateway answers it itself with 204 and these headers. */
+  preflight: boolean;
+  headers: Record<string, string>;
+}
+
+/** Parses CORS_ALLOWED_ORIGINS (validated at boot): comma-separated origins, empty for any origin. */
+export function parseAllowedOrigins(value: string): string[] {
+  return value
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean);
+}
+
+function browserRoute(url: string) {
+  // Trailing slashes are not significant to the router (GET /v1/embed/ is the contract's spelling).
+  const path = url.split('?')[0].replace(/\/+$/, '');
+  return BROWSER_ROUTES.find((r) => r.path === path);
+}
+
+export function decideCors(request: CorsRequest, allowedOrigins: readonly string[]): CorsDecision {
+  const preflight = request.method === 'OPTIONS' && request.origin !== undefined && request.requestedMethod !== undefined;
+  const route = browserRoute(request.url);
+  if (!route || request.origin === undefined) return { preflight, headers: {} };
+  const anyOrigin = allowedOrigins.length === 0;
+  // A listed origin is echoed, so caches must key on Origin; `*` is the same answer for everyone.
+  const vary: Record<string, string> = anyOrigin ? {} : { vary: 'Origin' };
+  if (!anyOrigin && !allowedOrigins.includes(request.origin)) return { preflight, headers: vary };
+  if (preflight && !route.methods.includes(request.requestedMethod!.toUpperCase())) return { preflight, headers: vary };
+  const allow = { 'access-control-allow-origin': anyOrigin ? '*' : request.origin, ...vary };
+  return {
+    preflight,
+    headers: preflight
+      ? { ...allow, 'access-control-allow-methods': route.methods.join(', '), 'access-control-max-age': PREFLIGHT_MAX_AGE }
+      : { ...allow, 'access-control-expose-headers': EXPOSED },
+  };
+}
