@@ -1,4 +1,4 @@
-import { newId } from './ids';
+import { isWellFormedId, newId } from './ids';
 
 describe('newId', () => {
   it('starts with the prefix and an underscore', () => {
@@ -28,5 +28,24 @@ describe('newId', () => {
     );
 
     expect([...seen].sort().join('')).toBe('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz');
+  });
+});
+
+describe('isWellFormedId', () => {
+  it('accepts what newId gives for the same prefix', () => {
+    expect(isWellFormedId('agt', newId('agt'))).toBe(true);
+  });
+
+  it.each([
+    ['another prefix', newId('call')],
+    ['no prefix', newId('agt').slice(4)],
+    ['one character short', newId('agt').slice(0, -1)],
+    ['one character over', `${newId('agt')}x`],
+    ['a NUL byte', `${newId('agt').slice(0, -1)}\u0000`],
+    ['an unpaired surrogate', `${newId('agt').slice(0, -1)}\ud800`],
+    ['a character outside base62', `${newId('agt').slice(0, -1)}-`],
+    ['the prefix alone', 'agt_'],
+  ])('refuses %s', (_case, value) => {
+    expect(isWellFormedId('agt', value)).toBe(false);
   });
 });

@@ -17,3 +17,13 @@ export function newId(prefix: string): string {
   offset += ID_BYTES;
   return `${prefix}_${out}`;
 }
+
+const ID_SHAPE = new RegExp(`^[0-9A-Za-z]{${ID_BYTES}}$`);
+
+/**
+ * Whether `value` has the shape newId(prefix) gives (the format has not changed since the first id was stored): a
+ * value that fails can name no stored object, so it is answered "not found" without any query.
+ */
+export function isWellFormedId(prefix: string, value: string): boolean {
+  return value.length === prefix.length + 1 + ID_BYTES && value.startsWith(`${prefix}_`) && ID_SHAPE.test(value.slice(prefix.length + 1));
+}
