@@ -41,7 +41,14 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
     const llmUrl = await llm.start();
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`],
-      env: { FUNCTIONS_FILE: functionsFile, INTERNAL_HOSTS: 'tools.internal', LLM_BASE_URL: llmUrl, LLM_API_KEY: 'sk-test' },
+      env: {
+        FUNCTIONS_FILE: functionsFile,
+        INTERNAL_HOSTS: 'tools.internal',
+        // URL fields are resolved when saved; these test hosts exist nowhere, so the deployment lists them.
+        EGRESS_ALLOWLIST: 'tools.internal,api.example.com,hooks.example.com',
+        LLM_BASE_URL: llmUrl,
+        LLM_API_KEY: 'sk-test',
+      },
     });
     api = platform.api(KEY);
   });
@@ -87,6 +94,33 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
       expect(bad.body.code).toBe('validation_error');
       expect(bad.body.errors.map((e: { field: string }) => e.field)).toContain(field);
     });
+  });
+
+  it.each(['http://127.0.0.1/', 'https://169.254.169.254/', 'https://[::ffff:127.0.0.1]/', 'https://2130706433/', 'https://good.example@127.0.0.1/', 'https://localhost/'])(
+    'refuses %s in every URL field of an agent and a group, naming each field, and stores nothing',
+    async (url) => {
+      const bad = await create({
+        webhook_url: url,
+        tool_configs: [
+          { ...lookup, request: { ...lookup.request, url: `${url}{{order_id}}` } },
+          { kind: 'transfer_call', name: 'xfer', description: 'd', transfer: { destination: '+15550100000', webhook_url: url } },
+        ],
+      });
+      expect(bad.status).toBe(422);
+      expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(
+        ['tool_configs[0].request.url', 'tool_configs[1].transfer.webhook_url', 'webhook_url'].sort(),
+      );
+      const group = await api.post('/v1/agent_groups', { name: 'Internal', defaults: { webhook_url: url } });
+      expect(group.status).toBe(422);
+      expect(group.body.errors).toEqual([expect.objectContaining({ field: 'defaults.webhook_url' })]);
+    },
+  );
+
+  it('reads an agent created without mode, autonomy or language_detection with their defaults', async () => {
+    const created = await create({});
+    const read = await api.get(`/v1/agents/${created.body.id}`);
+    expect(read.body).toMatchObject({ mode: 'conversation', autonomy: 'agentic', language_detection: 'off' });
+    expect(created.body).toMatchObject({ mode: 'conversation', autonomy: 'agentic', language_detection: 'off' });
   });
 
   it('normalises hi, hi-IN, hi_IN and Hindi to one region tag', async () => {

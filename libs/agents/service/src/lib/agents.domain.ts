@@ -13,6 +13,7 @@ import { GroupsRepository } from './groups.repository';
 import { applyPatch, EffectiveConfig, groupDifferences, presentAgent, resolveEffective, runtimeToolConfigs, sealSecrets } from './spec/agent-document';
 import { AgentSpec, GroupSpec, ToolConfig } from './spec/agent-spec';
 import { Sealer } from '@parley/persistence';
+import { checkUrlFields, urlFields } from './spec/check-urls';
 import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/validate-agent';
 
 export const CATALOGUE = Symbol('CATALOGUE');
@@ -39,7 +40,7 @@ export class AgentsDomain {
   ) {}
 
   async createAgent(accountId: string, input: AgentSpec): Promise<AgentView> {
-    const spec = await this.check(accountId, applyPatch({} as AgentSpec, input));
+    const spec = await this.check(accountId, applyPatch({} as AgentSpec, input), input);
     return this.view(await this.agents.create(accountId, sealSecrets(spec, this.sealer)));
   }
 
@@ -76,7 +77,7 @@ export class AgentsDomain {
 
   async updateAgent(accountId: string, id: string, patch: Partial<AgentSpec>): Promise<AgentView> {
     const agent = await this.agents.update(accountId, id, async (current, m) =>
-      sealSecrets(await this.check(accountId, applyPatch(current, patch), m), this.sealer),
+      sealSecrets(await this.check(accountId, applyPatch(current, patch), patch, m), this.sealer),
     );
     if (!agent) throw AppError.notFound('agent');
     return this.view(agent);
@@ -117,7 +118,7 @@ export class AgentsDomain {
   }
 
   async createGroup(accountId: string, input: GroupSpec): Promise<AgentGroupEntity> {
-    this.checkGroup(input);
+    await this.checkGroup(input, input);
     return this.groups.create(accountId, input);
   }
 
@@ -128,7 +129,7 @@ export class AgentsDomain {
   }
 
   async updateGroup(accountId: string, id: string, patch: Partial<GroupSpec>): Promise<AgentGroupEntity> {
-    const group = await this.groups.update(accountId, id, patch, (spec) => this.checkGroup(spec));
+    const group = await this.groups.update(accountId, id, patch, (spec) => this.checkGroup(spec, patch));
     if (!group) throw AppError.notFound('agent group');
     return group;
   }
@@ -155,12 +156,17 @@ export class AgentsDomain {
     };
   }
 
-  private async check(accountId: string, spec: AgentSpec, manager?: EntityManager): Promise<AgentSpec> {
+  /**
+   * Validates the whole agent; the URLs the platform will call are checked (DNS included) where the request
+   * writes them, so an unrelated update never fails on a stored URL's resolution.
+   */
+  private async check(accountId: string, spec: AgentSpec, written: Partial<AgentSpec>, manager?: EntityManager): Promise<AgentSpec> {
     const problems = [
       ...(spec.name ? [] : [{ field: 'name', message: 'is required' }]),
       ...(spec.languages?.length ? [] : [{ field: 'languages', message: 'needs at least one language' }]),
       ...validateAgent(spec, this.catalogue),
     ];
+    problems.push(...(await this.checkUrls(urlFields(written), problems)));
     if (spec.group_id && !(await this.groups.find(accountId, spec.group_id, manager))) {
       problems.push({ field: 'group_id', message: 'names no agent group of this account' });
     }
@@ -168,9 +174,16 @@ export class AgentsDomain {
     return spec;
   }
 
-  private checkGroup(spec: GroupSpec): void {
+  private async checkGroup(spec: GroupSpec, written: Partial<GroupSpec>): Promise<void> {
     const problems = validateGroup(spec, this.catalogue);
+    problems.push(...(await this.checkUrls(urlFields(written.defaults ?? {}, 'defaults.'), problems)));
     if (problems.length) throw AppError.validation(problems);
+  }
+
+  /** The egress check of the URL fields not already refused (one problem per field). */
+  private checkUrls(fields: ReturnType<typeof urlFields>, refused: { field: string }[]) {
+    const done = new Set(refused.map((p) => p.field));
+    return checkUrlFields(fields.filter((f) => !done.has(f.field)), this.catalogue.urls);
   }
 
   private async view(agent: AgentEntity): Promise<AgentView> {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { OpenAiCompatibleLlm } from '@parley/llm';
+import { parseEgressAllowlist } from '@parley/egress';
 import { CONFIG } from '@parley/runtime';
 import { AgentsDomain, CATALOGUE, FUNCTIONS, POST_CALL_LLM } from './agents.domain';
 import { AgentsGrpcController } from './agents.grpc-controller';
@@ -27,7 +28,7 @@ const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boo
         sttProviders: new Set(list(c.STT_PROVIDERS)),
         ttsProviders: new Set(list(c.TTS_PROVIDERS)),
         functions: new Set(functions.map((f) => f.name)),
-        internalHosts: list(c.INTERNAL_HOSTS),
+        urls: { internalHosts: list(c.INTERNAL_HOSTS), egress: parseEgressAllowlist(c.EGRESS_ALLOWLIST).policy },
       }),
     },
     {

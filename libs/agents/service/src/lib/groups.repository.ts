@@ -38,12 +38,12 @@ export class GroupsRepository {
     return new Map(groups.map((g) => [`${g.accountId}/${g.id}`, g]));
   }
 
-  async update(accountId: string, id: string, patch: Partial<GroupSpec>, check: (spec: GroupSpec) => void): Promise<AgentGroupEntity | null> {
+  async update(accountId: string, id: string, patch: Partial<GroupSpec>, check: (spec: GroupSpec) => Promise<void>): Promise<AgentGroupEntity | null> {
     return this.dataSource.transaction(async (m) => {
       const group = await this.lock(m, accountId, id);
       if (!group) return null;
       group.spec = applyPatch(group.spec, patch);
-      check(group.spec);
+      await check(group.spec);
       group.updatedAt = new Date();
       await m.save(AgentGroupEntity, group);
       return group;

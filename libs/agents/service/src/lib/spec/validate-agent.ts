@@ -1,5 +1,6 @@
 import { FieldProblem } from '@parley/contracts';
 import { AgentSpec, Flow, GroupSpec, ToolConfig } from './agent-spec';
+import { UrlRules } from './check-urls';
 import { normalizeLanguage } from './languages';
 
 /** What the deployment offers, against which agents are checked. */
@@ -8,8 +9,8 @@ export interface DeploymentCatalogue {
   ttsProviders: ReadonlySet<string>;
   /** Registered functions an agent's `tools` may name. */
   functions: ReadonlySet<string>;
-  /** Hosts that tool requests may reach over plain http. */
-  internalHosts: readonly string[];
+  /** What URL fields are checked against (INTERNAL_HOSTS, EGRESS_ALLOWLIST); see check-urls. */
+  urls: UrlRules;
 }
 
 const RESERVED_TOOL_NAMES = new Set(['end_call', 'search_knowledge_base']);
@@ -28,18 +29,14 @@ class Problems {
   }
 }
 
-function checkUrl(p: Problems, field: string, raw: string, internalHosts: readonly string[]): URL | undefined {
-  let url: URL;
+/** Scheme and target are checked by checkUrlFields (it needs DNS); here only that the URL parses. */
+function checkUrl(p: Problems, field: string, raw: string): URL | undefined {
   try {
-    url = new URL(raw.replace(PLACEHOLDER, 'x'));
+    return new URL(raw.replace(PLACEHOLDER, 'x'));
   } catch {
     p.add(field, 'must be an absolute URL');
     return undefined;
   }
-  if (url.protocol === 'https:') return url;
-  if (url.protocol === 'http:' && internalHosts.includes(url.hostname)) return url;
-  p.add(field, url.protocol === 'http:' ? `must use https (http only to internal hosts: ${internalHosts.join(', ') || 'none configured'})` : 'must use https');
-  return undefined;
 }
 
 function checkDestination(p: Problems, field: string, value: string | undefined): void {
@@ -87,11 +84,11 @@ function checkToolConfig(p: Problems, tc: ToolConfig, at: string, catalogue: Dep
   }
   if (tc.transfer) {
     checkDestination(p, `${at}.transfer.destination`, tc.transfer.destination);
-    if (tc.transfer.webhook_url) checkUrl(p, `${at}.transfer.webhook_url`, tc.transfer.webhook_url, catalogue.internalHosts);
+    if (tc.transfer.webhook_url) checkUrl(p, `${at}.transfer.webhook_url`, tc.transfer.webhook_url);
   }
   const request = tc.request;
   if (!request) return;
-  const url = checkUrl(p, `${at}.request.url`, request.url, catalogue.internalHosts);
+  const url = checkUrl(p, `${at}.request.url`, request.url);
   const params = request.parameters ?? [];
   const declared = new Set<string>();
   params.forEach((param, j) => {
@@ -189,7 +186,7 @@ function checkInheritable(p: Problems, spec: Partial<AgentSpec>, catalogue: Depl
   spec.tools?.forEach((t, i) => {
     if (!catalogue.functions.has(t)) p.add(`${prefix}tools[${i}]`, `is not a registered function (${t})`);
   });
-  if (spec.webhook_url) checkUrl(p, `${prefix}webhook_url`, spec.webhook_url, []);
+  if (spec.webhook_url) checkUrl(p, `${prefix}webhook_url`, spec.webhook_url);
   checkDestination(p, `${prefix}transfer_number`, spec.transfer_number);
 }
 
