@@ -8,10 +8,10 @@ export interface TestDatabase {
 
 /**
  * A fresh, empty database on the server DATABASE_URL points at (CI: the machine's PostgreSQL; locally without
- * it: the embedded server the integration global set-up started). Every test file gets its own.
+ * it: the embedded server the integration global set-up started), or on the server `adminUrl` names. Every test
+ * file gets its own.
  */
-export async function createTestDatabase(prefix = 'parley_t'): Promise<TestDatabase> {
-  const adminUrl = process.env['DATABASE_URL'];
+export async function createTestDatabase(prefix = 'parley_t', adminUrl = process.env['DATABASE_URL']): Promise<TestDatabase> {
   if (!adminUrl) throw new Error('DATABASE_URL is not set (the test global set-up provides one)');
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new Client({ connectionString: adminUrl });

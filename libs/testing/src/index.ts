@@ -4,3 +4,4 @@ export * from './platform';
 export * from './api-client';
 export * from './event-stream';
 export * from './nats-server';
+export * from './postgres-server';

@@ -16,6 +16,10 @@ export interface PlatformOptions {
   /** `account:role:key` triples. */
   bootstrapKeys?: string[];
   env?: Record<string, string>;
+  /** The NATS the platform uses (a test's own server); NATS_URL by default. */
+  natsUrl?: string;
+  /** The PostgreSQL server on which the platform's fresh database is created (a test's own); DATABASE_URL by default. */
+  databaseServerUrl?: string;
 }
 
 function entry(app: string): string {
@@ -48,8 +52,9 @@ export class RunningPlatform {
 
   static async start(options: PlatformOptions = {}): Promise<RunningPlatform> {
     const mode = options.mode ?? 'standalone';
-    if (mode === 'distributed' && !process.env['NATS_URL']) throw new Error('distributed mode needs NATS_URL');
-    const database = await createTestDatabase('parley_e2e');
+    const natsUrl = options.natsUrl ?? process.env['NATS_URL'];
+    if (mode === 'distributed' && !natsUrl) throw new Error('distributed mode needs NATS_URL');
+    const database = await createTestDatabase('parley_e2e', options.databaseServerUrl);
     const [port, agents, calls, media, webhooks, mediaStreams] = await Promise.all([
       freePort(),
       freePort(),
@@ -77,7 +82,7 @@ export class RunningPlatform {
       BOOTSTRAP_KEYS: (options.bootstrapKeys ?? []).join(','),
       LOG_LEVEL: process.env['E2E_LOG_LEVEL'] ?? 'warn',
       // Each platform gets its own NATS namespace: runs sharing the server never consume each other's events.
-      ...(process.env['NATS_URL'] ? { NATS_URL: process.env['NATS_URL'], NATS_NAMESPACE: `t${randomBytes(5).toString('hex')}` } : {}),
+      ...(natsUrl ? { NATS_URL: natsUrl, NATS_NAMESPACE: `t${randomBytes(5).toString('hex')}` } : {}),
       ...options.env,
     };
     const platform = new RunningPlatform(mode, `http://127.0.0.1:${port}`, env, database);
