@@ -46,15 +46,19 @@ export class AgentsDomain {
 
   async getAgent(accountId: string, id: string): Promise<AgentView> {
     const [view] = await this.getAgents([{ accountId, id }]);
+    if (view instanceof Error) throw view;
     if (!view) throw AppError.notFound('agent');
     return view;
   }
 
-  /** Several reads at once, each in its own account: one result per read, null where there is no such agent. */
-  async getAgents(reads: { accountId: string; id: string }[]): Promise<(AgentView | null)[]> {
+  /**
+   * Several reads at once, each in its own account: one result per read, null where there is no such agent, an
+   * Error where that read alone failed (its neighbours are answered all the same).
+   */
+  async getAgents(reads: { accountId: string; id: string }[]): Promise<(AgentView | null | Error)[]> {
     const agents = await this.agents.findMany(reads);
-    const present = await this.presenter(agents);
-    return agents.map((a) => a && present(a));
+    const present = await this.presenter(agents.map((a) => (a instanceof AgentEntity ? a : null)));
+    return agents.map((a) => (a instanceof AgentEntity ? present(a) : a));
   }
 
   /**

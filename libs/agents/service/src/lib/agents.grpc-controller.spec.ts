@@ -10,7 +10,8 @@ const view = (accountId: string, id: string): AgentView => ({
 
 describe('GetAgents over gRPC', () => {
   const domain = {
-    getAgents: async (reads: { accountId: string; id: string }[]) => reads.map((r) => (r.id === 'agt_known' ? view(r.accountId, r.id) : null)),
+    getAgents: async (reads: { accountId: string; id: string }[]) =>
+      reads.map((r) => (r.id === 'agt_known' ? view(r.accountId, r.id) : r.id === 'agt_failing' ? new Error('invalid byte sequence') : null)),
   } as unknown as AgentsDomain;
   const controller = new AgentsGrpcController(domain);
 
@@ -25,6 +26,22 @@ describe('GetAgents over gRPC', () => {
     expect(res.results.map((r) => r.agent && { id: r.agent.id, account_id: r.agent.account_id, spec: JSON.parse(r.agent.spec_json) })).toEqual([
       { id: 'agt_known', account_id: 'acme', spec: { name: 'agt_known' } },
       undefined,
+    ]);
+  });
+
+  it("answers a read that failed alone with its own error beside its neighbours' agents", async () => {
+    const res = await controller.getAgents({
+      reads: [
+        { account_id: 'acme', id: 'agt_known' },
+        { account_id: 'globex', id: 'agt_failing' },
+        { account_id: 'acme', id: 'agt_unknown' },
+      ],
+    });
+
+    expect(res.results.map((r) => ({ id: r.agent?.id, error: r.error && JSON.parse(r.error).code }))).toEqual([
+      { id: 'agt_known', error: '' },
+      { id: undefined, error: 'internal_error' },
+      { id: undefined, error: '' },
     ]);
   });
 

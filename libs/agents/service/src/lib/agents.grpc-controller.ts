@@ -1,10 +1,12 @@
 import { Controller } from '@nestjs/common';
 import { agentsV1 } from '@parley/contracts';
-import { AppError, pageLimit } from '@parley/rpc';
+import { serviceLogger } from '@parley/observability';
+import { AppError, pageLimit, toGrpcError } from '@parley/rpc';
 import { AgentGroupEntity } from './agent.entity';
 import { AgentsDomain, AgentView } from './agents.domain';
 
 const { AgentsServiceControllerMethods } = agentsV1;
+const log = serviceLogger('agents');
 
 /** Bounds one GetAgents call (one statement); the gateway sends far fewer. */
 const MAX_READS_PER_CALL = 1000;
@@ -28,6 +30,12 @@ function toGroup(group: AgentGroupEntity): agentsV1.AgentGroup {
     created_at: group.createdAt.toISOString(),
     updated_at: group.updatedAt.toISOString(),
   };
+}
+
+/** One read's own failure, as a failed call would carry it (and logged as the server logs a failed call). */
+function readFailure(error: Error): string {
+  if (!(error instanceof AppError)) log.error({ err: error }, 'one read of GetAgents failed');
+  return toGrpcError(error).details;
 }
 
 /** The documents cross gRPC as JSON text; anything that is not a JSON object is a caller bug. */
@@ -57,7 +65,7 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   async getAgents(req: agentsV1.GetAgentsRequest): Promise<agentsV1.GetAgentsResponse> {
     if (req.reads.length > MAX_READS_PER_CALL) throw new AppError('invalid_request', `At most ${MAX_READS_PER_CALL} reads per call.`);
     const views = await this.domain.getAgents(req.reads.map((r) => ({ accountId: r.account_id, id: r.id })));
-    return { results: views.map((view) => ({ agent: view ? toAgent(view) : undefined })) };
+    return { results: views.map((view) => (view instanceof Error ? { agent: undefined, error: readFailure(view) } : { agent: view ? toAgent(view) : undefined, error: '' })) };
   }
 
   /** Internal: the media worker's read, with tool secrets opened (see the proto). */

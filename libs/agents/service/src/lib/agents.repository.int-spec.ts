@@ -91,6 +91,37 @@ describe('AgentsRepository (real PostgreSQL)', () => {
       expect(await agents.findMany([])).toEqual([]);
     });
 
+    it('never sends an id newId could not have given, and answers it as no agent', async () => {
+      const acme = await agents.create(ACME, fields('Acme desk'));
+      const query = jest.spyOn(dataSource, 'query');
+
+      const found = await agents.findMany([
+        { accountId: ACME, id: 'agt_\u0000' },
+        { accountId: ACME, id: `${acme.id.slice(0, -1)}\ud800` },
+        { accountId: ACME, id: `whep_${acme.id.slice(4)}` },
+        { accountId: ACME, id: `${acme.id}0` },
+      ]);
+
+      expect(found).toEqual([null, null, null, null]);
+      expect(query).not.toHaveBeenCalled();
+      query.mockRestore();
+    });
+
+    it('reads key by key when the statement fails, so the key PostgreSQL refuses fails alone', async () => {
+      const acme = await agents.create(ACME, fields('Acme desk'));
+      const globex = await agents.create(GLOBEX, fields('Globex desk'));
+
+      const found = await agents.findMany([
+        { accountId: ACME, id: acme.id },
+        { accountId: 'acct_\u0000', id: acme.id },
+        { accountId: GLOBEX, id: globex.id },
+      ]);
+
+      expect((found[0] as AgentEntity).name).toBe('Acme desk');
+      expect(found[1]).toBeInstanceOf(Error);
+      expect((found[2] as AgentEntity).name).toBe('Globex desk');
+    });
+
     it("lists only the caller's agents", async () => {
       const mine = await agents.create(ACME, fields('Mine'));
       await agents.create(GLOBEX, fields('Theirs'));

@@ -3,8 +3,9 @@ import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AgentChanged, SUBJECTS, Subject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
-import { keysetPage, newId, Page, Position } from '@parley/persistence';
+import { isWellFormedId, keysetPage, newId, Page, Position } from '@parley/persistence';
 import { AgentEntity } from './agent.entity';
+import { readIsolated } from './isolated-batch';
 import { AgentSpec } from './spec/agent-spec';
 import { applyPatch } from './spec/agent-document';
 
@@ -55,14 +56,30 @@ export class AgentsRepository {
   }
 
   async find(accountId: string, id: string): Promise<AgentEntity | null> {
-    return (await this.findMany([{ accountId, id }]))[0];
+    const [agent] = await this.findMany([{ accountId, id }]);
+    if (agent instanceof Error) throw agent;
+    return agent;
   }
 
   /**
-   * Live agents by (account, id), one result per key in order, null where the account has no such agent. The API's
-   * hottest read, batched: one plain SQL statement for all keys, without the query builder's cost.
+   * Live agents by (account, id), one result per key in order: null where the account has no such agent, an Error
+   * where that key's read alone failed. Reads of many accounts share this, so no key may fail another: an id newId
+   * could not have given is null without being sent, and a statement that fails is read again key by key.
    */
-  async findMany(keys: { accountId: string; id: string }[]): Promise<(AgentEntity | null)[]> {
+  async findMany(keys: { accountId: string; id: string }[]): Promise<(AgentEntity | null | Error)[]> {
+    const possible = keys.filter((k) => isWellFormedId('agt', k.id));
+    if (!possible.length) return keys.map(() => null);
+    const read = await readIsolated(
+      possible,
+      (ks) => this.select(ks),
+      async (k) => (await this.select([k]))[0],
+    );
+    const byKey = new Map(possible.map((k, i) => [k, read[i]]));
+    return keys.map((k) => byKey.get(k) ?? null);
+  }
+
+  /** The API's hottest read, batched: one plain SQL statement for all keys, without the query builder's cost. */
+  private async select(keys: readonly { accountId: string; id: string }[]): Promise<(AgentEntity | null)[]> {
     const rows: AgentRow[] = await this.dataSource.query(
       `SELECT a.id, a.account_id, a.name, a.spec, a.group_id, a.created_at, a.updated_at
          FROM unnest($1::text[], $2::text[]) AS k(account_id, id)

@@ -54,7 +54,11 @@ export interface GetAgentsResponse {
 
 export interface GetAgentsResult {
   /** Absent when the account has no such live agent (what GetAgent answers with not_found). */
-  agent: Agent | undefined;
+  agent:
+    | Agent
+    | undefined;
+  /** Set when this read alone failed (its neighbours still answered): the JSON error detail a failed call carries. */
+  error: string;
 }
 
 /**
