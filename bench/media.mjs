@@ -25,7 +25,10 @@
 //   pacing   |Δ − 20 ms| between consecutive agent frames of one turn as they arrive at the carrier, the turn's
 //            first two gaps excluded (the engine sends a 40 ms lead at once by design): p50/p99/max. Turns are told
 //            apart by ear: the fake voice speaks each sentence as its own tone (bench/media/agent-speech.mjs); with
-//            --voice local, by a gap over 100 ms;
+//            --voice local (words, no tones), by a gap over 100 ms only: then a stall over 100 ms starts a "new
+//            turn" and is not counted, and a pause over 400 ms inside an answer makes the caller ask early and take
+//            the rest of that answer for the next one (v2v too low, even negative). Read --voice local's pacing
+//            and v2v as lower bounds; its frames, unanswered turns and failures are exact;
 //   v2v      voice-to-voice: the caller's last speech frame sent → the answer's first frame received, MINUS the
 //            fakes' fixed delays: the recognizer's endpointing (300 ms of silence after the speech), the model's
 //            first token (--llm-ms) and the voice's first audio (--tts-ms; 0 with --voice local, whose synthesis is
