@@ -26,6 +26,7 @@ import { DocsController } from './ops/docs.controller';
 import { ApiKeysController } from './auth/api-keys.controller';
 import { IdempotencyStore } from './edge/idempotency.store';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimiter, RateLimitStore } from './edge/rate-limit';
+import { InputHygieneGuard } from './http/input-hygiene.guard';
 import { QueryGuard } from './http/query.guard';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
@@ -88,8 +89,9 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
       inject: [CONFIG, RATE_LIMIT_STORE],
       useFactory: (c: GatewayConfig, store: RateLimitStore) => new RateLimiter(c.RATE_LIMIT_REQUESTS, c.RATE_LIMIT_WINDOW_SECONDS, store),
     },
-    // Guards run in this order: authentication + permission, query.
+    // Guards run in this order: authentication + permission, input hygiene, query.
     { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_GUARD, useClass: InputHygieneGuard },
     { provide: APP_GUARD, useClass: QueryGuard },
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_PIPE, useClass: BodyValidationPipe },

@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import { ApiExtension, DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { stringify } from 'yaml';
+import { JSON_LIMITS } from './input-hygiene';
 
 /** The OpenAPI document of the running deployment, generated from the controllers and DTOs. */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
@@ -15,7 +16,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'other paths against the client address.\n\n' +
         'CORS: routes that take an API key never allow a cross-origin call (browsers hold call tokens, never API ' +
         'keys) and their preflights allow nothing; the browser-facing routes (`GET /v1/embed/`) allow the ' +
-        "deployment's `CORS_ALLOWED_ORIGINS`, or any origin when it is empty.",
+        "deployment's `CORS_ALLOWED_ORIGINS`, or any origin when it is empty.\n\n" +
+        'Input: text holding a NUL character or an unpaired UTF-16 surrogate cannot be stored and is refused on every ' +
+        'route, after authentication: in a body with 422 `validation_error` naming each field (`errors[].field`, a path ' +
+        'such as `metadata.team` or `flow.nodes[2].id`), in a query parameter with 400 `invalid_request` naming it, in a ' +
+        `path id with 404 \`not_found\`. A body nested deeper than ${JSON_LIMITS.maxDepth} levels, or holding a list of ` +
+        `more than ${JSON_LIMITS.maxArrayItems} items or an object of more than ${JSON_LIMITS.maxObjectKeys} fields, is ` +
+        'refused with 400 `invalid_request`. An agent id that is not of the form the service gives (`agt_` and 22 ' +
+        'letters and digits) answers 404 `not_found` without being looked up.',
     )
     .setVersion('v1')
     .addServer('/', 'This deployment')

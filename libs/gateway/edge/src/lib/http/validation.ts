@@ -10,14 +10,14 @@ export { IsMetadata } from './validators';
 const UNKNOWN = 'whitelistValidation';
 
 /** `languages.0.code` → `languages[0].code`, the path form used in every `errors[].field`. */
-function join(parent: string, property: string): string {
+export function fieldPath(parent: string, property: string): string {
   if (/^\d+$/.test(property)) return `${parent}[${property}]`;
   return parent ? `${parent}.${property}` : property;
 }
 
 function collect(errors: ValidationError[], parent = '', unknown: string[] = [], invalid: FieldProblem[] = []) {
   for (const e of errors) {
-    const path = join(parent, e.property);
+    const path = fieldPath(parent, e.property);
     for (const [name, message] of Object.entries(e.constraints ?? {})) {
       if (name === UNKNOWN) unknown.push(path);
       else invalid.push({ field: path, message: message.replace(/^\S+ /, '') });
