@@ -97,19 +97,18 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
   });
 
   it.each(['http://127.0.0.1/', 'https://169.254.169.254/', 'https://[::ffff:127.0.0.1]/', 'https://2130706433/', 'https://good.example@127.0.0.1/', 'https://localhost/'])(
-    'refuses %s in every URL field of an agent and a group, naming each field, and stores nothing',
+    'refuses %s in every URL field of an agent and a group with 422 naming the field',
     async (url) => {
-      const bad = await create({
-        webhook_url: url,
-        tool_configs: [
-          { ...lookup, request: { ...lookup.request, url: `${url}{{order_id}}` } },
-          { kind: 'transfer_call', name: 'xfer', description: 'd', transfer: { destination: '+15550100000', webhook_url: url } },
-        ],
-      });
-      expect(bad.status).toBe(422);
-      expect(bad.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(
-        ['tool_configs[0].request.url', 'tool_configs[1].transfer.webhook_url', 'webhook_url'].sort(),
-      );
+      const fields: [string, object][] = [
+        ['webhook_url', { webhook_url: url }],
+        ['tool_configs[0].request.url', { tool_configs: [{ ...lookup, request: { ...lookup.request, url: `${url}{{order_id}}` } }] }],
+        ['tool_configs[0].transfer.webhook_url', { tool_configs: [{ kind: 'transfer_call', name: 'xfer', description: 'd', transfer: { destination: '+15550100000', webhook_url: url } }] }],
+      ];
+      for (const [field, body] of fields) {
+        const bad = await create(body);
+        expect({ field, status: bad.status }).toEqual({ field, status: 422 });
+        expect(bad.body.errors.map((e: { field: string }) => e.field)).toContain(field);
+      }
       const group = await api.post('/v1/agent_groups', { name: 'Internal', defaults: { webhook_url: url } });
       expect(group.status).toBe(422);
       expect(group.body.errors).toEqual([expect.objectContaining({ field: 'defaults.webhook_url' })]);
@@ -177,7 +176,10 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
     };
     const ok = await create({ tools: ['check_stock'], flow });
     expect(ok.status).toBe(201);
-    expect(ok.body.flow).toEqual(flow);
+    // Read back as sent, with the documented defaults filled (node type llm, expression logic and).
+    expect(ok.body.flow).toMatchObject(flow);
+    expect(ok.body.flow.nodes[2].type).toBe('llm');
+    expect(ok.body.flow.nodes[1].edges[0].expression.logic).toBe('and');
     const removed = await api.patch(`/v1/agents/${ok.body.id}`, { flow: {} });
     expect(removed.body.flow).toBeUndefined();
   });
@@ -226,7 +228,7 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
     const a = await create({ description: 'd', conversation: { interrupt_words: 3, voicemail: 'hangup' }, metadata: { a: '1', b: '2' } });
     const b = await api.patch(`/v1/agents/${a.body.id}`, { conversation: { interrupt_words: 4 }, metadata: { c: '3' } });
     expect(b.body.description).toBe('d');
-    expect(b.body.conversation).toEqual({ interrupt_words: 4 });
+    expect(b.body.conversation).toEqual({ interrupt_words: 4, voicemail: 'continue' });
     expect(b.body.metadata).toEqual({ c: '3' });
   });
 
