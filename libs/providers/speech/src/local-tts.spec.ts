@@ -98,7 +98,7 @@ describe('LocalTextToSpeech worker threads', () => {
     });
 
     expect(rms(pcm ?? new Int16Array())).toBeGreaterThan(500);
-  });
+  }, 30_000);
 
   it('replaces each worker after the configured number of lines, every line whole', async () => {
     const tts = new LocalTextToSpeech({ recycleAfter: 2 });
@@ -112,7 +112,8 @@ describe('LocalTextToSpeech worker threads', () => {
     } finally {
       await tts.close();
     }
-  });
+    // Three workers start and load mespeak: seconds on a throttled machine.
+  }, 60_000);
 
   it('refuses a recycling count the library would not survive', () => {
     expect(() => new LocalTextToSpeech({ recycleAfter: 80 })).toThrow(RangeError);
