@@ -13,6 +13,7 @@ export const JSON_LIMITS = { maxDepth: 32, maxArrayItems: 10_000, maxObjectKeys:
 const MAX_REPORTED = 100;
 
 /** A NUL character or a UTF-16 surrogate without its pair: text PostgreSQL cannot store (nor UTF-8 encode). */
+// eslint-disable-next-line no-control-regex -- the NUL character is what is looked for
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
 
