@@ -87,8 +87,9 @@ const VERSIONED = /^\/v1(\/|\?|$)/;
  * Per-key rate limit in fixed windows, on every request the gateway answers (unknown routes and framework errors
  * included). A /v1 request counts against the presented credential's digest (or the client address when there is
  * none) in the shared store, so limiting needs no key lookup and also slows down key guessing. Every other path
- * (health, OpenAPI, docs, carrier webhooks) counts against the client address in this process's memory: a liveness
- * probe never touches the database.
+ * (health, OpenAPI, docs, carrier webhooks) counts against the client address in this process's memory and is
+ * never refused: a probe never touches the database and never fails on the limit (a readiness probe answered 429
+ * would take the gateway out of service), nor does a carrier's webhook.
  */
 export class RateLimiter {
   private readonly local = new MemoryRateLimitStore();
@@ -113,7 +114,7 @@ export class RateLimiter {
       limit: this.limit,
       remaining: Math.max(0, this.limit - count),
       reset: Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000)),
-      exceeded: count > this.limit,
+      exceeded: versioned && count > this.limit,
     };
   }
 

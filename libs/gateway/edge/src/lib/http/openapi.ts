@@ -13,7 +13,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'every failure is `application/problem+json` with a stable `code`.\n\n' +
         'Every response carries `X-Request-Id` and `X-RateLimit-Limit`, `-Remaining` and `-Reset` (seconds until the ' +
         'window resets). `/v1` requests count against the presented API key (or, without one, the client address); ' +
-        'other paths against the client address.\n\n' +
+        'other paths against the client address, reported but never refused.\n\n' +
         'CORS: routes that take an API key never allow a cross-origin call (browsers hold call tokens, never API ' +
         'keys) and their preflights allow nothing; the browser-facing routes (`GET /v1/embed/`) allow the ' +
         "deployment's `CORS_ALLOWED_ORIGINS`, or any origin when it is empty.\n\n" +
