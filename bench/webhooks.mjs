@@ -2,9 +2,9 @@
 // Webhook dispatcher: deliveries per second (and per CPU-second of the dispatcher) and event → first-attempt latency.
 //
 // Starts the built webhook-dispatcher alone (its own fresh database on DATABASE_URL's server, NATS_URL, EGRESS_ALLOWLIST
-// 127.0.0.1), creates endpoints through its gRPC API (CreateEndpoint), runs a local receiver on 127.0.0.1 that answers
-// 200 and counts, then publishes `call.started` envelopes straight to JetStream (subject parley.events.call.started,
-// msgID = event id, created_at = send time), as the outbox relay does:
+// and WEBHOOK_ALLOW_HTTP_HOSTS 127.0.0.1), creates endpoints through its gRPC API (CreateEndpoint), runs a local
+// receiver on 127.0.0.1 that answers 200 and counts, then publishes `call.started` envelopes straight to JetStream
+// (subject parley.events.call.started, msgID = event id, created_at = send time), as the outbox relay does:
 //   phase 1 (saturation): --events at full speed; deliveries/s from the first publish to the last delivery, and the
 //            steady part (between 10 % and 90 % of the deliveries), the dispatcher's CPU seconds from /proc/<pid>/stat;
 //   phase 2 (paced):      --paced-rate events/s for --paced-seconds (default: half the phase-1 event rate), so the
@@ -220,6 +220,7 @@ try {
       GRPC_BIND: `127.0.0.1:${grpcPort}`,
       OPS_PORT: String(opsPort),
       EGRESS_ALLOWLIST: '127.0.0.1',
+      WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
       SECRET_KEY: 'bench-webhooks-secret-key-000000000000001',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',

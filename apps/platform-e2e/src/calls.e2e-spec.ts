@@ -42,6 +42,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
       bootstrapKeys: [`acme:owner:${KEY}`, `globex:owner:${OTHER}`],
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
+        WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         MAX_CONCURRENT_CALLS: '3',
         CALL_STUCK_SECONDS: '10',
         TWILIO_ACCOUNT_SID: twilio.accountSid,

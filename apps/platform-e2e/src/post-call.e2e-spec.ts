@@ -58,6 +58,7 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
+        WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         TWILIO_ACCOUNT_SID: twilio.accountSid,
         TWILIO_AUTH_TOKEN: twilio.authToken,
         TWILIO_API_BASE_URL: await twilio.start(),

@@ -209,7 +209,7 @@ describeWithNats('webhooks under chaos: dispatcher SIGKILLs and a NATS restart l
     platform = await RunningPlatform.start({
       mode: 'distributed',
       bootstrapKeys: [`${ACCOUNT}:owner:${KEY}`],
-      env: { EGRESS_ALLOWLIST: '127.0.0.1', NATS_URL: natsUrl },
+      env: { EGRESS_ALLOWLIST: '127.0.0.1', WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1', NATS_URL: natsUrl },
     });
     // The producer side, as a service publishes: its own schema with an outbox, and a relay to JetStream.
     producerDb = await createTestDatabase('parley_chaos');

@@ -62,7 +62,7 @@ describe('webhook endpoints over HTTP', () => {
   let api: ApiClient;
   let stranger: ApiClient;
 
-  // Every endpoint gets its own path (URLs may be unique per account, as PUT declares by URL).
+  // Every endpoint gets its own path, so PUT (which declares by URL) finds at most the one it made.
   let paths = 0;
   const freshUrl = () => receiver.url(`/hook/${++paths}`);
   const put = (body: unknown) => api.request('PUT', '/v1/webhook_endpoints', body);
@@ -76,7 +76,9 @@ describe('webhook endpoints over HTTP', () => {
     receiver = await Receiver.start();
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${OWNER}`, `umbrella:owner:${STRANGER}`],
-      env: { EGRESS_ALLOWLIST: '127.0.0.1' },
+      // The receiver is plain http on 127.0.0.1: exempt from the address rules and, explicitly, allowed http.
+      // 127.0.0.2 is exempt from the address rules only, to show that this never allows http.
+      env: { EGRESS_ALLOWLIST: '127.0.0.1,127.0.0.2', WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1' },
     });
     api = platform.api(OWNER);
     stranger = platform.api(STRANGER);
@@ -129,7 +131,7 @@ describe('webhook endpoints over HTTP', () => {
       expect((await create({ events: ['call.ended', 'call.transcript.*'] })).events).toEqual(['call.ended', 'call.transcript.*']);
     });
 
-    it('accepts plain http to an allow-listed host (EGRESS_ALLOWLIST=127.0.0.1)', async () => {
+    it('accepts plain http to a host the development setting lists (WEBHOOK_ALLOW_HTTP_HOSTS=127.0.0.1)', async () => {
       const res = await api.post('/v1/webhook_endpoints', { url: receiver.url('/allowed') });
       expect(res.status).toBe(201);
       expect(res.body.url).toBe(receiver.url('/allowed'));
@@ -138,12 +140,31 @@ describe('webhook endpoints over HTTP', () => {
     it.each([
       ['a private address', 'https://10.0.0.1/hook'],
       ['the cloud metadata address', 'https://169.254.169.254/'],
-      ['plain http to a host that is not allow-listed', 'http://example.com/hook'],
+      ['plain http to a host no setting lists', 'http://example.com/hook'],
+      ['plain http to an address EGRESS_ALLOWLIST lists (it exempts from the address rules, never from https)', 'http://127.0.0.2:9/hook'],
     ])('refuses %s with 422 at url', async (_name, url) => {
-      const res = await api.post('/v1/webhook_endpoints', { url });
-      expect(res.status).toBe(422);
-      expect(res.body.code).toBe('validation_error');
-      expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual(['url']);
+      for (const [method, path] of [['POST', '/v1/webhook_endpoints'], ['PUT', '/v1/webhook_endpoints']] as const) {
+        const res = await api.request(method, path, { url });
+        expect(res.status).toBe(422);
+        expect(res.body.code).toBe('validation_error');
+        expect(res.body.errors.map((e: { field: string }) => e.field)).toEqual(['url']);
+      }
+    });
+
+    it('reports a bad url and a bad enabled together: two entries in one 422, on POST, PUT and PATCH', async () => {
+      const endpoint = await create();
+      for (const url of ['http://example.com/hook', 'https://10.0.0.1/hook', '']) {
+        for (const [method, path] of [
+          ['POST', '/v1/webhook_endpoints'],
+          ['PUT', '/v1/webhook_endpoints'],
+          ['PATCH', `/v1/webhook_endpoints/${endpoint.id}`],
+        ] as const) {
+          const res = await api.request(method, path, { url, enabled: 'yes' });
+          expect(res.status).toBe(422);
+          expect(res.body.code).toBe('validation_error');
+          expect(res.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['enabled', 'url']);
+        }
+      }
     });
 
     it('refuses an unknown event type with 422 at events, and an unknown field with 400', async () => {
@@ -158,11 +179,15 @@ describe('webhook endpoints over HTTP', () => {
       expect(unknown.body.errors).toEqual([{ field: 'secret', message: 'is not a known field' }]);
     });
 
-    it('keeps one endpoint per URL: a second POST is refused with 409 conflict', async () => {
-      const endpoint = await create();
-      const again = await api.post('/v1/webhook_endpoints', { url: endpoint.url });
-      expect(again.status).toBe(409);
-      expect(again.body.code).toBe('conflict');
+    it('creates a second endpoint for a URL the account already has (201, its own id and secret)', async () => {
+      const endpoint = await create({ events: ['call.started'] });
+      const again = await api.post('/v1/webhook_endpoints', { url: endpoint.url, events: ['call.ended'] });
+      expect(again.status).toBe(201);
+      expect(again.body).toMatchObject({ url: endpoint.url, events: ['call.ended'], secret: expect.stringMatching(/^whsec_/) });
+      expect(again.body.id).not.toBe(endpoint.id);
+      expect(again.body.secret).not.toBe(endpoint.secret);
+      const sharing = (await api.get('/v1/webhook_endpoints?limit=100')).body.data.filter((e: { url: string }) => e.url === endpoint.url);
+      expect(sharing.map((e: { id: string }) => e.id).sort()).toEqual([endpoint.id, again.body.id].sort());
     });
 
     it('pages the list with cursors', async () => {
@@ -221,6 +246,16 @@ describe('webhook endpoints over HTTP', () => {
 
       const all = (await api.get('/v1/webhook_endpoints?limit=100')).body.data.filter((e: { url: string }) => e.url === url);
       expect(all).toHaveLength(1);
+    });
+
+    it('refuses a PUT to a URL several endpoints share with 409 conflict naming them, changing none', async () => {
+      const first = await create({ description: 'one' });
+      const second = (await api.post('/v1/webhook_endpoints', { url: first.url, description: 'two' })).body;
+      const res = await put({ url: first.url, enabled: false });
+      expect(res.status).toBe(409);
+      expect(res.headers.get('content-type')).toContain('application/problem+json');
+      expect(res.body).toMatchObject({ code: 'conflict', endpoint_ids: [first.id, second.id], request_id: expect.any(String) });
+      for (const e of [first, second]) expect((await api.get(`/v1/webhook_endpoints/${e.id}`)).body.enabled).toBe(true);
     });
 
     it('refuses a PUT without a url', async () => {
@@ -357,6 +392,36 @@ describe('webhook endpoints over HTTP', () => {
       const res = await api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=5`);
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ object: 'list', data: expect.any(Array), has_more: expect.any(Boolean) });
+    });
+
+    it('lists test deliveries in the history marked as tests; 20 failed tests do not disable the endpoint', async () => {
+      const endpoint = await create();
+      const ok = await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`);
+      expect(ok.body).toEqual({ delivered: true, response_code: 200 });
+      const [tested] = (await api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries`)).body.data;
+      expect(tested).toEqual({
+        id: expect.any(String),
+        object: 'webhook_delivery',
+        event_id: expect.stringMatching(/^evt_/),
+        event_type: 'webhook_endpoint.test',
+        attempt: 1,
+        status_code: 200,
+        error: null,
+        duration_ms: expect.any(Number),
+        succeeded: true,
+        created_at: expect.any(String),
+        next_attempt_at: null,
+        test: true,
+      });
+
+      receiver.status = 503;
+      for (let i = 0; i < 20; i++) expect((await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`)).body.delivered).toBe(false);
+      const after = await api.get(`/v1/webhook_endpoints/${endpoint.id}`);
+      expect(after.body).toMatchObject({ enabled: true, disabled_reason: null });
+      const history = (await api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries?limit=100`)).body.data;
+      expect(history).toHaveLength(21);
+      expect(history.every((d: { test: boolean }) => d.test)).toBe(true);
+      expect(history.filter((d: { status_code: number }) => d.status_code === 503)).toHaveLength(20);
     });
 
     it('deletes an endpoint: {id, object, deleted}, then 404 and gone from the list', async () => {

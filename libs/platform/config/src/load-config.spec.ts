@@ -129,6 +129,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('allows webhook http to no host by default, and takes only bare hosts and addresses in WEBHOOK_ALLOW_HTTP_HOSTS', () => {
+    expect(loadConfig(GatewayConfig, {}).WEBHOOK_ALLOW_HTTP_HOSTS).toBe('');
+    expect(loadConfig(GatewayConfig, { WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1, [::1],dev.local' }).WEBHOOK_ALLOW_HTTP_HOSTS).toBe('127.0.0.1, [::1],dev.local');
+    const error = configError({ WEBHOOK_ALLOW_HTTP_HOSTS: 'http://127.0.0.1,127.0.0.1:8080,10.0.0.0/8' });
+    expect(error.problems.filter((p) => p.startsWith('WEBHOOK_ALLOW_HTTP_HOSTS: '))).toEqual([
+      'WEBHOOK_ALLOW_HTTP_HOSTS: entry 1 ("http://127.0.0.1") is not a host name or IP address (give only the host: no scheme, port or range); ' +
+        'entry 2 ("127.0.0.1:8080") is not a host name or IP address (give only the host: no scheme, port or range); ' +
+        'entry 3 ("10.0.0.0/8") is not a host name or IP address (give only the host: no scheme, port or range)',
+    ]);
+  });
+
   it('reads process.env when no environment is passed', () => {
     const saved = process.env['PORT'];
     process.env['PORT'] = '18556';

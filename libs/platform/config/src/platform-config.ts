@@ -73,6 +73,33 @@ function egressAllowlistProblems(value: string): string[] {
     });
 }
 
+/** Problems with a WEBHOOK_ALLOW_HTTP_HOSTS value: each entry a bare host name or IP address (no scheme, port or range). */
+function httpHostsProblems(value: string): string[] {
+  const label = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/;
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .flatMap((raw, i) => {
+      const host = raw.toLowerCase().replace(/\.+$/, '');
+      const ok = isIP(host.replace(/^\[(.*)\]$/, '$1')) !== 0 || (host.length <= 253 && host.split('.').every((l) => label.test(l)));
+      return ok ? [] : [`entry ${i + 1} ("${raw}") is not a host name or IP address (give only the host: no scheme, port or range)`];
+    });
+}
+
+function IsHttpHosts() {
+  return (target: object, propertyName: string) =>
+    registerDecorator({
+      name: 'isHttpHosts',
+      target: target.constructor,
+      propertyName,
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && httpHostsProblems(value).length === 0,
+        defaultMessage: (args: ValidationArguments) => httpHostsProblems(String(args.value)).join('; ') || 'must be a string',
+      },
+    });
+}
+
 function IsEgressAllowlist() {
   return (target: object, propertyName: string) =>
     registerDecorator({
@@ -186,6 +213,14 @@ export class ServiceConfig {
   @IsEgressAllowlist()
   @Transform(({ value }) => (value === undefined ? '' : String(value)))
   EGRESS_ALLOWLIST: string = '';
+
+  /**
+   * Development only, empty (off) by default: hosts webhook endpoints may use over plain http (a receiver on
+   * 127.0.0.1). Every other endpoint URL must be https, whatever EGRESS_ALLOWLIST says.
+   */
+  @IsHttpHosts()
+  @Transform(({ value }) => (value === undefined ? '' : String(value)))
+  WEBHOOK_ALLOW_HTTP_HOSTS: string = '';
 
   /** Cal.com API the calendar tools (calendar_availability, book_appointment) call; a self-hosted Cal.com or a test double elsewhere. */
   @Matches(/^https?:\/\/[^\s?#]+$/, { message: 'CALENDAR_BASE_URL must be an http(s) URL without query' })

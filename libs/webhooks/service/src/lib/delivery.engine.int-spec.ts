@@ -79,7 +79,8 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
   let clock: FakeClock;
   let endpoints: EndpointsDomain;
   let engine: DeliveryEngine;
-  const policy = parseEgressAllowlist('127.0.0.1').policy;
+  // The receiver is a plain-http server on 127.0.0.1: exempt from the address rules and allowed http explicitly.
+  const policy = { egress: parseEgressAllowlist('127.0.0.1').policy, httpHosts: ['127.0.0.1'] };
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -272,6 +273,45 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(owned.ownerAgentId).toBe('agt_own');
     const byEndpoint = await ds.query(`SELECT e.url, d.event_id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id ORDER BY e.url`);
     expect(byEndpoint.map((r: { url: string }) => r.url)).toEqual([`${receiver.url}/agent`, `${receiver.url}/tenant`]);
+  });
+
+  it('creates a second endpoint for a URL the account already has, each with its own secret', async () => {
+    const first = await endpoints.create('acme', { url: receiver.url, events: ['call.started'] });
+    const second = await endpoints.create('acme', { url: receiver.url, events: ['call.ended'] });
+    expect(second.endpoint.id).not.toBe(first.endpoint.id);
+    expect(second.secret).not.toBe(first.secret);
+    expect(await engine.accept(event('call.ended'))).toBe(1);
+  });
+
+  it('declares by URL: creates, then updates the one endpoint; refuses with 409 naming them when several share it', async () => {
+    const created = await endpoints.declare('acme', { url: receiver.url, events: ['call.started'] });
+    expect(created.created).toBe(true);
+    const updated = await endpoints.declare('acme', { url: receiver.url, events: ['call.ended'] });
+    expect(updated).toMatchObject({ created: false, endpoint: { id: created.endpoint.id, events: ['call.ended'] } });
+    const other = await endpoints.create('acme', { url: receiver.url });
+    await expect(endpoints.declare('acme', { url: receiver.url })).rejects.toMatchObject({
+      code: 'conflict',
+      extra: { endpoint_ids: [created.endpoint.id, other.endpoint.id] },
+    });
+  });
+
+  it('records test deliveries in the history marked as tests, without counting them towards auto-disable or resetting the count', async () => {
+    receiver.status = 500;
+    const { endpoint } = await endpoints.create('acme', { url: receiver.url });
+    await engine.accept(event('call.ended'));
+    await engine.pass();
+    expect(await failures(endpoint.id)).toBe(1);
+    for (let i = 0; i < 20; i++) expect((await engine.sendTest(endpoint, '{}', `evt_t${i}`, 'webhook_endpoint.test')).delivered).toBe(false);
+    receiver.status = 200;
+    expect((await engine.sendTest(endpoint, '{}', 'evt_ok', 'webhook_endpoint.test')).delivered).toBe(true);
+
+    const after = await endpoints.get('acme', endpoint.id);
+    expect(after).toMatchObject({ enabled: true, consecutiveFailures: 1, disabledReason: null });
+    const history = await ds.query(`SELECT test, count(*)::int AS n FROM delivery_attempts WHERE endpoint_id = $1 GROUP BY test ORDER BY test`, [endpoint.id]);
+    expect(history).toEqual([
+      { test: false, n: 1 },
+      { test: true, n: 21 },
+    ]);
   });
 
   it('signs with every active secret during a rotation overlap', async () => {

@@ -2,13 +2,15 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { DataSource, In, IsNull } from 'typeorm';
 import { AgentWebhooks } from './agent-webhooks';
 import { publicEnvelope, WebhookEvent } from '@parley/contracts';
-import { EgressPolicy, safeRequest } from '@parley/egress';
+import { safeRequest } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { GroupCommit, newId } from '@parley/persistence';
-import { EGRESS_POLICY, EndpointsDomain, httpAllowed } from './endpoints.domain';
+import { EndpointsDomain } from './endpoints.domain';
 import { EndpointEntity } from './entities';
+import { failureStreaks } from './failure-streaks';
 import { attemptDuration, commitToFirstAttempt, deliveriesTotal, disabledEndpoints, queueDepth, queueOldestAge } from './metrics';
 import { DELIVERY_TIMEOUT_MS, DISABLE_AFTER_FAILURES, HEADER, MAX_ATTEMPTS, RETRY_DELAYS_MS, signatureHeader, subscribes } from './signing';
+import { httpAllowed, WEBHOOK_URL_RULES, WebhookUrlRules } from './url-rule';
 
 export interface Clock {
   now(): Date;
@@ -35,7 +37,12 @@ export interface AttemptResult {
 
 /** A finished attempt, waiting to be written with the others that finished meanwhile. */
 interface AttemptRecord {
-  delivery: Claimed;
+  /** The scheduled delivery; null for a test delivery, which has none. */
+  deliveryId: string | null;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  test: boolean;
   attempt: number;
   result: AttemptResult;
   state: 'succeeded' | 'pending' | 'failed';
@@ -72,7 +79,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     private readonly dataSource: DataSource,
     private readonly endpoints: EndpointsDomain,
-    @Inject(EGRESS_POLICY) private readonly egress: EgressPolicy,
+    @Inject(WEBHOOK_URL_RULES) private readonly rules: WebhookUrlRules,
     @Inject(CLOCK) private readonly clock: Clock,
     @Optional() private readonly agentWebhooks?: AgentWebhooks,
   ) {}
@@ -241,7 +248,19 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
     const nextAt = retry ? new Date(at.getTime() + RETRY_DELAYS_MS[attempt - 1]) : null;
     const state = result.delivered ? 'succeeded' : retry ? 'pending' : 'failed';
     deliveriesTotal.inc({ outcome: result.delivered ? 'succeeded' : retry ? 'retrying' : 'failed' });
-    await this.recorded.add({ delivery: d, attempt, result, state, nextAt, at });
+    const delivery = { deliveryId: d.id, endpointId: d.endpoint_id, eventId: d.event_id, eventType: d.event_type, test: false };
+    await this.recorded.add({ ...delivery, attempt, result, state, nextAt, at });
+  }
+
+  /**
+   * A synthetic delivery (the test route): sent once now, even to a disabled endpoint, never retried, and recorded
+   * in the endpoint's history marked as a test; it does not move the failure count (see failureStreaks).
+   */
+  async sendTest(endpoint: EndpointEntity, body: string, eventId: string, eventType: string): Promise<AttemptResult> {
+    const result = await this.send(endpoint, body, eventId, eventType, 1);
+    const record = { deliveryId: null, endpointId: endpoint.id, eventId, eventType, test: true, attempt: 1 };
+    await this.recorded.add({ ...record, result, state: result.delivered ? 'succeeded' : 'failed', nextAt: null, at: this.clock.now() });
+    return result;
   }
 
   /** Attempts that finish while a write runs are written together by the next one. */
@@ -251,31 +270,25 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
    * One statement (atomic) for a batch of finished attempts: each delivery's schedule, each attempt's record, and
    * each endpoint's failure count — every failed attempt counts and the 20th in a row disables it with the
    * reason; a success resets the count (and writes nothing when it is already 0, so successful attempts never
-   * queue on the endpoint row).
+   * queue on the endpoint row). Test deliveries are recorded and never counted.
    */
   private async record(records: AttemptRecord[]): Promise<void[]> {
-    // The batch is in the order attempts finished: per endpoint, a success resets the count to the failures after it.
-    const perEndpoint = new Map<string, { reset: boolean; failures: number; last?: AttemptResult }>();
-    for (const r of records) {
-      const e = perEndpoint.get(r.delivery.endpoint_id) ?? { reset: false, failures: 0 };
-      if (r.result.delivered) Object.assign(e, { reset: true, failures: 0 });
-      else Object.assign(e, { failures: e.failures + 1, last: r.result });
-      perEndpoint.set(r.delivery.endpoint_id, e);
-    }
+    // The batch is in the order attempts finished, which is the order the counting rule reads.
+    const perEndpoint = failureStreaks(records.map((r) => ({ endpointId: r.endpointId, delivered: r.result.delivered, test: r.test, result: r.result })));
     const column = <V>(f: (r: AttemptRecord) => V) => records.map(f);
     const endpointIds = [...perEndpoint.keys()];
     const counts = [...perEndpoint.values()];
     await this.dataSource.query(
       `WITH r AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[], $6::text[], $7::text[], $8::text[],
-                              $9::int[], $10::text[], $11::int[], $12::boolean[], $13::timestamptz[])
-           AS r(delivery_id, attempt_id, attempt, state, next_at, endpoint_id, event_id, event_type, status_code, error, duration_ms, succeeded, at)
+                              $9::int[], $10::text[], $11::int[], $12::boolean[], $13::timestamptz[], $20::boolean[])
+           AS r(delivery_id, attempt_id, attempt, state, next_at, endpoint_id, event_id, event_type, status_code, error, duration_ms, succeeded, at, test)
        ), d AS (
          UPDATE deliveries SET attempts = r.attempt, state = r.state, next_attempt_at = COALESCE(r.next_at, deliveries.next_attempt_at), locked_until = NULL
            FROM r WHERE deliveries.id = r.delivery_id
        ), a AS (
-         INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at)
-         SELECT attempt_id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_at, at FROM r
+         INSERT INTO delivery_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at, test)
+         SELECT attempt_id, delivery_id, endpoint_id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_at, at, test FROM r
        ), f AS (
          SELECT * FROM unnest($14::text[], $15::boolean[], $16::int[], $17::text[]) AS f(endpoint_id, reset, failures, reason)
        ), e AS (
@@ -288,14 +301,14 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
        )
        SELECT 1`,
       [
-        column((r) => r.delivery.id),
+        column((r) => r.deliveryId),
         column(() => newId('wha')),
         column((r) => r.attempt),
         column((r) => r.state),
         column((r) => r.nextAt),
-        column((r) => r.delivery.endpoint_id),
-        column((r) => r.delivery.event_id),
-        column((r) => r.delivery.event_type),
+        column((r) => r.endpointId),
+        column((r) => r.eventId),
+        column((r) => r.eventType),
         column((r) => r.result.status || null),
         column((r) => r.result.error ?? null),
         column((r) => r.result.durationMs),
@@ -307,12 +320,13 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
         counts.map((c) => (c.last ? `Disabled after ${DISABLE_AFTER_FAILURES} consecutive failed deliveries; last: ${describe(c.last)}` : null)),
         DISABLE_AFTER_FAILURES,
         records.at(-1)?.at ?? this.clock.now(),
+        column((r) => r.test),
       ],
     );
     return records.map(() => undefined);
   }
 
-  /** One signed POST; also used by the test route (attempt 1, nothing recorded). */
+  /** One signed POST (recorded by the caller). */
   async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number, secrets?: string[]): Promise<AttemptResult> {
     const now = this.clock.now();
     const t = Math.floor(now.getTime() / 1000);
@@ -335,9 +349,9 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
           },
           body,
           timeoutMs: DELIVERY_TIMEOUT_MS,
-          allowHttp: httpAllowed(endpoint.url, this.egress),
+          allowHttp: httpAllowed(endpoint.url, this.rules.httpHosts),
         },
-        this.egress,
+        this.rules.egress,
       );
       const delivered = res.status >= 200 && res.status < 300;
       return { delivered, status: res.status, durationMs: Math.round(performance.now() - started), ...(delivered ? {} : { error: `HTTP ${res.status}` }) };

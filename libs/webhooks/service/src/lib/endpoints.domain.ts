@@ -3,12 +3,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { webhooksV1 } from '@parley/contracts';
-import { checkEgressUrl, EgressPolicy, EgressRefused } from '@parley/egress';
 import { keysetPage, newId, Page, Sealer } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { EndpointEntity } from './entities';
-
-export const EGRESS_POLICY = Symbol('EGRESS_POLICY');
+import { WEBHOOK_URL_RULES, webhookUrlProblem, WebhookUrlRules } from './url-rule';
 
 export interface EndpointFields {
   url?: string;
@@ -36,25 +34,34 @@ export class EndpointsDomain {
   constructor(
     private readonly dataSource: DataSource,
     private readonly sealer: Sealer,
-    @Inject(EGRESS_POLICY) private readonly egress: EgressPolicy,
+    @Inject(WEBHOOK_URL_RULES) private readonly rules: WebhookUrlRules,
   ) {}
 
+  /** Always a new endpoint: several endpoints may share a URL (each with its own events, secret and history). */
   async create(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; secret: string }> {
     await this.checkUrl(fields.url);
-    return this.dataSource.transaction(async (m) => {
-      if (await m.findOneBy(EndpointEntity, { accountId, url: fields.url })) {
-        throw new AppError('conflict', 'An endpoint with this URL already exists; update it, or declare it with PUT.');
-      }
-      return this.insert(m, accountId, fields);
-    });
+    return this.dataSource.transaction((m) => this.insert(m, accountId, fields));
   }
 
-  /** PUT: the endpoint with this URL is made to be exactly the given state (created when absent). */
+  /**
+   * PUT: the endpoint with this URL is made to be exactly the given state (created when absent). When several
+   * endpoints share the URL, which one is meant is ambiguous: 409 `conflict` naming them, so the caller PATCHes one.
+   */
   async declare(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
     await this.checkUrl(fields.url);
     return this.dataSource.transaction(async (m) => {
       await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${fields.url}`]);
-      const existing = await m.findOneBy(EndpointEntity, { accountId, url: fields.url });
+      const sharing = await m.find(EndpointEntity, { where: { accountId, url: fields.url }, order: { createdAt: 'ASC', id: 'ASC' }, take: 100 });
+      if (sharing.length > 1) {
+        const ids = sharing.map((e) => e.id);
+        throw new AppError(
+          'conflict',
+          `${ids.length} endpoints of this account have this URL (${ids.join(', ')}); update the one you mean with PATCH /v1/webhook_endpoints/{id}.`,
+          undefined,
+          { endpoint_ids: ids },
+        );
+      }
+      const [existing] = sharing;
       if (!existing) return { ...(await this.insert(m, accountId, fields)), created: true };
       Object.assign(existing, {
         events: fields.events ?? ['*'],
@@ -79,9 +86,6 @@ export class EndpointsDomain {
     if (patch.url !== undefined) await this.checkUrl(patch.url);
     return this.dataSource.transaction(async (m) => {
       const endpoint = await this.get(accountId, id, m);
-      if (patch.url !== undefined && patch.url !== endpoint.url && (await m.findOneBy(EndpointEntity, { accountId, url: patch.url }))) {
-        throw new AppError('conflict', 'Another endpoint of this account already has this URL.');
-      }
       const reEnabled = patch.enabled === true && !endpoint.enabled;
       Object.assign(endpoint, patch, { updatedAt: new Date() });
       // Re-enabling starts afresh: the failure count resets and pending deliveries resume.
@@ -139,7 +143,7 @@ export class EndpointsDomain {
   async forAgentWebhook(accountId: string, agentId: string, url: string): Promise<EndpointEntity> {
     return this.dataSource.transaction(async (m) => {
       await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${url}`]);
-      const existing = await m.findOneBy(EndpointEntity, { accountId, url });
+      const [existing] = await m.find(EndpointEntity, { where: { accountId, url }, order: { createdAt: 'ASC', id: 'ASC' }, take: 1 });
       if (existing) return existing;
       await this.checkUrl(url);
       const { endpoint } = await this.insert(m, accountId, { url, description: `webhook_url of agent ${agentId}` }, agentId);
@@ -174,24 +178,14 @@ export class EndpointsDomain {
     return { endpoint, secret };
   }
 
-  /** Registration-time egress check: https (http only to allow-listed hosts), never a private or local target. */
+  /** Registration-time check of an endpoint URL (see webhookUrlProblem); 422 on `url`. */
   private async checkUrl(url: string | undefined): Promise<void> {
-    if (!url) throw AppError.validation([{ field: 'url', message: 'is required' }]);
-    try {
-      await checkEgressUrl(url, this.egress, { allowHttp: httpAllowed(url, this.egress) });
-    } catch (error) {
-      if (error instanceof EgressRefused) throw AppError.validation([{ field: 'url', message: error.message }]);
-      throw error;
-    }
+    const problem = url ? await this.urlProblem(url) : 'is required';
+    if (problem) throw AppError.validation([{ field: 'url', message: problem }]);
   }
-}
 
-/** Plain http only towards hosts the operator allow-listed (development and tests). */
-export function httpAllowed(url: string, policy: EgressPolicy): boolean {
-  try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    return policy.allowlist.some((entry) => entry === host || entry === `${host}/32` || entry === `${host}/128`);
-  } catch {
-    return false;
+  /** Why this URL would be refused, or undefined. */
+  urlProblem(url: string): Promise<string | undefined> {
+    return webhookUrlProblem(url, this.rules);
   }
 }

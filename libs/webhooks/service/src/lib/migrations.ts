@@ -110,9 +110,42 @@ export class DueDeliveriesByEndpoint1763700000204 implements MigrationInterface 
   }
 }
 
+/** Several endpoints may share a URL (different event filters): the one-per-URL constraint goes, its lookup index stays. */
+export class EndpointsShareUrls1763700000205 implements MigrationInterface {
+  name = 'EndpointsShareUrls1763700000205';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints DROP CONSTRAINT IF EXISTS endpoints_account_id_url_key`);
+    await q.query(`CREATE INDEX IF NOT EXISTS endpoints_account_url ON endpoints (account_id, url)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS endpoints_account_url`);
+    await q.query(`ALTER TABLE endpoints ADD CONSTRAINT endpoints_account_id_url_key UNIQUE (account_id, url)`);
+  }
+}
+
+/** Test deliveries join the attempt history, marked as tests; they belong to no scheduled delivery. */
+export class TestDeliveriesInHistory1763700000206 implements MigrationInterface {
+  name = 'TestDeliveriesInHistory1763700000206';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE delivery_attempts ADD COLUMN IF NOT EXISTS test boolean NOT NULL DEFAULT false`);
+    await q.query(`ALTER TABLE delivery_attempts ALTER COLUMN delivery_id DROP NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DELETE FROM delivery_attempts WHERE test`);
+    await q.query(`ALTER TABLE delivery_attempts ALTER COLUMN delivery_id SET NOT NULL`);
+    await q.query(`ALTER TABLE delivery_attempts DROP COLUMN IF EXISTS test`);
+  }
+}
+
 export const WEBHOOKS_MIGRATIONS = [
   CreateWebhooks1763700000201,
   AgentOwnedEndpoints1763700000202,
   PendingDeliveriesByEndpoint1763700000203,
   DueDeliveriesByEndpoint1763700000204,
+  EndpointsShareUrls1763700000205,
+  TestDeliveriesInHistory1763700000206,
 ];

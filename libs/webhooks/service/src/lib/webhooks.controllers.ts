@@ -105,7 +105,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
     const limit = pageLimit(req.limit);
     const after = pagePosition(req.after);
     const rows: Record<string, unknown>[] = await this.dataSource.query(
-      `SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at
+      `SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at, test
          FROM delivery_attempts
         WHERE endpoint_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
         ORDER BY created_at DESC, id DESC LIMIT $4`,
@@ -126,6 +126,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
         succeeded: Boolean(r['succeeded']),
         created_at: iso(r['created_at'] as Date),
         next_attempt_at: iso(r['next_attempt_at'] as Date | null),
+        test: Boolean(r['test']),
       })),
       has_more: hasMore,
       next: hasMore && last ? encodePosition({ createdAt: new Date(last['created_at'] as Date), id: String(last['id']) }) : '',
@@ -142,7 +143,11 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
       created_at: new Date().toISOString(),
       data: { endpoint_id: endpoint.id, message: 'A test delivery from Parley.' },
     });
-    const result = await this.engine.send(endpoint, body, id, 'webhook_endpoint.test', 1);
+    const result = await this.engine.sendTest(endpoint, body, id, 'webhook_endpoint.test');
     return { delivered: result.delivered, response_code: result.status, error: result.error ?? '' };
+  }
+
+  async checkEndpointUrl(req: webhooksV1.CheckEndpointUrlRequest): Promise<webhooksV1.CheckEndpointUrlResponse> {
+    return { problem: (await this.endpoints.urlProblem(req.url)) ?? '' };
   }
 }

@@ -8,7 +8,8 @@ import { parseEgressAllowlist } from '@parley/egress';
 import { Sealer } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { CLOCK, DeliveryEngine, systemClock } from './delivery.engine';
-import { EGRESS_POLICY, EndpointsDomain } from './endpoints.domain';
+import { EndpointsDomain } from './endpoints.domain';
+import { parseHttpHosts, WEBHOOK_URL_RULES, WebhookUrlRules } from './url-rule';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
 
 @Module({
@@ -24,7 +25,14 @@ import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.contro
     AgentWebhooks,
     { provide: CLOCK, useValue: systemClock },
     { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c), 'webhooks:endpoint-secrets') },
-    { provide: EGRESS_POLICY, inject: [CONFIG], useFactory: (c: ServiceConfig) => parseEgressAllowlist(c.EGRESS_ALLOWLIST ?? '').policy },
+    {
+      provide: WEBHOOK_URL_RULES,
+      inject: [CONFIG],
+      useFactory: (c: ServiceConfig): WebhookUrlRules => ({
+        egress: parseEgressAllowlist(c.EGRESS_ALLOWLIST ?? '').policy,
+        httpHosts: parseHttpHosts(c.WEBHOOK_ALLOW_HTTP_HOSTS ?? ''),
+      }),
+    },
   ],
 })
 export class WebhookDispatcherModule {}

@@ -20,7 +20,9 @@ const EVENTS_DESCRIPTION =
 export class WebhookEndpointInputDto {
   @ApiProperty({
     description:
-      'Where deliveries are POSTed. Must be https and resolve to a public address (hosts allow-listed by the deployment excepted).',
+      'Where deliveries are POSTed. Must be https (plain http only to hosts a development deployment lists in ' +
+      'WEBHOOK_ALLOW_HTTP_HOSTS) and resolve to a public address (addresses the deployment allow-lists excepted). ' +
+      'Several endpoints may share a URL.',
     minLength: 1,
     maxLength: WEBHOOK_URL_MAX,
     example: 'https://example.com/hooks/parley',
@@ -142,6 +144,11 @@ export class WebhookDeliveryDto {
 
   @ApiProperty({ type: 'string', format: 'date-time', nullable: true, description: 'When the next attempt is due; null when none will follow.' })
   next_attempt_at: string | null;
+
+  @ApiProperty({
+    description: 'True for a synthetic delivery sent by POST …/test (never retried, never counted towards automatic disabling).',
+  })
+  test: boolean;
 }
 
 export class WebhookDeliveryListDto {

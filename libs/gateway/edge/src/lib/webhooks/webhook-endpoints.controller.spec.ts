@@ -153,8 +153,9 @@ describe('WebhookEndpointsController', () => {
       succeeded: false,
       created_at: '2025-01-01T00:00:01.000Z',
       next_attempt_at: '2025-01-01T00:00:26.000Z',
+      test: false,
     };
-    const ok = { ...delivery, id: 'whdl_2', attempt: 3, status_code: 204, error: '', succeeded: true, next_attempt_at: '' };
+    const ok = { ...delivery, id: 'whdl_2', attempt: 3, status_code: 204, error: '', succeeded: true, next_attempt_at: '', test: true };
     const { c, requests } = controller({ listDeliveries: { data: [ok, delivery], has_more: true, next: 'pos-9' } });
     const page = await c.deliveries(who, 'whep_1', {});
     expect(requests.listDeliveries).toEqual({ account_id: 'acme', id: 'whep_1', limit: 20, after: '' });
@@ -212,6 +213,7 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
   let app: INestApplication;
   let requests: Partial<Record<keyof Service, unknown>>;
   let created = true;
+  let urlProblem = '';
 
   beforeAll(async () => {
     const fake = fakeClient({
@@ -221,6 +223,9 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
       },
       rotateSecret: { endpoint: endpoint(), secret: 'whsec_next', previous_secret_expires_at: '2025-01-02T00:00:00.000Z' },
       testEndpoint: { delivered: true, response_code: 204, error: '' },
+      get checkEndpointUrl() {
+        return { problem: urlProblem };
+      },
     });
     requests = fake.requests;
     const module = await Test.createTestingModule({
@@ -242,7 +247,7 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
 
   afterAll(() => app?.close());
 
-  const inject = (method: 'POST' | 'PUT', url: string, payload?: unknown) =>
+  const inject = (method: 'POST' | 'PUT' | 'PATCH', url: string, payload?: unknown) =>
     (app as NestFastifyApplication).inject({ method, url, ...(payload === undefined ? {} : { payload: payload as object }) });
 
   it('answers PUT with 201 and the secret when the endpoint was created, 200 without it when it existed', async () => {
@@ -266,6 +271,29 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
     expect(bad.statusCode).toBe(422);
     expect(bad.json()).toMatchObject({ code: 'validation_error', errors: [{ field: 'events' }] });
     expect(requests.createEndpoint).toBeUndefined();
+  });
+
+  it("reports the service's refusal of the url beside the body's other problems, in one 422, on POST, PUT and PATCH", async () => {
+    urlProblem = 'Outbound request refused: the scheme must be https';
+    delete requests.createEndpoint;
+    const body = { url: 'http://example.com/hook', enabled: 'yes' };
+    for (const [method, path] of [['POST', '/v1/webhook_endpoints'], ['PUT', '/v1/webhook_endpoints'], ['PATCH', '/v1/webhook_endpoints/whep_1']] as const) {
+      const res = await inject(method, path, body);
+      expect(res.statusCode).toBe(422);
+      expect(res.json().errors).toEqual([
+        { field: 'enabled', message: expect.any(String) },
+        { field: 'url', message: urlProblem },
+      ]);
+    }
+    expect(requests.checkEndpointUrl).toEqual({ url: 'http://example.com/hook' });
+    expect(requests.createEndpoint).toBeUndefined();
+
+    // A url the shape check already refused is reported once, without asking the service.
+    delete requests.checkEndpointUrl;
+    const both = await inject('POST', '/v1/webhook_endpoints', { url: '', enabled: 'yes' });
+    expect(both.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['enabled', 'url']);
+    expect(requests.checkEndpointUrl).toBeUndefined();
+    urlProblem = '';
   });
 
   it('tests with no body (200), refuses a test with one (400, nothing sent), and rotates with or without one (200)', async () => {

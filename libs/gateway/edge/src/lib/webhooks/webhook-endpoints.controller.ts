@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
 import { webhooksV1 } from '@parley/contracts';
@@ -22,6 +22,7 @@ import {
   WebhookEndpointPatchDto,
   WebhookTestResultDto,
 } from './webhook-endpoint.dto';
+import { WebhookUrlProblemsInterceptor } from './url-problems.interceptor';
 import { WebhooksClient } from './webhooks.client';
 
 /** The public endpoint: never the secret, nor the account or the failure counter. */
@@ -54,6 +55,7 @@ export function presentDelivery(d: webhooksV1.Delivery): WebhookDeliveryDto {
     succeeded: d.succeeded,
     created_at: d.created_at,
     next_attempt_at: d.next_attempt_at || null,
+    test: d.test,
   };
 }
 
@@ -110,14 +112,15 @@ export class WebhookEndpointsController {
   }
 
   @Post()
+  @UseInterceptors(WebhookUrlProblemsInterceptor)
   @Operation({
     summary: 'Create a webhook endpoint',
     description:
-      'Returns the endpoint with its signing `secret` (whsec_…), which is shown only in this response. An account has ' +
-      'at most one endpoint per URL: a second one is refused with 409 `conflict` (declare it with PUT instead).',
+      'Always creates a new endpoint, also when the account has others with the same URL (for example with other ' +
+      '`events`). Returns it with its signing `secret` (whsec_…), which is shown only in this response.',
     permission: 'agents:write',
     idempotent: true,
-    problems: ['validation_error', 'conflict', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
+    problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto })
   async create(@CurrentPrincipal() who: Principal, @Body() body: WebhookEndpointInputDto): Promise<CreatedWebhookEndpointDto> {
@@ -128,13 +131,16 @@ export class WebhookEndpointsController {
   }
 
   @Put()
+  @UseInterceptors(WebhookUrlProblemsInterceptor)
   @Operation({
     summary: 'Declare a webhook endpoint by URL',
     description:
       'Declares the endpoint with this URL: creates it when the account has none (201, with its secret), otherwise ' +
-      'sets it to exactly the given state (200; omitted fields return to their defaults). Safe to repeat.',
+      'sets it to exactly the given state (200; omitted fields return to their defaults). Safe to repeat. When several ' +
+      'endpoints of the account share the URL (created with POST), which one is meant is ambiguous: 409 `conflict`, ' +
+      'whose `endpoint_ids` lists them; update the one you mean with PATCH.',
     permission: 'agents:write',
-    problems: ['validation_error', 'payload_too_large', 'unsupported_media_type'],
+    problems: ['validation_error', 'conflict', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto, description: 'Created; carries the signing `secret`, shown only here.' })
   @ApiOkResponse({ type: WebhookEndpointDto, description: 'An endpoint with this URL existed and now has exactly the given state.' })
@@ -161,11 +167,12 @@ export class WebhookEndpointsController {
   }
 
   @Patch(':id')
+  @UseInterceptors(WebhookUrlProblemsInterceptor)
   @Operation({
     summary: 'Update a webhook endpoint: scalars merge, `events` and `metadata` are replaced whole',
     description: '`enabled: false` stops deliveries and keeps the secret; `enabled: true` resumes them (also after an automatic disable).',
     permission: 'agents:write',
-    problems: ['not_found', 'validation_error', 'conflict', 'payload_too_large', 'unsupported_media_type'],
+    problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiOkResponse({ type: WebhookEndpointDto })
   async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: WebhookEndpointPatchDto): Promise<WebhookEndpointDto> {
@@ -188,7 +195,9 @@ export class WebhookEndpointsController {
   @Get(':id/deliveries')
   @Operation({
     summary: 'Delivery attempts of an endpoint, newest first',
-    description: 'One entry per attempt, with the status received, the error and when the next attempt is due. Test deliveries are not recorded.',
+    description:
+      'One entry per attempt, with the status received, the error and when the next attempt is due. Test deliveries ' +
+      '(POST …/test) are listed too, with `test: true`.',
     permission: 'agents:read',
     list: true,
     problems: ['not_found'],
@@ -216,8 +225,9 @@ export class WebhookEndpointsController {
   @Operation({
     summary: 'Send a synthetic delivery',
     description:
-      'No body. Sends one signed delivery now (no retries, not recorded in the delivery history) and reports the outcome: ' +
-      '`delivered` on a 2xx answer, `response_code` (0 when no response arrived) and, on failure, `error`.',
+      'No body. Sends one signed delivery now, also to a disabled endpoint, and reports the outcome: `delivered` on a 2xx ' +
+      'answer, `response_code` (0 when no response arrived) and, on failure, `error`. Never retried; recorded in the ' +
+      'delivery history with `test: true`; neither counts towards automatic disabling nor resets the failure count.',
     permission: 'agents:write',
     problems: ['not_found'],
   })

@@ -144,6 +144,8 @@ export interface Delivery {
   created_at: string;
   /** When the next attempt is due; empty when none will follow. */
   next_attempt_at: string;
+  /** A synthetic delivery sent by TestEndpoint: recorded in the history, never counted towards auto-disable. */
+  test: boolean;
 }
 
 export interface ListDeliveriesRequest {
@@ -170,6 +172,16 @@ export interface TestEndpointResponse {
   error: string;
 }
 
+/** The registration check of an endpoint URL alone, so the gateway can report it beside the body's other problems. */
+export interface CheckEndpointUrlRequest {
+  url: string;
+}
+
+export interface CheckEndpointUrlResponse {
+  /** Why the URL is refused; empty when it is accepted. */
+  problem: string;
+}
+
 export interface WebhooksServiceClient {
   createEndpoint(request: CreateEndpointRequest, metadata?: Metadata): Observable<CreateEndpointResponse>;
 
@@ -188,6 +200,8 @@ export interface WebhooksServiceClient {
   listDeliveries(request: ListDeliveriesRequest, metadata?: Metadata): Observable<ListDeliveriesResponse>;
 
   testEndpoint(request: TestEndpointRequest, metadata?: Metadata): Observable<TestEndpointResponse>;
+
+  checkEndpointUrl(request: CheckEndpointUrlRequest, metadata?: Metadata): Observable<CheckEndpointUrlResponse>;
 }
 
 export interface WebhooksServiceController {
@@ -235,6 +249,11 @@ export interface WebhooksServiceController {
     request: TestEndpointRequest,
     metadata?: Metadata,
   ): Promise<TestEndpointResponse> | Observable<TestEndpointResponse> | TestEndpointResponse;
+
+  checkEndpointUrl(
+    request: CheckEndpointUrlRequest,
+    metadata?: Metadata,
+  ): Promise<CheckEndpointUrlResponse> | Observable<CheckEndpointUrlResponse> | CheckEndpointUrlResponse;
 }
 
 export function WebhooksServiceControllerMethods() {
@@ -249,6 +268,7 @@ export function WebhooksServiceControllerMethods() {
       "rotateSecret",
       "listDeliveries",
       "testEndpoint",
+      "checkEndpointUrl",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
