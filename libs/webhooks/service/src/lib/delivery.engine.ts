@@ -327,7 +327,7 @@ export class DeliveryEngine implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** One signed POST (recorded by the caller). */
-  async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number, secrets?: string[]): Promise<AttemptResult> {
+  private async send(endpoint: EndpointEntity, body: string, eventId: string, eventType: string, attempt: number, secrets?: string[]): Promise<AttemptResult> {
     const now = this.clock.now();
     const t = Math.floor(now.getTime() / 1000);
     secrets ??= (await this.endpoints.activeSecrets([endpoint.id], now)).get(endpoint.id) ?? [];
