@@ -1,5 +1,4 @@
-import { BusMessage } from './bus';
-import { JetStreamBus } from './jetstream-bus';
+import { BusMessage, JetStreamBus } from '@parley/messaging';
 import { DisposableNatsServer } from '@parley/testing';
 
 async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
