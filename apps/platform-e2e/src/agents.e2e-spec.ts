@@ -23,10 +23,10 @@ describe('standalone platform over HTTP', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
   });
 
-  it('is ready once database and bus answer', async () => {
+  it('is ready once database, bus and the media worker answer', async () => {
     const res = await platform.api().get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body.checks).toEqual({ database: true, bus: true });
+    expect(res.body.checks).toEqual({ database: true, bus: true, 'media-worker': true });
   });
 
   it('serves the OpenAPI document as JSON and YAML, describing the agent routes', async () => {
