@@ -1,24 +1,6 @@
-import { connect } from 'node:net';
-import { RunningPlatform } from '@parley/testing';
+import { rawHttp, RunningPlatform } from '@parley/testing';
 
 const OWNER = 'vsk_edge_owner_key_00000000001';
-
-/** Hand-written HTTP/1.1 over a raw socket, so requests no client library would send reach the gateway. */
-function raw(port: number, text: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let out = '';
-    socket.on('data', (d) => (out += d));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head, ...rest] = out.split('\r\n\r\n');
-      const [statusLine, ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
-    });
-    socket.write(text);
-  });
-}
 
 const CLOSE = 'Connection: close\r\n\r\n';
 
@@ -56,7 +38,7 @@ describe('every gateway response is a problem or a success with the common heade
     ['a bad method', `FOO /v1/agents HTTP/1.1\r\nHost: x\r\n${CLOSE}`, 400, 'invalid_request'],
     ['a 20 KB header', `GET /v1/agents HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n${CLOSE}`, 431, 'headers_too_large'],
   ])('answers %s with problem+json, its code, request id and the common headers', async (_what, request, status, code) => {
-    const res = await raw(port, request);
+    const res = await rawHttp(port, request);
 
     expect(res.status).toBe(status);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);

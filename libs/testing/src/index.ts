@@ -5,3 +5,4 @@ export * from './api-client';
 export * from './event-stream';
 export * from './nats-server';
 export * from './postgres-server';
+export * from './raw-http';

@@ -1,28 +1,11 @@
-import { connect } from 'node:net';
 import Fastify, { FastifyInstance } from 'fastify';
 import { acceptRequestId } from '@parley/observability';
+import { rawHttp } from '@parley/testing';
 import { AppError } from '@parley/rpc';
 import { MemoryRateLimitStore, RateLimiter } from '../edge/rate-limit';
 import { CommonHeaders, registerCommonHeaders } from './common-headers';
 import { frameworkErrorOptions, parserProblem, rawProblemResponse } from './framework-errors';
 import { sendProblem } from './problem';
-
-/** Sends hand-written HTTP/1.1 and reads the whole answer. */
-function raw(port: number, text: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let out = '';
-    socket.on('data', (d) => (out += d));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head, ...rest] = out.split('\r\n\r\n');
-      const [statusLine, ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
-    });
-    socket.write(text);
-  });
-}
 
 describe('framework and protocol errors', () => {
   let fastify: FastifyInstance;
@@ -56,7 +39,7 @@ describe('framework and protocol errors', () => {
     ],
     ['20 KB of headers', `GET /v1/agents/agt_1 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n${close}`, 431, 'headers_too_large'],
   ])('answers %s with a problem carrying the request id and rate-limit headers', async (_what, request, status, code) => {
-    const res = await raw(port, request);
+    const res = await rawHttp(port, request);
 
     expect(res.status).toBe(status);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -70,11 +53,11 @@ describe('framework and protocol errors', () => {
   });
 
   it('still lets an HTTP/1.0 request without Host through', async () => {
-    expect((await raw(port, 'GET /v1/agents/agt_1 HTTP/1.0\r\n\r\n')).status).toBe(200);
+    expect((await rawHttp(port, 'GET /v1/agents/agt_1 HTTP/1.0\r\n\r\n')).status).toBe(200);
   });
 
   it('answers a preflight itself, with the common headers', async () => {
-    const res = await raw(port, `OPTIONS /v1/agents/agt_1 HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n${close}`);
+    const res = await rawHttp(port, `OPTIONS /v1/agents/agt_1 HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n${close}`);
 
     expect(res.status).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
