@@ -74,7 +74,7 @@ export class CallsController {
       'nothing was dialled. When the platform is at capacity the call is refused before dialling: 503 `service_unavailable` ' +
       'with `Retry-After`.',
     permission: 'calls:write',
-    idempotent: true,
+    idempotent: 'forwarded',
     problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
   @ApiCreatedResponse({ type: CallDto })

@@ -31,3 +31,16 @@ export class CreateIdempotencyAndRateLimits1763700000102 implements MigrationInt
     await q.query(`DROP TABLE IF EXISTS idempotency_keys`);
   }
 }
+
+/** Only successes are kept now: refusals stored before (a 402 among them) would otherwise replay for 24 hours. */
+export class ForgetStoredRefusals1764100000103 implements MigrationInterface {
+  name = 'ForgetStoredRefusals1764100000103';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`DELETE FROM idempotency_keys WHERE state = 'done' AND status >= 400`);
+  }
+
+  async down(): Promise<void> {
+    // Nothing to restore: the refusals are simply not replayed.
+  }
+}

@@ -3,7 +3,7 @@ import { ApiExtension, ApiHeader, ApiOperation, ApiQuery } from '@nestjs/swagger
 import { ProblemCode } from '@parley/contracts';
 import { Public } from '../auth/auth.guard';
 import { Permission, RequirePermission } from '../auth/permissions';
-import { IdempotencyInterceptor } from '../edge/idempotency.interceptor';
+import { IDEMPOTENCY_FORWARDED, IdempotencyInterceptor } from '../edge/idempotency.interceptor';
 import { ApiProblems } from './openapi-decorators';
 
 export const QUERY_KEY = 'parley:query';
@@ -15,8 +15,11 @@ export interface OperationOptions {
   permission: Permission | 'public';
   /** Problem codes this route can answer besides the common ones. */
   problems?: ProblemCode[];
-  /** POST with side effects: honours Idempotency-Key. */
-  idempotent?: boolean;
+  /**
+   * POST with side effects: honours Idempotency-Key. `forwarded`: the handler also hands the key to the owning
+   * service, which answers a repeated key with what the first run made, so an interrupted request may run again.
+   */
+  idempotent?: boolean | 'forwarded';
   /** A list route: accepts `limit` and `starting_after` (plus `query`). */
   list?: boolean;
   /** Query parameters the route accepts; any other is refused with 400. */
@@ -56,10 +59,11 @@ export function Operation(options: OperationOptions) {
       ? [
           // Only on these routes, not globally: every other request skips the layer entirely.
           UseInterceptors(IdempotencyInterceptor),
+          SetMetadata(IDEMPOTENCY_FORWARDED, options.idempotent === 'forwarded'),
           ApiHeader({
             name: 'Idempotency-Key',
             required: false,
-            description: 'Replays the first response for 24 hours when the same key and body are sent again.',
+            description: 'Replays the first success for 24 hours when the same key and body are sent again; a refusal (4xx) is not kept.',
             schema: { type: 'string', maxLength: 255 },
           }),
         ]

@@ -99,7 +99,7 @@ export class ProblemFilter implements ExceptionFilter {
       void reply
         .status(exception.status)
         .header('idempotency-replayed', 'true')
-        .header('content-type', exception.status >= 400 ? 'application/problem+json' : 'application/json; charset=utf-8')
+        .header('content-type', 'application/json; charset=utf-8')
         .send(exception.body);
       return;
     }
