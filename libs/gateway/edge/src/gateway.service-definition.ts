@@ -1,7 +1,7 @@
 import { GatewayConfig } from '@parley/config';
 import { ServiceDefinition } from '@parley/runtime';
 import { CreateAccountsAndKeys1763700000101 } from './lib/auth/migrations';
-import { CreateIdempotencyAndRateLimits1763700000102, ForgetStoredRefusals1764100000103 } from './lib/edge/migrations';
+import { CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103 } from './lib/edge/migrations';
 import { GatewayModule } from './lib/gateway.module';
 import { configureGatewayHttp, gatewayAdapterOptions } from './lib/http/setup';
 
@@ -12,7 +12,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
   database: {
     schema: 'gateway',
     entities: [],
-    migrations: [CreateAccountsAndKeys1763700000101, CreateIdempotencyAndRateLimits1763700000102, ForgetStoredRefusals1764100000103],
+    migrations: [CreateAccountsAndKeys1763700000101, CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103],
   },
   http: {
     port: (c) => c.PORT,

@@ -11,7 +11,7 @@ import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { Operation } from '../http/operation';
 import { ProblemFilter } from '../http/problem';
 import { IDEMPOTENCY_TIMING, IdempotencyStore } from './idempotency.store';
-import { CreateIdempotencyAndRateLimits1763700000102, ForgetStoredRefusals1764100000103 } from './migrations';
+import { CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103 } from './migrations';
 
 /** The lease of this test's gateway: short, so a request outlives it several times within a test. */
 const LEASE_SECONDS = 2;
@@ -88,7 +88,7 @@ describe('Idempotency-Key over HTTP on real PostgreSQL: one side effect per key,
     dataSource = await openServiceDatabase(db.url, {
       schema: 'gateway',
       entities: [],
-      migrations: [CreateIdempotencyAndRateLimits1763700000102, ForgetStoredRefusals1764100000103],
+      migrations: [CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103],
     });
     await dataSource.query(`CREATE TABLE effects (id serial PRIMARY KEY, key text NOT NULL)`);
     await dataSource.query(`CREATE TABLE owned (id serial PRIMARY KEY, key text NOT NULL UNIQUE)`);
@@ -292,28 +292,34 @@ describe('Idempotency-Key over HTTP on real PostgreSQL: one side effect per key,
     expect(dials.get('limit-1')).toBe(1);
   });
 
-  it('does not keep any refusal (4xx), which changed nothing: the key may then carry another body', async () => {
+  it('does not keep any refusal (4xx), which changed nothing: the same request runs afresh, another is still refused', async () => {
     script('refused-1', async () => {
       throw AppError.validation([{ field: 'name', message: 'is taken' }]);
     });
 
     expect((await post('/v1/things', 'refused-1', { name: 'a' })).statusCode).toBe(422);
     const other = await post('/v1/things', 'refused-1', { name: 'b' });
+    const same = await post('/v1/things', 'refused-1', { name: 'a' });
 
-    expect(other.statusCode).toBe(201);
+    expect(other.statusCode).toBe(409);
+    expect(other.json().detail).toMatch(/different request/);
+    expect(same.statusCode).toBe(201);
     expect(await effects('refused-1')).toBe(1);
   });
 
-  it('forgets refusals stored before the upgrade, so none replays', async () => {
+  it('turns refusals stored before the upgrade into retryable keys, so none replays', async () => {
     await dataSource.query(
       `INSERT INTO idempotency_keys (account_id, key, request_hash, state, status, body, locked_until)
        VALUES ('acc_1', 'old-402', 'h', 'done', 402, '{}', now()), ('acc_1', 'old-201', 'h', 'done', 201, '{}', now())`,
     );
     const runner = dataSource.createQueryRunner();
-    await new ForgetStoredRefusals1764100000103().up(runner);
+    await new IdempotencyRetryableKeys1764100000103().up(runner);
     await runner.release();
 
-    const kept = await dataSource.query(`SELECT key FROM idempotency_keys WHERE key LIKE 'old-%'`);
-    expect(kept).toEqual([{ key: 'old-201' }]);
+    const rows = await dataSource.query(`SELECT key, state, status FROM idempotency_keys WHERE key LIKE 'old-%' ORDER BY key`);
+    expect(rows).toEqual([
+      { key: 'old-201', state: 'done', status: 201 },
+      { key: 'old-402', state: 'retryable', status: null },
+    ]);
   });
 });

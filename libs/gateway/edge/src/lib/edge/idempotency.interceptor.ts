@@ -34,8 +34,8 @@ function canonical(value: unknown): string {
  * replays its status and body (header `Idempotency-Replayed: true`); the same key with another body, or while the
  * first still runs, is refused with 409 `idempotency_conflict`.
  *
- * Only a success is stored. A refusal (4xx) changed nothing, so its key is let go and a retry runs afresh (a 402 may
- * succeed once a call ends). A server-side failure (5xx: a deadline, a lost peer) may have taken effect, so the key is
+ * Only a success is stored. A refusal (4xx) changed nothing, so the same request with its key runs afresh (a 402
+ * may succeed once a call ends); another request with the key is still refused. A server-side failure (5xx: a deadline, a lost peer) may have taken effect, so the key is
  * never run again: a retry is told the first request was interrupted (409), unless the route forwards the key to
  * the owning service, which then answers the retry with what the first run made. A success that cannot be stored
  * is still answered; its key stays held, as if the request were still running.
@@ -116,7 +116,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
 
   private async settleFailure(accountId: string, key: string, error: unknown, requestId: string, forwarded: boolean): Promise<void> {
     const problem = toProblem(error, requestId);
-    if (problem.status < 500 || forwarded) await this.store.release(accountId, key);
+    if (problem.status < 500 || forwarded) await this.store.reopen(accountId, key);
     else await this.store.interrupt(accountId, key);
   }
 }

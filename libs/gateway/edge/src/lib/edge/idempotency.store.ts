@@ -55,8 +55,8 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Takes the key when it is new or older than the retention period; a lapsed lease (the gateway died mid-request)
-   * is taken over only on a `forwarded` route. Otherwise says what the key holds.
+   * Takes the key when it is new, older than the retention period, or retryable with this same request; a lapsed
+   * lease (the gateway died mid-request) is taken over only on a `forwarded` route. Otherwise says what it holds.
    */
   async begin(accountId: string, key: string, requestHash: string, forwarded: boolean): Promise<BeginOutcome> {
     const claimed: unknown[] = await this.dataSource.query(
@@ -67,8 +67,9 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
          SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL, body = NULL,
              created_at = EXCLUDED.created_at, locked_until = EXCLUDED.locked_until
          WHERE idempotency_keys.created_at <= EXCLUDED.created_at - make_interval(hours => $5)
-            OR ($7 AND idempotency_keys.state = 'running' AND idempotency_keys.locked_until < EXCLUDED.created_at
-                AND idempotency_keys.request_hash = EXCLUDED.request_hash)
+            OR (idempotency_keys.request_hash = EXCLUDED.request_hash
+                AND (idempotency_keys.state = 'retryable'
+                     OR ($7 AND idempotency_keys.state = 'running' AND idempotency_keys.locked_until < EXCLUDED.created_at)))
        RETURNING 1`,
       [accountId, key, requestHash, this.leaseSeconds, RETENTION_HOURS, this.now(), forwarded],
     );
@@ -81,6 +82,8 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
     if (!row) return this.begin(accountId, key, requestHash, forwarded);
     if (row.request_hash !== requestHash) return { kind: 'mismatch' };
     if (row.state === 'done') return { kind: 'replay', status: row.status, body: row.body };
+    // Made retryable between the two statements: take it now.
+    if (row.state === 'retryable') return this.begin(accountId, key, requestHash, forwarded);
     return row.lapsed ? { kind: 'interrupted' } : { kind: 'running' };
   }
 
@@ -111,9 +114,12 @@ export class IdempotencyStore implements OnModuleInit, OnModuleDestroy {
     );
   }
 
-  /** Forgets a running key whose request changed nothing (refused), or whose outcome the owning service keeps. */
-  async release(accountId: string, key: string): Promise<void> {
-    await this.dataSource.query(`DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND state = 'running'`, [
+  /**
+   * Lets the same request run again under this key (it changed nothing: refused; or the owning service keeps its
+   * outcome), while another request with the key is still refused.
+   */
+  async reopen(accountId: string, key: string): Promise<void> {
+    await this.dataSource.query(`UPDATE idempotency_keys SET state = 'retryable' WHERE account_id = $1 AND key = $2 AND state = 'running'`, [
       accountId,
       key,
     ]);

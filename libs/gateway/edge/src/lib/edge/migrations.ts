@@ -32,15 +32,23 @@ export class CreateIdempotencyAndRateLimits1763700000102 implements MigrationInt
   }
 }
 
-/** Only successes are kept now: refusals stored before (a 402 among them) would otherwise replay for 24 hours. */
-export class ForgetStoredRefusals1764100000103 implements MigrationInterface {
-  name = 'ForgetStoredRefusals1764100000103';
+/**
+ * Only successes are kept now. A key whose request was refused (or whose outcome the owning service keeps) is
+ * `retryable`: the same request runs again, another one is refused. Refusals stored before (a 402 among them) would
+ * otherwise replay for 24 hours.
+ */
+export class IdempotencyRetryableKeys1764100000103 implements MigrationInterface {
+  name = 'IdempotencyRetryableKeys1764100000103';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DELETE FROM idempotency_keys WHERE state = 'done' AND status >= 400`);
+    await q.query(`ALTER TABLE idempotency_keys DROP CONSTRAINT IF EXISTS idempotency_keys_state_check`);
+    await q.query(`ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_state_check CHECK (state IN ('running', 'done', 'retryable'))`);
+    await q.query(`UPDATE idempotency_keys SET state = 'retryable', status = NULL, body = NULL WHERE state = 'done' AND status >= 400`);
   }
 
-  async down(): Promise<void> {
-    // Nothing to restore: the refusals are simply not replayed.
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DELETE FROM idempotency_keys WHERE state = 'retryable'`);
+    await q.query(`ALTER TABLE idempotency_keys DROP CONSTRAINT IF EXISTS idempotency_keys_state_check`);
+    await q.query(`ALTER TABLE idempotency_keys ADD CONSTRAINT idempotency_keys_state_check CHECK (state IN ('running', 'done'))`);
   }
 }
