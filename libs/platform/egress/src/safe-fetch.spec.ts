@@ -390,4 +390,13 @@ describe('safeRequest', () => {
     expect(error).toHaveProperty('name', 'TimeoutError');
     expect(Date.now() - started).toBeLessThan(2000);
   });
+
+  it("aborts the request on the caller's signal, with the caller's reason", async () => {
+    const server = await serve(() => undefined);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('endpoint disabled')), 50);
+
+    await expect(safeRequest(`${server.origin}/`, { ...post, signal: controller.signal }, LOOPBACK_ONLY)).rejects.toThrow('endpoint disabled');
+    expect(server.seen).toHaveLength(1);
+  });
 });

@@ -215,6 +215,8 @@ export interface SafeRequestOptions extends Omit<SafeFetchOptions, 'maxRedirects
   method: string;
   headers: Record<string, string>;
   body?: string;
+  /** Aborts the exchange, rejecting with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface SafeRequestResult {
@@ -231,12 +233,15 @@ const KEPT_RESPONSE_BYTES = 4096;
  * hot paths such as webhook deliveries. The deadline covers the whole exchange and rejects with a TimeoutError.
  */
 export async function safeRequest(url: string, options: SafeRequestOptions, policy: EgressPolicy): Promise<SafeRequestResult> {
-  const { timeoutMs = 10_000, allowHttp, resolve, lookup = systemResolver, method, headers, body } = options;
+  const { timeoutMs = 10_000, allowHttp, resolve, lookup = systemResolver, method, headers, body, signal: callerSignal } = options;
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')),
     timeoutMs,
   );
+  const onCallerAbort = () => controller.abort(callerSignal?.reason);
+  if (callerSignal?.aborted) onCallerAbort();
+  else callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
   try {
     await abortable(checkEgressUrl(url, policy, { allowHttp, resolve }), controller.signal);
     let response: Dispatcher.ResponseData;
@@ -254,5 +259,6 @@ export async function safeRequest(url: string, options: SafeRequestOptions, poli
     return { status: response.statusCode, body: Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8') };
   } finally {
     clearTimeout(timer);
+    callerSignal?.removeEventListener('abort', onCallerAbort);
   }
 }
