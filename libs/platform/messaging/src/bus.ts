@@ -22,6 +22,12 @@ export interface SubscribeOptions {
 export interface PublishOptions {
   id: string;
   headers?: Record<string, string>;
+  /**
+   * Which delivery of the message this publish is (the outbox's attempt). The in-process bus, which has no
+   * redelivery of its own, reports it as the delivery count, so a consumer's bound on deliveries (a poison
+   * message parked after N) holds in both modes; JetStream counts its own redeliveries.
+   */
+  deliveryCount?: number;
 }
 
 /**

@@ -41,7 +41,7 @@ export class InProcessBus implements Bus {
           subject,
           payload: JSON.parse(wire),
           headers: { ...options.headers },
-          deliveryCount: 1,
+          deliveryCount: options.deliveryCount ?? 1,
         }),
       ),
     );

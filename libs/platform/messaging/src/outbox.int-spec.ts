@@ -134,10 +134,12 @@ describe('transactional outbox relayed to the in-process bus', () => {
     expect(await row('retried-1')).toMatchObject({ attempts: 2, lastError: 'subscriber is down' });
   });
 
-  it('gives the same message id to every delivery attempt of a record (at-least-once)', async () => {
+  it('gives the same message id to every delivery attempt of a record (at-least-once), counting the deliveries', async () => {
     const attempts: string[] = [];
+    const counts: number[] = [];
     const { bus } = recordingBus((m) => {
       attempts.push(m.id);
+      counts.push(m.deliveryCount);
       if (attempts.length === 1) throw new Error('first attempt fails');
     });
     await dataSource.transaction((m) => enqueueOutbox(m, TEST_SUBJECT, payload(1), 'same-id-1'));
@@ -146,6 +148,8 @@ describe('transactional outbox relayed to the in-process bus', () => {
     await waitUntil(async () => (await row('same-id-1'))?.publishedAt != null, 5000, 'delivery after a failure');
 
     expect(attempts).toEqual(['same-id-1', 'same-id-1']);
+    // The in-process bus has no redelivery of its own: a consumer's bound on deliveries counts the outbox's.
+    expect(counts).toEqual([1, 2]);
   });
 
   it('delivers at once on nudge() instead of waiting for the next poll', async () => {

@@ -142,7 +142,7 @@ export class OutboxRelay {
         .setOnLocked('skip_locked')
         .getMany();
       const results = await Promise.allSettled(
-        rows.map((r) => this.bus.publish(r.subject, r.payload, { id: r.messageId, headers: r.headers })),
+        rows.map((r) => this.bus.publish(r.subject, r.payload, { id: r.messageId, headers: r.headers, deliveryCount: r.attempts + 1 })),
       );
       const published = rows.filter((_, i) => results[i].status === 'fulfilled').map((r) => r.seq);
       if (published.length) {
