@@ -412,6 +412,7 @@ describe('webhook endpoints over HTTP', () => {
         created_at: expect.any(String),
         next_attempt_at: null,
         test: true,
+        outcome: 'succeeded',
       });
 
       receiver.status = 503;
@@ -424,8 +425,9 @@ describe('webhook endpoints over HTTP', () => {
       expect(history.filter((d: { status_code: number }) => d.status_code === 503)).toHaveLength(20);
     });
 
-    it('deletes an endpoint: {id, object, deleted}, then 404 and gone from the list', async () => {
+    it('deletes an endpoint: {id, object, deleted}, then 404 and gone from the list, its history still readable', async () => {
       const endpoint = await create();
+      expect((await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`)).body.delivered).toBe(true);
       const res = await api.delete(`/v1/webhook_endpoints/${endpoint.id}`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ id: endpoint.id, object: 'webhook_endpoint', deleted: true });
@@ -434,6 +436,10 @@ describe('webhook endpoints over HTTP', () => {
       expect(after.body.code).toBe('not_found');
       const listed = (await api.get('/v1/webhook_endpoints?limit=100')).body.data.map((e: { id: string }) => e.id);
       expect(listed).not.toContain(endpoint.id);
+      const history = await api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries`);
+      expect(history.status).toBe(200);
+      expect(history.body.data).toMatchObject([{ test: true, outcome: 'succeeded' }]);
+      expect((await api.delete(`/v1/webhook_endpoints/${endpoint.id}`)).status).toBe(404);
     });
   });
 });

@@ -7,10 +7,15 @@ import { parseEgressAllowlist } from '@parley/egress';
 import { openServiceDatabase, Sealer } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { Clock, DeliveryEngine } from './delivery.engine';
+import { BusMessage } from '@parley/messaging';
+import { DbClock } from './db-clock';
+import { DeadLetters, MAX_EVENT_DELIVERIES } from './dead-letters';
+import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
 import { EndpointEntity } from './entities';
+import { deadLettersTotal } from './metrics';
 import { WEBHOOKS_MIGRATIONS } from './migrations';
+import { WebhooksGrpcController } from './webhooks.controllers';
 
 interface Received {
   body: string;
@@ -41,9 +46,10 @@ class Receiver {
   }
 }
 
-class FakeClock implements Clock {
+/** Fixes the database's now for the engine's statements. */
+class FakeClock implements DbClock {
   constructor(public at = new Date('2026-11-21T12:00:00.000Z')) {}
-  now(): Date {
+  fixedNow(): Date {
     return new Date(this.at);
   }
   advance(ms: number): void {
@@ -96,11 +102,11 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
   });
 
   beforeEach(async () => {
-    await ds.query('TRUNCATE endpoints CASCADE');
+    await ds.query('TRUNCATE endpoints, dead_letters CASCADE');
     receiver.received.length = 0;
     receiver.status = 200;
     clock = new FakeClock();
-    endpoints = new EndpointsDomain(ds, new Sealer('int-test-secret-key-long-enough-0001', 'webhooks:endpoint-secrets'), policy);
+    endpoints = new EndpointsDomain(ds, new Sealer('int-test-secret-key-long-enough-0001', 'webhooks:endpoint-secrets'), policy, clock);
     engine = new DeliveryEngine(ds, endpoints, policy, clock);
   });
 
@@ -144,13 +150,12 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     const [got] = receiver.received;
     expect(got.headers['service-event-id']).toBe(e.id);
     expect(got.headers['service-delivery-attempt']).toBe('1');
-    expect(got.headers['service-timestamp']).toBe(String(Math.floor(clock.now().getTime() / 1000)));
+    // Signed at this replica's time: the receiver compares it with its own wall clock.
+    expect(Math.abs(Number(got.headers['service-timestamp']) - Date.now() / 1000)).toBeLessThan(5);
     expect(JSON.parse(got.body)).toEqual({ id: e.id, type: e.type, call_id: e.call_id, created_at: e.created_at, data: e.data });
     const header = String(got.headers['service-signature']);
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-    const t = Number(header.slice(2, header.indexOf(',')));
-    // Stripe checks the timestamp against the real clock; sign-time is the fake clock's.
-    expect(() => stripe.webhooks.constructEvent(got.body, header, secret, Math.abs(Date.now() / 1000 - t) + 60)).not.toThrow();
+    expect(() => stripe.webhooks.constructEvent(got.body, header, secret, 300)).not.toThrow();
     expect(() => stripe.webhooks.constructEvent(got.body.replace('call_1', 'call_2'), header, secret, 1e9)).toThrow();
   });
 
@@ -176,35 +181,76 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(history.map((h: { attempt: number }) => h.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it('disables the endpoint at exactly the 20th consecutive failure, records why, and resumes once re-enabled', async () => {
+  it('keeps the endpoint enabled at the 19th consecutive failure and disables it at exactly the 20th, cancelling what was pending', async () => {
     receiver.status = 503;
     const { endpoint } = await endpoints.create('acme', { url: receiver.url });
-    for (let i = 0; i < 4; i++) await engine.accept(event('call.ended'));
-    for (const wait of [0, 1_000, 5_000, 25_000]) {
-      clock.advance(wait);
-      await engine.pass();
-    }
-    expect(await failures(endpoint.id)).toBe(16);
-    expect((await endpoints.get('acme', endpoint.id)).enabled).toBe(true);
-    clock.advance(120_000);
-    await engine.pass();
-    const disabled = await endpoints.get('acme', endpoint.id);
-    expect(disabled.consecutiveFailures).toBe(20);
-    expect(disabled.enabled).toBe(false);
-    expect(disabled.disabledReason).toContain('20 consecutive failed deliveries');
+    for (let i = 0; i < 19; i++) await engine.accept(event('call.ended'));
+    // First attempts only: their retries fall due a second later, and the clock stands still.
+    while ((await engine.pass()) > 0);
+    expect(await endpoints.get('acme', endpoint.id)).toMatchObject({ enabled: true, consecutiveFailures: 19, disabledReason: null });
 
-    // Nothing more is sent while disabled, even when attempts fall due.
     await engine.accept(event('call.ended'));
-    clock.advance(600_000);
-    const sent = receiver.received.length;
+    expect(await engine.pass()).toBe(1);
+    const disabled = await endpoints.get('acme', endpoint.id);
+    expect(disabled).toMatchObject({ enabled: false, consecutiveFailures: 20 });
+    expect(disabled.disabledReason).toContain('20 consecutive failed deliveries; last: HTTP 503');
+    expect(await states(endpoint.id)).toEqual({ cancelled: 20 });
+    const history = await historyOf(endpoint.id);
+    expect(count(history.map((h) => h.outcome))).toEqual({ failed: 20, cancelled: 20 });
+    expect(history.find((h) => h.outcome === 'cancelled')).toMatchObject({ attempt: 1, error: expect.stringContaining('disabled automatically'), next_attempt_at: '' });
+    // The 20th failure schedules nothing: its delivery was cancelled in the same statement.
+    expect(history.filter((h) => h.outcome === 'failed' && h.next_attempt_at === '')).toHaveLength(1);
+  });
+
+  it('records events that occur while disabled as skipped, and resumes nothing from before once re-enabled', async () => {
+    const { endpoint } = await endpoints.create('acme', { url: receiver.url });
+    receiver.status = 500;
+    await engine.accept(event('call.started'));
+    await engine.pass();
+    clock.advance(10);
+    await endpoints.update('acme', endpoint.id, { enabled: false });
+    clock.advance(10);
+    const whileDisabled = event('call.ended');
+    expect(await engine.accept(whileDisabled)).toBe(0);
+    clock.advance(3_600_000);
     expect(await engine.pass()).toBe(0);
-    expect(receiver.received).toHaveLength(sent);
+    expect(receiver.received).toHaveLength(1);
+    expect(await states(endpoint.id)).toEqual({ cancelled: 1, skipped: 1 });
+    expect((await historyOf(endpoint.id)).map((h) => [h.outcome, h.event_id === whileDisabled.id])).toEqual([
+      ['skipped', true],
+      ['cancelled', false],
+      ['failed', false],
+    ]);
 
     receiver.status = 200;
-    const enabled = await endpoints.update('acme', endpoint.id, { enabled: true });
-    expect(enabled).toMatchObject({ enabled: true, consecutiveFailures: 0, disabledReason: null });
-    expect(await engine.pass()).toBeGreaterThan(0);
-    expect(await failures(endpoint.id)).toBe(0);
+    expect(await endpoints.update('acme', endpoint.id, { enabled: true })).toMatchObject({ enabled: true, consecutiveFailures: 0 });
+    clock.advance(24 * 3_600_000);
+    expect(await engine.pass()).toBe(0);
+    const after = event('call.ended');
+    expect(await engine.accept(after)).toBe(1);
+    await engine.pass();
+    expect(receiver.received.map((r) => r.headers['service-event-id']).slice(1)).toEqual([after.id]);
+  });
+
+  it('keeps the failure count and an automatic disable when the endpoint is declared again with PUT', async () => {
+    receiver.status = 500;
+    const declared = await endpoints.declare('acme', { url: receiver.url });
+    await engine.accept(event('call.started'));
+    await engine.pass();
+    expect((await endpoints.declare('acme', { url: receiver.url })).endpoint).toMatchObject({ enabled: true, consecutiveFailures: 1 });
+
+    for (let i = 0; i < 19; i++) await engine.accept(event('call.started'));
+    while ((await engine.pass()) > 0);
+    expect(await endpoints.get('acme', declared.endpoint.id)).toMatchObject({ enabled: false, consecutiveFailures: 20 });
+    for (const enabled of [undefined, true, false]) {
+      const again = await endpoints.declare('acme', { url: receiver.url, enabled, description: 'deploy' });
+      expect(again.endpoint).toMatchObject({ enabled: false, consecutiveFailures: 20, disabledReason: expect.stringContaining('20 consecutive'), description: 'deploy' });
+    }
+
+    // Only PATCH lifts it; a manual disable is then the declared state's to change.
+    await endpoints.update('acme', declared.endpoint.id, { enabled: true });
+    expect((await endpoints.declare('acme', { url: receiver.url, enabled: false })).endpoint).toMatchObject({ enabled: false, disabledReason: null });
+    expect((await endpoints.declare('acme', { url: receiver.url })).endpoint).toMatchObject({ enabled: true, consecutiveFailures: 0 });
   });
 
   it('resets the failure count on a success', async () => {
@@ -324,4 +370,162 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(header.split(',').filter((p) => p.startsWith('v1='))).toHaveLength(2);
     for (const secret of [first, second]) expect(() => stripe.webhooks.constructEvent(got.body, header, secret, 1e9)).not.toThrow();
   });
+
+  /** A receiver that holds every request until told to answer; `closed` counts requests the sender aborted. */
+  async function holdingReceiver(): Promise<{ url: string; held: () => number; closed: () => number; answer: (status: number) => void; stop: () => Promise<void> }> {
+    const hung: ((status: number) => void)[] = [];
+    let closed = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      res.on('close', () => {
+        if (!res.writableFinished) closed++;
+      });
+      hung.push((status) => res.writeHead(status).end());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      held: () => hung.length,
+      closed: () => closed,
+      answer: (status) => hung.splice(0).forEach((a) => a(status)),
+      stop: () => new Promise((r) => server.close(() => r())),
+    };
+  }
+
+  it('abandons attempts in flight when the endpoint is disabled: aborted, never counted, nothing rescheduled or sent again', async () => {
+    const slow = await holdingReceiver();
+    try {
+      const { endpoint } = await endpoints.create('acme', { url: slow.url });
+      for (let i = 0; i < 3; i++) await engine.accept(event('call.started'));
+      expect(await engine.pass({ wait: false })).toBe(3);
+      await waitFor(() => slow.held() === 3);
+
+      await endpoints.update('acme', endpoint.id, { enabled: false });
+      await engine.abandonCancelled();
+      await waitFor(() => slow.closed() === 3);
+      await engine.onApplicationShutdown();
+
+      expect(await endpoints.get('acme', endpoint.id)).toMatchObject({ enabled: false, consecutiveFailures: 0 });
+      expect(await states(endpoint.id)).toEqual({ cancelled: 3 });
+      const history = await historyOf(endpoint.id);
+      expect(count(history.map((h) => h.outcome))).toEqual({ aborted: 3, cancelled: 3 });
+      expect(history.find((h) => h.outcome === 'aborted')).toMatchObject({ error: expect.stringContaining('abandoned'), next_attempt_at: '' });
+
+      await endpoints.update('acme', endpoint.id, { enabled: true });
+      clock.advance(3_600_000);
+      expect(await new DeliveryEngine(ds, endpoints, policy, clock).pass()).toBe(0);
+      expect(slow.held()).toBe(3);
+    } finally {
+      slow.answer(200);
+      await slow.stop();
+    }
+  });
+
+  it('deletes softly: in-flight attempts stop and are recorded without a foreign-key failure, the history stays readable, the URL is free', async () => {
+    const slow = await holdingReceiver();
+    try {
+      const { endpoint } = await endpoints.create('acme', { url: slow.url });
+      await engine.accept(event('call.started'));
+      await engine.accept(event('call.ended'));
+      expect(await engine.pass({ wait: false })).toBe(2);
+      await waitFor(() => slow.held() === 2);
+
+      await endpoints.delete('acme', endpoint.id);
+      await engine.abandonCancelled();
+      await engine.onApplicationShutdown();
+
+      await expect(endpoints.get('acme', endpoint.id)).rejects.toMatchObject({ code: 'not_found' });
+      expect((await endpoints.list('acme', 20, '')).items).toEqual([]);
+      await expect(endpoints.delete('acme', endpoint.id)).rejects.toMatchObject({ code: 'not_found' });
+      expect(await ds.query(`SELECT count(*)::int AS n FROM endpoint_secrets WHERE endpoint_id = $1`, [endpoint.id])).toEqual([{ n: 0 }]);
+      expect(count((await historyOf(endpoint.id)).map((h) => h.outcome))).toEqual({ aborted: 2, cancelled: 2 });
+      expect((await historyOf(endpoint.id)).find((h) => h.outcome === 'cancelled')?.error).toContain('deleted');
+      await expect(controllerFor().listDeliveries({ account_id: 'globex', id: endpoint.id, limit: 20, after: '' })).rejects.toMatchObject({ code: 'not_found' });
+      expect(await engine.accept(event('call.started'))).toBe(0);
+      expect((await endpoints.declare('acme', { url: slow.url })).created).toBe(true);
+    } finally {
+      slow.answer(200);
+      await slow.stop();
+    }
+  });
+
+  it('takes leases and due times from the database clock: a replica whose clock runs an hour ahead neither steals a lease nor retries early', async () => {
+    const slow = await holdingReceiver();
+    const databaseTime: DbClock = { fixedNow: () => null };
+    const first = new DeliveryEngine(ds, endpoints, policy, databaseTime);
+    try {
+      const { endpoint } = await endpoints.create('acme', { url: slow.url });
+      await first.accept(event('call.started'));
+      expect(await first.pass({ wait: false })).toBe(1);
+      await waitFor(() => slow.held() === 1);
+      const [lease] = await ds.query(`SELECT EXTRACT(EPOCH FROM locked_until - now())::float AS s FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+      expect(lease.s).toBeGreaterThan(25);
+
+      jest.useFakeTimers({ now: Date.now() + 3_600_000, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+      const skewed = new DeliveryEngine(ds, endpoints, policy, databaseTime);
+      expect(await skewed.pass()).toBe(0);
+
+      slow.answer(503);
+      await first.onApplicationShutdown();
+      const [due] = await ds.query(`SELECT EXTRACT(EPOCH FROM next_attempt_at - now())::float AS s FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+      expect(due.s).toBeGreaterThan(0.5);
+      expect(await skewed.pass()).toBe(0);
+      expect(slow.held()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+      slow.answer(200);
+      await slow.stop();
+    }
+  });
+
+  it('parks an event it fails to accept on its last allowed delivery, counts it, and replays it when an operator asks', async () => {
+    let agentsDown = true;
+    const hooks = {
+      webhookUrl: async () => {
+        if (agentsDown) throw new Error('agents service unavailable');
+        return undefined;
+      },
+    };
+    engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
+    const deadLetters = new DeadLetters(ds, engine);
+    await endpoints.create('acme', { url: receiver.url });
+    const e = event('call.started');
+    const message = (deliveryCount: number): BusMessage => ({ id: `msg-${e.id}`, subject: 'parley.webhook_events.call.started', payload: e, headers: {}, deliveryCount });
+    const parkedBefore = (await deadLettersTotal.get()).values[0]?.value ?? 0;
+
+    for (let n = 1; n < MAX_EVENT_DELIVERIES; n++) await expect(deadLetters.accept(e, message(n))).rejects.toThrow('agents service unavailable');
+    await deadLetters.accept(e, message(MAX_EVENT_DELIVERIES));
+
+    expect((await deadLettersTotal.get()).values[0].value).toBe(parkedBefore + 1);
+    const [parked] = await ds.query(`SELECT message_id, payload, reason, deliveries, replayed_at FROM dead_letters`);
+    expect(parked).toEqual({ message_id: `msg-${e.id}`, payload: JSON.stringify(e), reason: 'agents service unavailable', deliveries: MAX_EVENT_DELIVERIES, replayed_at: null });
+    expect(await deadLetters.replay()).toBe(0);
+
+    agentsDown = false;
+    await ds.query(`UPDATE dead_letters SET replay_requested_at = now() WHERE replayed_at IS NULL`);
+    expect(await deadLetters.replay()).toBe(1);
+    await engine.pass();
+    expect(receiver.received.map((r) => r.headers['service-event-id'])).toEqual([e.id]);
+    expect((await ds.query(`SELECT replayed_at IS NOT NULL AS replayed FROM dead_letters`))[0]).toEqual({ replayed: true });
+    // A second replay finds the deliveries already made: nothing is sent twice.
+    await ds.query(`UPDATE dead_letters SET replay_requested_at = now()`);
+    await deadLetters.replay();
+    await engine.pass();
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  const controllerFor = () => new WebhooksGrpcController(endpoints, engine, ds);
+  const historyOf = async (id: string) => (await controllerFor().listDeliveries({ account_id: 'acme', id, limit: 100, after: '' })).data;
+  const states = async (id: string): Promise<Record<string, number>> =>
+    Object.fromEntries(
+      (await ds.query(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state ORDER BY state`, [id])).map(
+        (r: { state: string; n: number }) => [r.state, r.n],
+      ),
+    );
 });
+
+function count(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
+}

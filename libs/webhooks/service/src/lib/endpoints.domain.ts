@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { webhooksV1 } from '@parley/contracts';
 import { keysetPage, newId, Page, Sealer } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
+import { CLOCK, DbClock, sqlNow } from './db-clock';
 import { EndpointEntity } from './entities';
 import { WEBHOOK_URL_RULES, webhookUrlProblem, WebhookUrlRules } from './url-rule';
 
@@ -35,6 +36,7 @@ export class EndpointsDomain {
     private readonly dataSource: DataSource,
     private readonly sealer: Sealer,
     @Inject(WEBHOOK_URL_RULES) private readonly rules: WebhookUrlRules,
+    @Inject(CLOCK) private readonly clock: DbClock,
   ) {}
 
   /** Always a new endpoint: several endpoints may share a URL (each with its own events, secret and history). */
@@ -46,12 +48,18 @@ export class EndpointsDomain {
   /**
    * PUT: the endpoint with this URL is made to be exactly the given state (created when absent). When several
    * endpoints share the URL, which one is meant is ambiguous: 409 `conflict` naming them, so the caller PATCHes one.
+   * Re-declaring never moves the failure count and never lifts an automatic disable (only PATCH `enabled: true`
+   * does): a deploy script that declares its endpoints on every run must not defeat automatic disabling.
    */
   async declare(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
     await this.checkUrl(fields.url);
     return this.dataSource.transaction(async (m) => {
       await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${fields.url}`]);
-      const sharing = await m.find(EndpointEntity, { where: { accountId, url: fields.url }, order: { createdAt: 'ASC', id: 'ASC' }, take: 100 });
+      const sharing = await m.find(EndpointEntity, {
+        where: { accountId, url: fields.url, deletedAt: IsNull() },
+        order: { createdAt: 'ASC', id: 'ASC' },
+        take: 100,
+      });
       if (sharing.length > 1) {
         const ids = sharing.map((e) => e.id);
         throw new AppError(
@@ -63,21 +71,24 @@ export class EndpointsDomain {
       }
       const [existing] = sharing;
       if (!existing) return { ...(await this.insert(m, accountId, fields)), created: true };
+      const wasEnabled = existing.enabled;
+      const autoDisabled = !existing.enabled && existing.disabledReason !== null;
       Object.assign(existing, {
         events: fields.events ?? ['*'],
         description: fields.description ?? '',
-        enabled: fields.enabled ?? true,
+        enabled: autoDisabled ? false : (fields.enabled ?? true),
         metadata: fields.metadata ?? {},
         updatedAt: new Date(),
       });
-      if (existing.enabled) Object.assign(existing, { disabledReason: null, consecutiveFailures: 0 });
       await m.save(EndpointEntity, existing);
+      if (wasEnabled && !existing.enabled) await this.cancelPending(m, existing.id, 'the endpoint was disabled');
       return { endpoint: existing, created: false };
     });
   }
 
-  async get(accountId: string, id: string, m: EntityManager = this.dataSource.manager): Promise<EndpointEntity> {
-    const endpoint = await m.findOneBy(EndpointEntity, { id, accountId });
+  /** The account's endpoint; a deleted one only when asked for (its history stays readable). */
+  async get(accountId: string, id: string, m: EntityManager = this.dataSource.manager, includeDeleted = false): Promise<EndpointEntity> {
+    const endpoint = await m.findOneBy(EndpointEntity, { id, accountId, ...(includeDeleted ? {} : { deletedAt: IsNull() }) });
     if (!endpoint) throw AppError.notFound('webhook endpoint');
     return endpoint;
   }
@@ -86,26 +97,52 @@ export class EndpointsDomain {
     if (patch.url !== undefined) await this.checkUrl(patch.url);
     return this.dataSource.transaction(async (m) => {
       const endpoint = await this.get(accountId, id, m);
-      const reEnabled = patch.enabled === true && !endpoint.enabled;
+      const wasEnabled = endpoint.enabled;
       Object.assign(endpoint, patch, { updatedAt: new Date() });
-      // Re-enabling starts afresh: the failure count resets and pending deliveries resume.
-      if (reEnabled) Object.assign(endpoint, { disabledReason: null, consecutiveFailures: 0 });
+      // Re-enabling starts afresh: the failure count resets; what was pending was cancelled when it was disabled.
+      if (patch.enabled === true && !wasEnabled) Object.assign(endpoint, { disabledReason: null, consecutiveFailures: 0 });
       if (patch.enabled === false) endpoint.disabledReason = null;
       await m.save(EndpointEntity, endpoint);
+      if (wasEnabled && !endpoint.enabled) await this.cancelPending(m, endpoint.id, 'the endpoint was disabled');
       return endpoint;
     });
   }
 
+  /**
+   * Soft delete: the row stays (disabled, without secrets) so its history stays readable and attempts in flight
+   * still find it; its pending deliveries are cancelled in the same transaction.
+   */
   async delete(accountId: string, id: string): Promise<void> {
-    const result = await this.dataSource.query(`WITH d AS (DELETE FROM endpoints WHERE id = $1 AND account_id = $2 RETURNING id) SELECT id FROM d`, [
-      id,
-      accountId,
-    ]);
-    if (!result.length) throw AppError.notFound('webhook endpoint');
+    await this.dataSource.transaction(async (m) => {
+      const [deleted] = await m.query(
+        `WITH d AS (UPDATE endpoints SET deleted_at = ${sqlNow(3)}, enabled = false, updated_at = now()
+                     WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL RETURNING id)
+         SELECT id FROM d`,
+        [id, accountId, this.clock.fixedNow()],
+      );
+      if (!deleted) throw AppError.notFound('webhook endpoint');
+      await m.query(`DELETE FROM endpoint_secrets WHERE endpoint_id = $1`, [id]);
+      await this.cancelPending(m, id, 'the endpoint was deleted');
+    });
+  }
+
+  /**
+   * Disabling or deleting an endpoint ends its pending deliveries as cancelled, recorded with the reason in its
+   * history; attempts of them still in flight are abandoned by the engine that runs them (DeliveryEngine).
+   */
+  private async cancelPending(m: EntityManager, endpointId: string, reason: string): Promise<void> {
+    await m.query(
+      `UPDATE deliveries SET state = 'cancelled', locked_until = NULL, settled_at = ${sqlNow(3)}, settle_reason = $2
+        WHERE endpoint_id = $1 AND state = 'pending'`,
+      [endpointId, reason, this.clock.fixedNow()],
+    );
   }
 
   list(accountId: string, limit: number, after: string): Promise<Page<EndpointEntity>> {
-    const qb = this.dataSource.getRepository(EndpointEntity).createQueryBuilder('e').where('e.account_id = :accountId', { accountId });
+    const qb = this.dataSource
+      .getRepository(EndpointEntity)
+      .createQueryBuilder('e')
+      .where('e.account_id = :accountId AND e.deleted_at IS NULL', { accountId });
     return keysetPage(qb, 'e', limit, pagePosition(after));
   }
 
@@ -113,10 +150,11 @@ export class EndpointsDomain {
   async rotateSecret(accountId: string, id: string, overlapSeconds: number): Promise<{ endpoint: EndpointEntity; secret: string; previousExpiresAt: Date }> {
     return this.dataSource.transaction(async (m) => {
       const endpoint = await this.get(accountId, id, m);
-      const previousExpiresAt = new Date(Date.now() + overlapSeconds * 1000);
-      await m.query(
-        `UPDATE endpoint_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2) WHERE endpoint_id = $1`,
-        [id, previousExpiresAt],
+      const [{ until: previousExpiresAt }] = await m.query(
+        `WITH t AS (SELECT ${sqlNow(3)} + $2::int * interval '1 second' AS until),
+              u AS (UPDATE endpoint_secrets SET expires_at = LEAST(COALESCE(expires_at, t.until), t.until) FROM t WHERE endpoint_id = $1)
+         SELECT until FROM t`,
+        [id, overlapSeconds, this.clock.fixedNow()],
       );
       const secret = newSecret();
       await m.query(`INSERT INTO endpoint_secrets (endpoint_id, sealed) VALUES ($1, $2)`, [id, this.sealer.seal(secret).sealed]);
@@ -125,11 +163,11 @@ export class EndpointsDomain {
   }
 
   /** Secrets that sign a delivery now, newest first, per endpoint. */
-  async activeSecrets(endpointIds: string[], at: Date): Promise<Map<string, string[]>> {
+  async activeSecrets(endpointIds: string[]): Promise<Map<string, string[]>> {
     const rows: { endpoint_id: string; sealed: string }[] = await this.dataSource.query(
       `SELECT endpoint_id, sealed FROM endpoint_secrets
-        WHERE endpoint_id = ANY($1) AND (expires_at IS NULL OR expires_at > $2) ORDER BY created_at DESC`,
-      [endpointIds, at],
+        WHERE endpoint_id = ANY($1) AND (expires_at IS NULL OR expires_at > ${sqlNow(2)}) ORDER BY created_at DESC`,
+      [endpointIds, this.clock.fixedNow()],
     );
     const byEndpoint = new Map<string, string[]>();
     for (const r of rows) byEndpoint.set(r.endpoint_id, [...(byEndpoint.get(r.endpoint_id) ?? []), this.sealer.unseal({ sealed: r.sealed, hint: '' })]);
@@ -143,7 +181,7 @@ export class EndpointsDomain {
   async forAgentWebhook(accountId: string, agentId: string, url: string): Promise<EndpointEntity> {
     return this.dataSource.transaction(async (m) => {
       await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`${accountId}\n${url}`]);
-      const [existing] = await m.find(EndpointEntity, { where: { accountId, url }, order: { createdAt: 'ASC', id: 'ASC' }, take: 1 });
+      const [existing] = await m.find(EndpointEntity, { where: { accountId, url, deletedAt: IsNull() }, order: { createdAt: 'ASC', id: 'ASC' }, take: 1 });
       if (existing) return existing;
       await this.checkUrl(url);
       const { endpoint } = await this.insert(m, accountId, { url, description: `webhook_url of agent ${agentId}` }, agentId);
@@ -169,6 +207,7 @@ export class EndpointsDomain {
       disabledReason: null,
       consecutiveFailures: 0,
       ownerAgentId,
+      deletedAt: null,
       createdAt: now,
       updatedAt: now,
     });

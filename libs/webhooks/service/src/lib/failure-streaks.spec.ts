@@ -1,6 +1,12 @@
 import { failureStreaks } from './failure-streaks';
 
-const attempt = (endpointId: string, delivered: boolean, test = false) => ({ endpointId, delivered, test, result: `${endpointId}:${delivered}` });
+const attempt = (endpointId: string, delivered: boolean, test = false, aborted = false) => ({
+  endpointId,
+  delivered,
+  test,
+  aborted,
+  result: `${endpointId}:${delivered}`,
+});
 
 describe('failure counting rule of automatic disabling', () => {
   it('counts every failed attempt per endpoint and keeps the last for the reason', () => {
@@ -20,5 +26,10 @@ describe('failure counting rule of automatic disabling', () => {
     const tests = Array.from({ length: 20 }, () => attempt('a', false, true));
     expect(failureStreaks(tests).size).toBe(0);
     expect(failureStreaks([attempt('a', false), attempt('a', true, true), ...tests]).get('a')).toEqual({ reset: false, failures: 1, last: 'a:false' });
+  });
+
+  it('ignores attempts abandoned because the endpoint was disabled: they neither count nor reset', () => {
+    const abandoned = Array.from({ length: 20 }, () => attempt('a', false, false, true));
+    expect(failureStreaks([attempt('a', false), ...abandoned]).get('a')).toEqual({ reset: false, failures: 1, last: 'a:false' });
   });
 });

@@ -141,6 +141,56 @@ export class TestDeliveriesInHistory1763700000206 implements MigrationInterface 
   }
 }
 
+/**
+ * The delivery promises (docs/webhooks.md): endpoints are deleted softly so their history stays readable and
+ * in-flight work finds its rows; a delivery can end cancelled (pending when its endpoint was disabled or deleted)
+ * or skipped (its event occurred while the endpoint was disabled), both shown in the history; an attempt abandoned
+ * because its endpoint was disabled mid-flight is marked aborted; events the dispatcher could not accept after
+ * their bounded redeliveries are parked in dead_letters until an operator replays them.
+ */
+export class WebhookPromises1763700000207 implements MigrationInterface {
+  name = 'WebhookPromises1763700000207';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints ADD COLUMN IF NOT EXISTS deleted_at timestamptz(3)`);
+    await q.query(`ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_state_check`);
+    await q.query(`ALTER TABLE deliveries ADD CONSTRAINT deliveries_state_check CHECK (state IN ('pending', 'succeeded', 'failed', 'cancelled', 'skipped'))`);
+    await q.query(`ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS settled_at timestamptz(3), ADD COLUMN IF NOT EXISTS settle_reason text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS deliveries_settled_listing ON deliveries (endpoint_id, settled_at DESC, id DESC) WHERE state IN ('cancelled', 'skipped')`);
+    await q.query(`ALTER TABLE delivery_attempts ADD COLUMN IF NOT EXISTS aborted boolean NOT NULL DEFAULT false`);
+    // One rule from now on: a disabled endpoint has no pending deliveries, so a backlog of any age cannot resume.
+    await q.query(`
+      UPDATE deliveries d SET state = 'cancelled', locked_until = NULL, settled_at = now(), settle_reason = 'the endpoint was disabled'
+        FROM endpoints e WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.state = 'pending'`);
+    // The payload is kept as text: what made an event poison (a NUL, say) may be exactly what jsonb refuses.
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS dead_letters (
+        id text PRIMARY KEY,
+        message_id text NOT NULL UNIQUE,
+        subject text NOT NULL,
+        payload text NOT NULL,
+        reason text NOT NULL,
+        deliveries int NOT NULL,
+        parked_at timestamptz(3) NOT NULL DEFAULT now(),
+        replay_requested_at timestamptz(3),
+        replayed_at timestamptz(3)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS dead_letters_replay ON dead_letters (replay_requested_at) WHERE replay_requested_at IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS dead_letters`);
+    await q.query(`ALTER TABLE delivery_attempts DROP COLUMN IF EXISTS aborted`);
+    await q.query(`DROP INDEX IF EXISTS deliveries_settled_listing`);
+    await q.query(`DELETE FROM deliveries WHERE state IN ('cancelled', 'skipped')`);
+    await q.query(`ALTER TABLE deliveries DROP COLUMN IF EXISTS settled_at, DROP COLUMN IF EXISTS settle_reason`);
+    await q.query(`ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_state_check`);
+    await q.query(`ALTER TABLE deliveries ADD CONSTRAINT deliveries_state_check CHECK (state IN ('pending', 'succeeded', 'failed'))`);
+    await q.query(`DELETE FROM endpoints WHERE deleted_at IS NOT NULL`);
+    await q.query(`ALTER TABLE endpoints DROP COLUMN IF EXISTS deleted_at`);
+  }
+}
+
 export const WEBHOOKS_MIGRATIONS = [
   CreateWebhooks1763700000201,
   AgentOwnedEndpoints1763700000202,
@@ -148,4 +198,5 @@ export const WEBHOOKS_MIGRATIONS = [
   DueDeliveriesByEndpoint1763700000204,
   EndpointsShareUrls1763700000205,
   TestDeliveriesInHistory1763700000206,
+  WebhookPromises1763700000207,
 ];

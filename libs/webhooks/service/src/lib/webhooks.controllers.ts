@@ -1,7 +1,9 @@
 import { Controller } from '@nestjs/common';
-import { EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { AgentChanged, STREAMS, SUBJECTS, WebhookEvent, webhooksV1 } from '@parley/contracts';
+import { BusMessage } from '@parley/messaging';
 import { AgentWebhooks } from './agent-webhooks';
+import { DeadLetters } from './dead-letters';
 import { DataSource } from 'typeorm';
 import { encodePosition, newId } from '@parley/persistence';
 import { DeliveryEngine } from './delivery.engine';
@@ -33,15 +35,15 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
 @Controller()
 export class WebhookEventsConsumer {
   constructor(
-    private readonly engine: DeliveryEngine,
+    private readonly deadLetters: DeadLetters,
     private readonly agentWebhooks: AgentWebhooks,
   ) {}
 
   // Events carry no order promise (the interface says so), so this replica takes many at once: they share the
-  // engine's endpoint lookups and inserts.
+  // engine's endpoint lookups and inserts. One that keeps failing is parked, not redelivered forever.
   @EventPattern(STREAMS.webhookEvents.subjects[0], { concurrency: 128 })
-  async onEvent(@Payload() event: WebhookEvent): Promise<void> {
-    await this.engine.accept(event);
+  async onEvent(@Payload() event: WebhookEvent, @Ctx() message: BusMessage): Promise<void> {
+    await this.deadLetters.accept(event, message);
   }
 
   /** An agent's webhook_url may have changed: look it up afresh next time. */
@@ -81,12 +83,15 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
 
   async updateEndpoint(req: webhooksV1.UpdateEndpointRequest): Promise<webhooksV1.UpdateEndpointResponse> {
     const endpoint = await this.endpoints.update(req.account_id, req.id, fieldsOf(req.patch));
-    if (endpoint.enabled) this.engine.nudge();
+    // Enabled: new work may be due. Disabled: this replica abandons its attempts to it at once.
+    this.engine.nudge();
     return { endpoint: toEndpoint(endpoint) };
   }
 
   async deleteEndpoint(req: webhooksV1.DeleteEndpointRequest): Promise<webhooksV1.DeleteEndpointResponse> {
     await this.endpoints.delete(req.account_id, req.id);
+    // This replica abandons its attempts to the endpoint at once; others at their next pass.
+    this.engine.nudge();
     return { id: req.id, deleted: true };
   }
 
@@ -100,15 +105,28 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
     return { endpoint: toEndpoint(endpoint), secret, previous_secret_expires_at: previousExpiresAt.toISOString() };
   }
 
+  /**
+   * The endpoint's history, newest first: every attempt (succeeded, failed, or aborted when the endpoint was
+   * disabled or deleted while it was in flight) and every delivery that ended without one — cancelled (pending
+   * when the endpoint was disabled or deleted) or skipped (its event occurred while the endpoint was disabled).
+   * A deleted endpoint's history stays readable.
+   */
   async listDeliveries(req: webhooksV1.ListDeliveriesRequest): Promise<webhooksV1.ListDeliveriesResponse> {
-    await this.endpoints.get(req.account_id, req.id);
+    await this.endpoints.get(req.account_id, req.id, undefined, true);
     const limit = pageLimit(req.limit);
     const after = pagePosition(req.after);
     const rows: Record<string, unknown>[] = await this.dataSource.query(
-      `SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at, test
-         FROM delivery_attempts
-        WHERE endpoint_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
-        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      `(SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at, test,
+               CASE WHEN succeeded THEN 'succeeded' WHEN aborted THEN 'aborted' ELSE 'failed' END AS outcome
+          FROM delivery_attempts
+         WHERE endpoint_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
+         ORDER BY created_at DESC, id DESC LIMIT $4)
+       UNION ALL
+       (SELECT id, event_id, event_type, attempts, NULL, settle_reason, 0, false, NULL, settled_at, false, state
+          FROM deliveries
+         WHERE endpoint_id = $1 AND state IN ('cancelled', 'skipped') AND ($2::timestamptz IS NULL OR (settled_at, id) < ($2::timestamptz, $3))
+         ORDER BY settled_at DESC, id DESC LIMIT $4)
+       ORDER BY created_at DESC, id DESC LIMIT $4`,
       [req.id, after?.createdAt ?? null, after?.id ?? '', limit + 1],
     );
     const items = rows.slice(0, limit);
@@ -127,6 +145,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
         created_at: iso(r['created_at'] as Date),
         next_attempt_at: iso(r['next_attempt_at'] as Date | null),
         test: Boolean(r['test']),
+        outcome: String(r['outcome']),
       })),
       has_more: hasMore,
       next: hasMore && last ? encodePosition({ createdAt: new Date(last['created_at'] as Date), id: String(last['id']) }) : '',

@@ -7,7 +7,9 @@ import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
 import { Sealer } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
-import { CLOCK, DeliveryEngine, systemClock } from './delivery.engine';
+import { CLOCK, databaseClock } from './db-clock';
+import { DeadLetters } from './dead-letters';
+import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
 import { parseHttpHosts, WEBHOOK_URL_RULES, WebhookUrlRules } from './url-rule';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
@@ -22,8 +24,9 @@ import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.contro
   providers: [
     EndpointsDomain,
     DeliveryEngine,
+    DeadLetters,
     AgentWebhooks,
-    { provide: CLOCK, useValue: systemClock },
+    { provide: CLOCK, useValue: databaseClock },
     { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c), 'webhooks:endpoint-secrets') },
     {
       provide: WEBHOOK_URL_RULES,

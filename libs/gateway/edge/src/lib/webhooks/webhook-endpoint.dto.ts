@@ -125,12 +125,20 @@ export class RotatedSecretDto {
   previous_secret_expires_at: string;
 }
 
+export const WEBHOOK_DELIVERY_OUTCOMES = ['succeeded', 'failed', 'aborted', 'cancelled', 'skipped'] as const;
+export type WebhookDeliveryOutcome = (typeof WEBHOOK_DELIVERY_OUTCOMES)[number];
+
 export class WebhookDeliveryDto {
   @ApiProperty() id: string;
   @ApiProperty({ enum: ['webhook_delivery'] }) object: 'webhook_delivery';
   @ApiProperty({ description: 'The event delivered (evt_…); the same on every attempt.' }) event_id: string;
   @ApiProperty() event_type: string;
-  @ApiProperty({ type: 'integer', minimum: 1, description: '1 on the first try, higher on retries.' }) attempt: number;
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    description: '1 on the first try, higher on retries; for a cancelled or skipped delivery, the attempts made before it ended (0 when none).',
+  })
+  attempt: number;
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'HTTP status received; null when no response arrived.' })
   status_code: number | null;
@@ -149,6 +157,15 @@ export class WebhookDeliveryDto {
     description: 'True for a synthetic delivery sent by POST …/test (never retried, never counted towards automatic disabling).',
   })
   test: boolean;
+
+  @ApiProperty({
+    enum: WEBHOOK_DELIVERY_OUTCOMES,
+    description:
+      '`succeeded` or `failed`: an attempt. `aborted`: an attempt abandoned in flight because the endpoint was disabled or deleted ' +
+      '(never counted towards automatic disabling). `cancelled`: a delivery that was pending when the endpoint was disabled or deleted; ' +
+      'no attempt follows. `skipped`: the event occurred while the endpoint was disabled; nothing was sent.',
+  })
+  outcome: WebhookDeliveryOutcome;
 }
 
 export class WebhookDeliveryListDto {

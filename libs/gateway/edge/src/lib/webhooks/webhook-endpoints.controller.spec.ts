@@ -154,8 +154,9 @@ describe('WebhookEndpointsController', () => {
       created_at: '2025-01-01T00:00:01.000Z',
       next_attempt_at: '2025-01-01T00:00:26.000Z',
       test: false,
+      outcome: 'failed',
     };
-    const ok = { ...delivery, id: 'whdl_2', attempt: 3, status_code: 204, error: '', succeeded: true, next_attempt_at: '', test: true };
+    const ok = { ...delivery, id: 'whdl_2', attempt: 3, status_code: 204, error: '', succeeded: true, next_attempt_at: '', test: true, outcome: 'succeeded' };
     const { c, requests } = controller({ listDeliveries: { data: [ok, delivery], has_more: true, next: 'pos-9' } });
     const page = await c.deliveries(who, 'whep_1', {});
     expect(requests.listDeliveries).toEqual({ account_id: 'acme', id: 'whep_1', limit: 20, after: '' });
@@ -373,6 +374,7 @@ describe('OpenAPI of the webhook endpoints', () => {
     expect(JSON.stringify(put.responses['201'])).toContain('CreatedWebhookEndpointDto');
     expect(JSON.stringify(put.responses['200'])).toContain('"#/components/schemas/WebhookEndpointDto"');
     expect(put.description).toContain('Safe to repeat.');
+    expect(put.description).toContain('never resets the failure count');
   });
 
   it('takes no body on test and an optional one on rotate_secret', () => {

@@ -16,6 +16,7 @@ import {
   WEBHOOK_ENDPOINT_DEFAULTS,
   WebhookDeliveryDto,
   WebhookDeliveryListDto,
+  WebhookDeliveryOutcome,
   WebhookEndpointDto,
   WebhookEndpointInputDto,
   WebhookEndpointListDto,
@@ -56,6 +57,7 @@ export function presentDelivery(d: webhooksV1.Delivery): WebhookDeliveryDto {
     created_at: d.created_at,
     next_attempt_at: d.next_attempt_at || null,
     test: d.test,
+    outcome: d.outcome as WebhookDeliveryOutcome,
   };
 }
 
@@ -136,7 +138,8 @@ export class WebhookEndpointsController {
     summary: 'Declare a webhook endpoint by URL',
     description:
       'Declares the endpoint with this URL: creates it when the account has none (201, with its secret), otherwise ' +
-      'sets it to exactly the given state (200; omitted fields return to their defaults). Safe to repeat. When several ' +
+      'sets it to exactly the given state (200; omitted fields return to their defaults). Safe to repeat. Re-declaring ' +
+      'never resets the failure count and never lifts an automatic disable (PATCH `enabled: true` does). When several ' +
       'endpoints of the account share the URL (created with POST), which one is meant is ambiguous: 409 `conflict`, ' +
       'whose `endpoint_ids` lists them; update the one you mean with PATCH.',
     permission: 'agents:write',
@@ -170,7 +173,10 @@ export class WebhookEndpointsController {
   @UseInterceptors(WebhookUrlProblemsInterceptor)
   @Operation({
     summary: 'Update a webhook endpoint: scalars merge, `events` and `metadata` are replaced whole',
-    description: '`enabled: false` stops deliveries and keeps the secret; `enabled: true` resumes them (also after an automatic disable).',
+    description:
+      '`enabled: false` stops deliveries and keeps the secret: pending deliveries are cancelled, attempts in flight abandoned, ' +
+      'and events that occur meanwhile are recorded as skipped. `enabled: true` (also after an automatic disable) resets the ' +
+      'failure count; only events from then on are delivered.',
     permission: 'agents:write',
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
@@ -184,7 +190,12 @@ export class WebhookEndpointsController {
 
   @Delete(':id')
   @HttpCode(200)
-  @Operation({ summary: 'Delete a webhook endpoint', description: 'Deliveries to it stop at once.', permission: 'agents:write', problems: ['not_found'] })
+  @Operation({
+    summary: 'Delete a webhook endpoint',
+    description: 'Deliveries to it stop at once (pending ones cancelled, attempts in flight abandoned); its delivery history stays readable.',
+    permission: 'agents:write',
+    problems: ['not_found'],
+  })
   @ApiOkResponse({ type: DeletedWebhookEndpointDto })
   @NoBody()
   async remove(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedWebhookEndpointDto> {
@@ -196,8 +207,9 @@ export class WebhookEndpointsController {
   @Operation({
     summary: 'Delivery attempts of an endpoint, newest first',
     description:
-      'One entry per attempt, with the status received, the error and when the next attempt is due. Test deliveries ' +
-      '(POST …/test) are listed too, with `test: true`.',
+      'One entry per attempt, with the status received, the error and when the next attempt is due, and one per delivery ' +
+      'that ended without an attempt (`outcome` cancelled or skipped). Test deliveries (POST …/test) are listed too, with ' +
+      '`test: true`. Readable after the endpoint was deleted.',
     permission: 'agents:read',
     list: true,
     problems: ['not_found'],

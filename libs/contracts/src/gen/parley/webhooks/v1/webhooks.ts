@@ -146,6 +146,12 @@ export interface Delivery {
   next_attempt_at: string;
   /** A synthetic delivery sent by TestEndpoint: recorded in the history, never counted towards auto-disable. */
   test: boolean;
+  /**
+   * succeeded | failed | aborted (an attempt abandoned in flight because the endpoint was disabled or deleted) |
+   * cancelled (a pending delivery ended by disabling or deleting the endpoint; no attempt) |
+   * skipped (the event occurred while the endpoint was disabled; nothing sent).
+   */
+  outcome: string;
 }
 
 export interface ListDeliveriesRequest {
