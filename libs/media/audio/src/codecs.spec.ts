@@ -1,3 +1,4 @@
+import { alaw, mulaw } from 'alawmulaw';
 import {
   alawToPcm16,
   decodeToPcm16,
@@ -50,6 +51,15 @@ describe('G.711 codecs', () => {
     const encoded = pcm16ToAlaw(wave);
     expect(encoded.length).toBe(wave.length);
     expect(maxRelativeError(wave, alawToPcm16(encoded))).toBeLessThan(0.07);
+  });
+
+  it('agrees with the G.711 reference (alawmulaw) on every code byte and every sample value', () => {
+    const codes = Buffer.from(Uint8Array.from({ length: 256 }, (_, i) => i));
+    const samples = Int16Array.from({ length: 65536 }, (_, i) => i - 32768);
+    expect([...mulawToPcm16(codes)]).toEqual([...mulaw.decode(codes)]);
+    expect([...alawToPcm16(codes)]).toEqual([...alaw.decode(codes)]);
+    expect([...pcm16ToMulaw(samples)]).toEqual([...mulaw.encode(samples)]);
+    expect([...pcm16ToAlaw(samples)]).toEqual([...alaw.encode(samples)]);
   });
 
   it('decodes a slice of a larger buffer without reading outside it', () => {

@@ -9,20 +9,52 @@ export const TELEPHONY_FRAME_MS = 20;
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 
+/**
+ * G.711 as lookup tables computed once from alawmulaw: every frame of every call goes through these, and a table
+ * read per sample costs a fraction of the library's per-sample arithmetic and allocates nothing but the output.
+ */
+interface G711Table {
+  /** Code byte → sample. */
+  decode: Int16Array;
+  /** Sample + 32768 → code byte. */
+  encode: Uint8Array;
+}
+
+function g711Table(codec: { encode(samples: Int16Array): Uint8Array; decode(bytes: Uint8Array): Int16Array }): G711Table {
+  const codes = Uint8Array.from({ length: 256 }, (_, i) => i);
+  const samples = Int16Array.from({ length: 65536 }, (_, i) => i - 32768);
+  return { decode: codec.decode(codes), encode: codec.encode(samples) };
+}
+
+const MULAW = g711Table(mulaw);
+const ALAW = g711Table(alaw);
+
+function g711Decode(table: G711Table, buf: Buffer): Int16Array {
+  const out = new Int16Array(buf.length);
+  for (let i = 0; i < buf.length; i++) out[i] = table.decode[buf[i]];
+  return out;
+}
+
+function g711Encode(table: G711Table, samples: Int16Array): Buffer {
+  const out = Buffer.allocUnsafe(samples.length);
+  for (let i = 0; i < samples.length; i++) out[i] = table.encode[samples[i] + 32768];
+  return out;
+}
+
 export function mulawToPcm16(buf: Buffer): Int16Array {
-  return mulaw.decode(asBytes(buf));
+  return g711Decode(MULAW, buf);
 }
 
 export function pcm16ToMulaw(samples: Int16Array): Buffer {
-  return asBuffer(mulaw.encode(samples));
+  return g711Encode(MULAW, samples);
 }
 
 export function alawToPcm16(buf: Buffer): Int16Array {
-  return alaw.decode(asBytes(buf));
+  return g711Decode(ALAW, buf);
 }
 
 export function pcm16ToAlaw(samples: Int16Array): Buffer {
-  return asBuffer(alaw.encode(samples));
+  return g711Encode(ALAW, samples);
 }
 
 /** Reads signed 16-bit little-endian PCM bytes (the `pcm16` wire format) into samples. */
@@ -79,12 +111,4 @@ export function bytesPerSample(encoding: AudioEncoding): number {
 export function frameDurationMs(bytes: number, encoding: AudioEncoding, sampleRate: number): number {
   if (!(sampleRate > 0)) throw new RangeError(`sampleRate must be positive, got ${sampleRate}`);
   return (bytes / bytesPerSample(encoding) / sampleRate) * 1000;
-}
-
-function asBytes(buf: Buffer): Uint8Array {
-  return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
-}
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
