@@ -99,7 +99,11 @@ describe('TwilioMediaStreamProtocol', () => {
     ],
     ['media without media', JSON.stringify({ ...MEDIA, media: undefined }), /media without media/],
     ['media without payload', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, payload: undefined } }), /media without payload/],
-    ['media with a non-base64 payload', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, payload: 'not base64!' } }), /not base64/],
+    ...['not base64!', 'AA A', 'A===', '=AAA', 'AAAAA', 'AA\nA'].map((payload) => [
+      `media with the non-base64 payload ${JSON.stringify(payload)}`,
+      JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, payload } }),
+      /not base64/,
+    ]),
     ['media without timestamp', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, timestamp: undefined } }), /media without timestamp/],
     ['media with a bad timestamp', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, timestamp: '-3' } }), /invalid timestamp "-3"/],
     ['dtmf without digit', JSON.stringify({ ...DTMF, dtmf: { track: 'inbound_track' } }), /dtmf without digit/],

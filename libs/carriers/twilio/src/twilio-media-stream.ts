@@ -82,7 +82,6 @@ export type TwilioStreamCommand =
   | { event: 'clear'; streamSid: string };
 
 const TWILIO_ENCODINGS: Record<string, MediaFormat['encoding']> = { 'audio/x-mulaw': 'mulaw' };
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /** MediaStreamProtocol for Twilio Media Streams (bidirectional, `<Connect><Stream>`). */
 export class TwilioMediaStreamProtocol implements MediaStreamProtocol {
@@ -124,13 +123,11 @@ export class TwilioMediaStreamProtocol implements MediaStreamProtocol {
       }
       case 'media': {
         const media = object(message, 'media', event);
-        const payload = string(media, 'payload', event, true);
-        if (!BASE64.test(payload)) throw streamError('media payload is not base64');
         const timestampMs = integer(media, 'timestamp', event, 0);
         // Only what the caller says matters; an `outbound` track (unidirectional both_tracks streams) echoes us.
         const track = media['track'];
         if (track !== undefined && track !== 'inbound') return undefined;
-        return { type: 'audio', payload: Buffer.from(payload, 'base64'), timestampMs };
+        return { type: 'audio', payload: base64(string(media, 'payload', event, true)), timestampMs };
       }
       case 'dtmf':
         return { type: 'dtmf', digit: string(object(message, 'dtmf', event), 'digit', event) };
@@ -201,6 +198,17 @@ function integer(parent: Record<string, unknown>, key: string, event: string, mi
     throw streamError(value === undefined ? `${event} without ${key}` : `${event} with invalid ${key} ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+/**
+ * Decodes a strict base64 payload. Node's decoder skips characters outside the alphabet, so a payload that is not
+ * base64 decodes short: comparing lengths checks it at a fraction of a regular expression's cost per frame.
+ */
+function base64(payload: string): Buffer {
+  const padding = payload.endsWith('==') ? 2 : payload.endsWith('=') ? 1 : 0;
+  const bytes = Buffer.from(payload, 'base64');
+  if (payload.length % 4 !== 0 || bytes.length !== (payload.length / 4) * 3 - padding) throw streamError('media payload is not base64');
+  return bytes;
 }
 
 function preview(frame: string): string {
