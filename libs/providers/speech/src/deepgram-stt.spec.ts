@@ -129,6 +129,23 @@ describe('DeepgramSpeechToText against a Deepgram-protocol server', () => {
     expect(events[events.length - 1]).toEqual({ type: 'final', text: 'Cancel my order', endOfTurn: true });
   });
 
+  it('sends audio in messages of at least 50 ms, and what it holds on Finalize and CloseStream', async () => {
+    const s = await open();
+    const bytesPerMs = (RATE / 1000) * 2;
+
+    write(s, frames('tone', 220));
+    await until(() => server.lastConnection?.audioMessages.length === 3, 'three messages');
+    s.finalize();
+    await until(() => server.lastConnection?.controlMessages.some((m) => m.type === 'Finalize') ?? false, 'Finalize');
+    const beforeFinalize = [...(server.lastConnection?.audioMessages ?? [])];
+    write(s, frames('tone', 40));
+    await s.close();
+    await until(() => server.lastConnection?.controlMessages.some((m) => m.type === 'CloseStream') ?? false, 'CloseStream');
+
+    expect(beforeFinalize).toEqual([60, 60, 60, 40].map((ms) => ms * bytesPerMs));
+    expect(server.lastConnection?.audioMessages).toEqual([60, 60, 60, 40, 40].map((ms) => ms * bytesPerMs));
+  });
+
   it('finalize with no speech reports an empty end of turn', async () => {
     const s = await open();
 

@@ -29,6 +29,12 @@ type ServerMessage = listen.ListenV1Results | listen.ListenV1UtteranceEnd | list
 
 const PROVIDER = 'deepgram';
 const DEFAULT_MODEL = 'nova-3';
+/**
+ * Audio goes to Deepgram in 50 ms messages (LiveKit's Deepgram plugin does the same), not one per 20 ms carrier
+ * frame: a WebSocket message costs a masked copy and a write system call, and the recognizer gains nothing from
+ * smaller ones. `finalize()` and `close()` send what is held first.
+ */
+const CHUNK_MS = 50;
 
 /**
  * Deepgram live transcription (`/v1/listen` over WebSocket) on the official SDK: linear16 mono at the stream's
@@ -67,7 +73,7 @@ export class DeepgramSpeechToText implements SpeechToText {
     } catch (error) {
       throw toSpeechError(error, 'cannot open a live stream');
     }
-    const stream = new DeepgramStream(socket, handlers, {
+    const stream = new DeepgramStream(socket, handlers, (options.sampleRate * CHUNK_MS) / 1000, {
       keepAliveMs: this.options.keepAliveMs ?? 5000,
       finalizeTimeoutMs: this.options.finalizeTimeoutMs ?? 2000,
     });
@@ -87,10 +93,14 @@ class DeepgramStream implements SttStream {
   private lastError: Error | undefined;
   private failureScheduled = false;
   private settleOpen: ((error?: SpeechError) => void) | undefined;
+  /** Audio written and not yet sent (fewer than chunkSamples samples). */
+  private held: Int16Array[] = [];
+  private heldSamples = 0;
 
   constructor(
     private readonly socket: Socket,
     private readonly handlers: SttStreamHandlers,
+    private readonly chunkSamples: number,
     private readonly timing: { keepAliveMs: number; finalizeTimeoutMs: number },
   ) {}
 
@@ -112,11 +122,29 @@ class DeepgramStream implements SttStream {
 
   write(pcm: Int16Array): void {
     if (this.state !== 'open' || pcm.length === 0) return;
-    this.send(() => this.socket.sendMedia(pcm16ToBytes(pcm)));
+    this.held.push(pcm);
+    this.heldSamples += pcm.length;
+    if (this.heldSamples >= this.chunkSamples) this.sendHeld();
+  }
+
+  private sendHeld(): void {
+    if (!this.heldSamples) return;
+    const chunk = this.held.length === 1 ? this.held[0] : new Int16Array(this.heldSamples);
+    if (this.held.length > 1) {
+      let at = 0;
+      for (const pcm of this.held) {
+        chunk.set(pcm, at);
+        at += pcm.length;
+      }
+    }
+    this.held = [];
+    this.heldSamples = 0;
+    this.send(() => this.socket.sendMedia(pcm16ToBytes(chunk)));
   }
 
   finalize(): void {
     if (this.state !== 'open') return;
+    this.sendHeld();
     this.finalizing = true;
     this.send(() => this.socket.sendFinalize({ type: 'Finalize' }));
     // Deepgram may not answer a Finalize when it holds no audio; the engine still needs its end of turn.
@@ -130,6 +158,7 @@ class DeepgramStream implements SttStream {
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     const wasOpen = this.state === 'open';
+    if (wasOpen) this.sendHeld();
     this.shutDown();
     if (wasOpen) this.send(() => this.socket.sendCloseStream({ type: 'CloseStream' }));
     this.socket.close();

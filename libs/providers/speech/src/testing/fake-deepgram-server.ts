@@ -40,6 +40,8 @@ export interface FakeDeepgramConnection {
   controlMessages: FakeDeepgramControlMessage[];
   /** Bytes of binary audio received. */
   audioBytes: number;
+  /** The size in bytes of each binary audio message, in order. */
+  audioMessages: number[];
   /** Every JSON message sent to the client, in order. */
   sent: Array<Record<string, unknown>>;
   /** Close code once closed (either side). */
@@ -179,6 +181,7 @@ export class FakeDeepgramServer {
         requestId: randomUUID(),
         controlMessages: [],
         audioBytes: 0,
+        audioMessages: [],
         sent: [],
         closeCode: undefined,
       };
@@ -240,6 +243,7 @@ class LiveSession {
 
   private audio(bytes: Buffer): void {
     this.connection.audioBytes += bytes.length;
+    this.connection.audioMessages.push(bytes.length);
     // Samples may straddle messages.
     const all = this.carry ? Buffer.concat([this.carry, bytes]) : bytes;
     const usable = all.length - (all.length % 2);
