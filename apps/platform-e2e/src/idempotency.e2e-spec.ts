@@ -112,6 +112,36 @@ describeWithNats('Idempotency-Key on the distributed platform: a request that ma
     }
   });
 
+  it('answers 409 to every retry while the first create is held in flight, then replays it: one agent', async () => {
+    const api = platform.api(KEY);
+    const db = new Client({ connectionString: platform.databaseUrl });
+    await db.connect();
+    const body = { name: `held-${Date.now()}`, languages: [{ code: 'en' }] };
+    try {
+      // The first create waits behind this lock (well within its deadline) while the retries arrive.
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE agents.agents IN EXCLUSIVE MODE');
+      const first = api.post('/v1/agents', body, { 'idempotency-key': body.name });
+      await new Promise((r) => setTimeout(r, 300));
+      const during = await Promise.all(Array.from({ length: 6 }, () => api.post('/v1/agents', body, { 'idempotency-key': body.name })));
+      await db.query('COMMIT');
+      const created = await first;
+      const after = await api.post('/v1/agents', body, { 'idempotency-key': body.name });
+
+      expect(created.status).toBe(201);
+      for (const retry of during) {
+        expect(retry.status).toBe(409);
+        expect(retry.body).toMatchObject({ code: 'idempotency_conflict', detail: expect.stringMatching(/still running/) });
+      }
+      expect(after.status).toBe(201);
+      expect(after.headers.get('idempotency-replayed')).toBe('true');
+      expect(after.body).toEqual(created.body);
+      expect((await api.get('/v1/agents?limit=100')).body.data.filter((a: { name: string }) => a.name === body.name)).toHaveLength(1);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('answers a retry of a call create whose answer was lost (calls service frozen after dialling) with the same call, dialled once', async () => {
     const api = platform.api(KEY);
     const agent = (await api.post('/v1/agents', { name: 'Dialler', languages: [{ code: 'en' }] })).body;
