@@ -74,6 +74,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
 
   async declareEndpoint(req: webhooksV1.DeclareEndpointRequest): Promise<webhooksV1.DeclareEndpointResponse> {
     const { endpoint, created, secret } = await this.endpoints.declare(req.account_id, fieldsOf(req.endpoint));
+    if (!endpoint.enabled) await this.engine.abandonCancelled();
     return { endpoint: toEndpoint(endpoint), created, secret: secret ?? '' };
   }
 
@@ -83,15 +84,16 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
 
   async updateEndpoint(req: webhooksV1.UpdateEndpointRequest): Promise<webhooksV1.UpdateEndpointResponse> {
     const endpoint = await this.endpoints.update(req.account_id, req.id, fieldsOf(req.patch));
-    // Enabled: new work may be due. Disabled: this replica abandons its attempts to it at once.
-    this.engine.nudge();
+    // Disabled: this replica abandons its attempts to it at once (others at their next pass). Enabled: work may be due.
+    if (!endpoint.enabled) await this.engine.abandonCancelled();
+    else this.engine.nudge();
     return { endpoint: toEndpoint(endpoint) };
   }
 
   async deleteEndpoint(req: webhooksV1.DeleteEndpointRequest): Promise<webhooksV1.DeleteEndpointResponse> {
     await this.endpoints.delete(req.account_id, req.id);
     // This replica abandons its attempts to the endpoint at once; others at their next pass.
-    this.engine.nudge();
+    await this.engine.abandonCancelled();
     return { id: req.id, deleted: true };
   }
 
