@@ -160,6 +160,18 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     expect(event?.data).toEqual({ name: 'lookup_order', kind: 'custom_function', arguments: { order: '42' }, ok: false, error: 'HTTP 500' });
   });
 
+  it('reports a numbered tool call once however often the worker retries it, and each numbered report once', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100081' });
+    const lookup = { name: 'lookup_order', kind: 'custom_function', arguments: { order: '7' }, ok: true };
+    await calls.toolCalled('acc_1', call.id, lookup, { id: 'MZ1', seq: 3 });
+    await calls.toolCalled('acc_1', call.id, lookup, { id: 'MZ1', seq: 3 });
+    await calls.toolCalled('acc_1', call.id, lookup, { id: 'MZ1', seq: 4 });
+    // The same number on another stream (the call was resumed on a new one) is another report.
+    await calls.toolCalled('acc_1', call.id, lookup, { id: 'MZ2', seq: 3 });
+
+    expect((await outboxTypes(call.id)).filter((e) => e.type === 'call.tool.called')).toHaveLength(3);
+  });
+
   it('brings the caller back to the agent when the transfer is not answered, and hangs up after an answered one', async () => {
     const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100079' });
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));

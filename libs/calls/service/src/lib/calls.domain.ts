@@ -387,8 +387,18 @@ export class CallsDomain {
   }
 
   /** The agent invoked a function (`call.tool.called`). */
-  async toolCalled(accountId: string, id: string, data: WebhookEventData['call.tool.called']): Promise<void> {
-    await this.amend(accountId, id, async (call, m) => [await this.emit(m, call, 'call.tool.called', data)]);
+  /** Emits call.tool.called; a numbered report (`stream`) the call has taken already is a retry and emits nothing. */
+  async toolCalled(accountId: string, id: string, data: WebhookEventData['call.tool.called'], stream?: { id: string; seq: number }): Promise<void> {
+    await this.amend(accountId, id, async (call, m) => {
+      if (stream && stream.seq > 0) {
+        const taken: unknown[] = await m.query(
+          `INSERT INTO call_tool_calls (call_id, stream_id, stream_seq) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING call_id`,
+          [id, stream.id, stream.seq],
+        );
+        if (!taken.length) return [];
+      }
+      return [await this.emit(m, call, 'call.tool.called', data)];
+    });
   }
 
   /** Asks the media worker running the call to leave `message` on the answering machine, then hang up. */

@@ -118,7 +118,12 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     } catch {
       args = { raw: req.arguments_json };
     }
-    await this.calls.toolCalled(req.account_id, req.call_id, { name: req.name, kind: req.kind, arguments: args, ok: req.ok, ...(req.error ? { error: req.error } : {}) });
+    await this.calls.toolCalled(
+      req.account_id,
+      req.call_id,
+      { name: req.name, kind: req.kind, arguments: args, ok: req.ok, ...(req.error ? { error: req.error } : {}) },
+      req.stream_id ? { id: req.stream_id, seq: req.seq } : undefined,
+    );
     return {};
   }
 

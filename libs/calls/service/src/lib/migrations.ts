@@ -211,6 +211,24 @@ export class AddCallIdempotencyKey1764000000330 implements MigrationInterface {
   }
 }
 
+export class CreateCallToolCalls1764100000350 implements MigrationInterface {
+  name = 'CreateCallToolCalls1764100000350';
+
+  async up(q: QueryRunner): Promise<void> {
+    // The numbered tool-call reports a call has taken: a retried report is recognised by its key.
+    await q.query(`CREATE TABLE IF NOT EXISTS call_tool_calls (
+      call_id text NOT NULL,
+      stream_id text NOT NULL,
+      stream_seq int NOT NULL,
+      PRIMARY KEY (call_id, stream_id, stream_seq)
+    )`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS call_tool_calls`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -222,4 +240,5 @@ export const CALLS_MIGRATIONS = [
   AddCarrierCheckedAt1764000000310,
   AddTurnStreamSeq1764000000320,
   AddCallIdempotencyKey1764000000330,
+  CreateCallToolCalls1764100000350,
 ];

@@ -378,6 +378,8 @@ describe('agent actions over the real stack', () => {
     expect(c.control.toolCalls).toEqual([
       expect.objectContaining({ name: 'lookup_order', kind: 'custom_function', arguments_json: '{"order_id":"A 123/4"}', ok: true, error: '' }),
     ]);
+    // Numbered on its stream after the greeting and the question, so a retried report is recognised.
+    expect(c.control.toolCalls[0]).toMatchObject({ stream_id: expect.stringMatching(/.+/), seq: 3 });
   }, 30_000);
 
   it('refuses an argument outside the closed schema without a request, and tells the model', async () => {

@@ -55,8 +55,11 @@ export class CallSession {
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
   private transcript: TranscriptWriter | undefined;
-  /** The number of the last turn reported on this stream (AppendTurnRequest.seq: the calls service's dedupe key). */
-  private turnSeq = 0;
+  /**
+   * The number of the last turn or tool-call report on this stream (AppendTurnRequest.seq, RecordToolCallRequest.seq:
+   * the calls service's dedupe key).
+   */
+  private reportSeq = 0;
 
   constructor(
     private readonly socket: StreamSocket,
@@ -122,6 +125,11 @@ export class CallSession {
   async onClose(): Promise<void> {
     await this.attaching?.catch(() => undefined);
     await this.finish('closed');
+  }
+
+  /** The stream and number of the next report (unnumbered on a stream without an id to key it). */
+  private nextReport(): { stream_id: string; seq: number } {
+    return { stream_id: this.streamId, seq: this.streamId ? ++this.reportSeq : 0 };
   }
 
   private async attach(event: Extract<MediaStreamEvent, { type: 'start' }>): Promise<void> {
@@ -213,8 +221,7 @@ export class CallSession {
         onTurn: (turn) => {
           const req = {
             ...ids,
-            stream_id: this.streamId,
-            seq: this.streamId ? ++this.turnSeq : 0,
+            ...this.nextReport(),
             turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted },
           };
           transcript.add('turn', () => this.deps.calls.appendTurn(req));
@@ -226,9 +233,9 @@ export class CallSession {
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
             .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed')),
         transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
-        // Reported in order with the turns (call.tool.called).
+        // Reported in order with the turns and numbered with them (call.tool.called once per report).
         recordToolCall: (report) => {
-          const req = { ...ids, name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' };
+          const req = { ...ids, ...this.nextReport(), name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' };
           transcript.add('tool_call', () => this.deps.calls.recordToolCall(req));
         },
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),

@@ -302,6 +302,13 @@ export interface RecordToolCallRequest {
   arguments_json: string;
   ok: boolean;
   error: string;
+  /**
+   * As AppendTurnRequest's: the report's stream and number there (one sequence with the stream's turns); a report
+   * whose (stream_id, seq) the call holds already is a retry, acknowledged without a second call.tool.called.
+   * seq 0: unnumbered, always reported.
+   */
+  stream_id: string;
+  seq: number;
 }
 
 export interface RecordToolCallResponse {
