@@ -287,11 +287,14 @@ export class CallControl {
    */
   async mediaHeartbeat(accountId: string, id: string, stopped: boolean): Promise<boolean> {
     const call = await this.calls.touchMedia(accountId, id);
-    if (stopped && call.status === 'in_progress' && !call.transferredTo) {
+    if (!stopped) return isLive(call.status);
+    let live = isLive(call.status);
+    if (call.status === 'in_progress' && !call.transferredTo) {
       const ended = await this.calls.transition(accountId, id, (c) => (c.status === 'in_progress' && !c.transferredTo ? { status: 'ended', endReason: 'completed' } : undefined));
-      return isLive(ended.status);
+      live = isLive(ended.status);
     }
-    return isLive(call.status);
+    await this.calls.mediaStopped(accountId, id);
+    return live;
   }
 
   /** A carrier status (a callback, or the carrier's API read by CarrierReconciler) onto the call's state machine. */

@@ -72,6 +72,11 @@ export interface TurnInput {
  * TRANSCRIPT_FLUSH_MS (media worker) with retries. Well above that bound; anything later is refused.
  */
 export const TRANSCRIPT_GRACE_MS = 60_000;
+/**
+ * How long the analysis of a call that ended with its media stream attached waits for the stream to stop: the media
+ * worker's transcript flush bound (15 s) with a margin. The worker's last heartbeat (`stopped`) makes it due at once.
+ */
+export const ANALYSIS_WAITS_FOR_MEDIA_MS = 20_000;
 
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
@@ -115,7 +120,8 @@ export class CallsDomain {
         const taken: unknown[] = await m.query(`SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2`, [input.accountId, input.idempotencyKey]);
         if (taken.length) throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
       }
-      const now = new Date();
+      // The database's clock, like every later change: the reaper measures a new call's age from it.
+      const [{ now }]: { now: Date }[] = await m.query(`SELECT now() AS now`);
       const entity = Object.assign(new CallEntity(), {
         ...input,
         idempotencyKey: input.idempotencyKey || null,
@@ -190,11 +196,10 @@ export class CallsDomain {
   async transition(accountId: string, id: string, decide: (call: CallEntity) => Transition | undefined): Promise<CallEntity> {
     const events: WebhookEvent[] = [];
     const { call, changed } = await this.dataSource.transaction(async (m) => {
-      const current = await this.lock(m, accountId, id);
+      const { call: current, now } = await this.lockAt(m, accountId, id);
       const next = decide(current);
       if (!next || next.status === current.status) return { call: current, changed: false };
       if (!canMove(current.status, next.status)) throw new AppError('conflict', `A ${current.status} call cannot become ${next.status}.`);
-      const now = new Date();
       current.status = next.status;
       current.updatedAt = now;
       if (next.status === 'in_progress') current.answeredAt = now;
@@ -203,8 +208,9 @@ export class CallsDomain {
         // An answering machine took the call and the agent carried on (voicemail `continue`): the record says so.
         current.endReason = next.endReason === 'completed' && current.answeredBy === 'machine' ? 'voicemail' : next.endReason ?? 'completed';
         current.failureReason = next.failureReason ?? null;
-        // Same transaction as call.ended: the post-call analysis is due once the end is committed (PostCallAnalysis).
-        if (wantsAnalysis(current)) current.analysisDueAt = now;
+        // Same transaction as call.ended: the post-call analysis is due once the end is committed (PostCallAnalysis),
+        // or, while a media stream is attached, once it stops (see mediaStopped): its last turns are written by then.
+        if (wantsAnalysis(current)) current.analysisDueAt = this.mediaAttached(current, now) ? new Date(now.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS) : now;
       }
       await m.save(CallEntity, current);
       events.push(...(await this.emitFor(m, current)));
@@ -218,9 +224,9 @@ export class CallsDomain {
   async amend(accountId: string, id: string, change: (call: CallEntity, m: EntityManager) => Promise<WebhookEvent[]> | WebhookEvent[]): Promise<CallEntity> {
     const events: WebhookEvent[] = [];
     const call = await this.dataSource.transaction(async (m) => {
-      const current = await this.lock(m, accountId, id);
+      const { call: current, now } = await this.lockAt(m, accountId, id);
       events.push(...(await change(current, m)));
-      current.updatedAt = new Date();
+      current.updatedAt = now;
       await m.save(CallEntity, current);
       return current;
     });
@@ -229,6 +235,24 @@ export class CallsDomain {
   }
 
   /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
+  /**
+   * The call's media stream stopped, its last turns written: an analysis still waiting for it (due at the end plus
+   * ANALYSIS_WAITS_FOR_MEDIA_MS, neither claimed nor rescheduled since: the exact time tells) is due now.
+   */
+  async mediaStopped(accountId: string, id: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE calls SET analysis_due_at = now()
+        WHERE id = $1 AND account_id = $2 AND analysed_at IS NULL AND analysis_error IS NULL
+          AND analysis_due_at = ended_at + make_interval(secs => $3)`,
+      [id, accountId, ANALYSIS_WAITS_FOR_MEDIA_MS / 1000],
+    );
+  }
+
+  /** A worker reported media within MEDIA_LOST_SECONDS: its stream may still be delivering turns. */
+  private mediaAttached(call: CallEntity, now: Date): boolean {
+    return call.lastMediaAt !== null && now.getTime() - call.lastMediaAt.getTime() < this.config.MEDIA_LOST_SECONDS * 1000;
+  }
+
   async touchMedia(accountId: string, id: string): Promise<CallEntity> {
     await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return this.get(accountId, id);
@@ -485,14 +509,24 @@ export class CallsDomain {
   }
 
   private async lock(m: EntityManager, accountId: string, id: string): Promise<CallEntity> {
-    const current = await m
+    return (await this.lockAt(m, accountId, id)).call;
+  }
+
+  /**
+   * The call under its row lock, and the database's clock (`now`) in the same statement: the times a change writes
+   * (`updated_at` above all) are on the clock the reaper and the reconciler compare them with, whatever this
+   * replica's clock says.
+   */
+  private async lockAt(m: EntityManager, accountId: string, id: string): Promise<{ call: CallEntity; now: Date }> {
+    const { entities, raw } = await m
       .getRepository(CallEntity)
       .createQueryBuilder('c')
+      .addSelect('now()', 'db_now')
       .setLock('pessimistic_write')
       .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
-      .getOne();
-    if (!current) throw AppError.notFound('call');
-    return current;
+      .getRawAndEntities<{ db_now: Date }>();
+    if (!entities[0]) throw AppError.notFound('call');
+    return { call: entities[0], now: new Date(raw[0].db_now) };
   }
 
   private async emitFor(m: EntityManager, call: CallEntity): Promise<WebhookEvent[]> {

@@ -6,7 +6,7 @@ import { FakeLlm, LlmError } from '@parley/llm';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { CallsDomain, NewCall, toCallMessage } from './calls.domain';
+import { ANALYSIS_WAITS_FOR_MEDIA_MS, CallsDomain, NewCall, toCallMessage } from './calls.domain';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 import { POST_CALL_CONCURRENCY, POST_CALL_LEASE_MS, POST_CALL_MAX_ATTEMPTS, POST_CALL_RETRY_DELAYS_MS, PostCallAnalysis } from './post-call-analysis';
@@ -155,6 +155,40 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     expect(request.messages[0].content).toContain('one of "booked", "not_booked", "unclear"');
     // Nothing due any more.
     expect(await workerWith(llm).runDue()).toEqual([]);
+  });
+
+  it('waits for a media stream still attached at the end, so the turns it writes after the end are analysed', async () => {
+    const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025' }]);
+    const call = await calls.insert(newCall('agt_full'));
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await calls.touchMedia('acc_1', call.id);
+    await calls.appendTurn('acc_1', call.id, { role: 'assistant', text: 'Good evening, Trattoria Ada.', language: 'en', startMs: 0, endMs: 900, interrupted: false });
+    // The caller hangs up: the carrier's callback ends the call while the worker still flushes the last turn.
+    const ended = await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    expect(ended.analysisDueAt?.getTime()).toBe(ended.endedAt!.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS);
+    expect(await workerWith(llm).runDue()).toEqual([]);
+    await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'A table for four on Friday, please.', language: 'en', startMs: 1000, endMs: 2000, interrupted: false });
+    await calls.mediaStopped('acc_1', call.id);
+
+    expect(await workerWith(llm).runDue()).toEqual([{ callId: call.id, outcome: 'analysed' }]);
+    expect(llm.requests[0].messages[1].content).toContain('Caller: A table for four on Friday, please.');
+  });
+
+  it('analyses a call whose attached stream never reports its stop once the wait is over, and a claimed one is not pulled forward', async () => {
+    const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025' }]);
+    const call = await calls.insert(newCall('agt_full'));
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    await calls.touchMedia('acc_1', call.id);
+    await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'Hello?', language: 'en', startMs: 0, endMs: 500, interrupted: false });
+    const ended = await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+
+    at(ended.endedAt!, ANALYSIS_WAITS_FOR_MEDIA_MS - 1);
+    expect(await workerWith(llm).runDue()).toEqual([]);
+    const lease = new Date(Date.now() + 600_000);
+    expect(await calls.claimDueAnalyses(new Date(ended.endedAt!.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS), 10, lease)).toHaveLength(1);
+    // A late stop does not make a claimed analysis due again (the claim's lease stands).
+    await calls.mediaStopped('acc_1', call.id);
+    expect((await calls.get('acc_1', call.id)).analysisDueAt?.getTime()).toBe(lease.getTime());
   });
 
   it('with the summary off, asks for the fields only (with the agent’s model) and sends summary null', async () => {
