@@ -234,7 +234,6 @@ export class CallsDomain {
     return call;
   }
 
-  /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
   /**
    * The call's media stream stopped, its last turns written: an analysis still waiting for it (due at the end plus
    * ANALYSIS_WAITS_FOR_MEDIA_MS, neither claimed nor rescheduled since: the exact time tells) is due now.
@@ -253,6 +252,7 @@ export class CallsDomain {
     return call.lastMediaAt !== null && now.getTime() - call.lastMediaAt.getTime() < this.config.MEDIA_LOST_SECONDS * 1000;
   }
 
+  /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
   async touchMedia(accountId: string, id: string): Promise<CallEntity> {
     await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
     return this.get(accountId, id);
