@@ -44,7 +44,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
         EGRESS_ALLOWLIST: '127.0.0.1',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         MAX_CONCURRENT_CALLS: '3',
-        CALL_STUCK_SECONDS: '10',
+        CALL_STUCK_SECONDS: '30', // the least allowed: three media heartbeats
         TWILIO_ACCOUNT_SID: twilio.accountSid,
         TWILIO_AUTH_TOKEN: twilio.authToken,
         TWILIO_API_BASE_URL: await twilio.start(),
@@ -93,7 +93,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     const dial = dialsTo('+15550100000')[0];
     const sid = dial.callSid as string;
     expect(first.body.carrier_call_id).toBe(sid);
-    expect(dial.form['StatusCallback']).toBe(`${platform.baseUrl}/carriers/twilio/status`);
+    expect(dial.form['StatusCallback']).toBe(`${platform.baseUrl}/carriers/twilio/status?call=${first.body.id}`);
     expect(dial.twiml).toContain(`<Stream url="${platform.mediaUrl}/streams/twilio">`);
     expect(dial.twiml).toMatch(/<Parameter name="token" value="[^"]+"\/>/);
 
@@ -357,9 +357,10 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     expect(over.body.code).toBe('plan_limit_reached');
     for (const c of live.slice(1)) await api.post(`/v1/calls/${c.id}/end`);
 
-    // The one left alone never gets media: it fails with a reason instead of staying live forever.
+    // The one left alone never gets media: it fails with a reason instead of staying live forever (after
+    // CALL_STUCK_SECONDS and at most one reaper pass).
     const stuck = live[0];
-    const deadline = Date.now() + 25_000;
+    const deadline = Date.now() + 45_000;
     let status = '';
     while (Date.now() < deadline && status !== 'failed') {
       status = (await api.get(`/v1/calls/${stuck.id}`)).body.status;
@@ -372,5 +373,5 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
       return t.includes('call.failed') && t.includes('call.ended') ? t : undefined;
     });
     expect(types.sort()).toEqual(['call.ended', 'call.failed']);
-  }, 60_000);
+  }, 80_000);
 });

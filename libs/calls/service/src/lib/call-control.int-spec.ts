@@ -72,7 +72,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   it('dials with the agent’s ring time, the status callback and a stream token that attaches only its own call', async () => {
     const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100000' });
     const dial = twilio.lastCall!;
-    expect(dial.form).toMatchObject({ To: '+15550100000', From: '+15550009999', Timeout: '45', StatusCallback: 'https://parley.example/carriers/twilio/status' });
+    expect(dial.form).toMatchObject({ To: '+15550100000', From: '+15550009999', Timeout: '45', StatusCallback: `https://parley.example/carriers/twilio/status?call=${call.id}` });
     expect(call).toMatchObject({ status: 'queued', carrier: 'twilio', carrierCallId: dial.callSid, recordingEnabled: true });
     const token = /name="token" value="([^"]+)"/.exec(dial.twiml ?? '')?.[1] ?? '';
     expect(dial.twiml).toContain('url="wss://media.parley.example/streams/twilio"');
@@ -80,6 +80,34 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     await expect(control.attachMedia(token, 'twilio', 'CAsomeoneelse')).rejects.toMatchObject({ code: 'unauthenticated' });
     await expect(control.attachMedia(`${token}x`, 'twilio', dial.callSid!)).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(await control.attachMedia(token, 'twilio', dial.callSid!)).toMatchObject({ call: { status: 'in_progress' }, resume: '' });
+  });
+
+  it('finds a call whose carrier id was never recorded through the call id on its signed callback URL, and records it', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100003' });
+    const sid = twilio.lastCall!.callSid!;
+    // Recording the dial's outcome failed (the database was away when the carrier answered the dial).
+    await dataSource.query(`UPDATE calls SET carrier_call_id = NULL WHERE id = $1`, [call.id]);
+    const callback = async (url: string, callSid: string, status: string) => {
+      const params = twilio.statusCallbackParams(callSid, status);
+      const signed = signedTwilioWebhook(url, params, twilio.authToken);
+      return control.handleWebhook({ carrier: 'twilio', kind: 'status', url, headers: signed.headers, params, agent_id: '' });
+    };
+    const url = twilio.lastCall!.form!['StatusCallback'];
+
+    await callback(url, sid, 'ringing');
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ringing', carrierCallId: sid });
+    // Another carrier call naming this call (a forged or stale hint) changes nothing: the call has its id now.
+    await callback(url, 'CA0000000000000000000000000000ff01', 'completed');
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ringing', carrierCallId: sid });
+  });
+
+  it('records the carrier id of a call that has none from the media stream it attaches', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100004' });
+    const dial = twilio.lastCall!;
+    await dataSource.query(`UPDATE calls SET carrier_call_id = NULL WHERE id = $1`, [call.id]);
+    const token = /name="token" value="([^"]+)"/.exec(dial.twiml ?? '')?.[1] ?? '';
+
+    expect((await control.attachMedia(token, 'twilio', dial.callSid!)).call).toMatchObject({ status: 'in_progress', carrierCallId: dial.callSid });
   });
 
   it('transfers an answered call through the REST API, emits call.transferred, and ends it transferred', async () => {

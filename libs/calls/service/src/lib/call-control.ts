@@ -19,6 +19,17 @@ export const CARRIER_WEBHOOK_PATH = '/carriers';
 /** Path of the media worker's stream endpoint per carrier, below MEDIA_PUBLIC_URL. */
 export const MEDIA_STREAM_PATH = '/streams';
 const DEFAULT_RING_SECONDS = 30;
+/** The query parameter of a carrier callback URL that names the call it is about. */
+const CALL_HINT = 'call';
+
+/** The call id a callback URL names, if any (a URL that does not parse names none). */
+function callHint(url: string): string | undefined {
+  try {
+    return new URL(url).searchParams.get(CALL_HINT) || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** What the per-call stream token proves: this carrier stream belongs to this call. */
 export interface StreamClaims {
@@ -182,11 +193,13 @@ export class CallControl {
         from: call.from,
         streamUrl: this.streamUrl(carrier),
         streamToken: this.streamToken(call),
-        statusCallbackUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/status`,
+        // The call's own id rides on the callback URLs (signed by the carrier with them): a callback still finds
+        // the call if recording the carrier's id after dialling failed.
+        statusCallbackUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/status?${CALL_HINT}=${call.id}`,
         timeoutSeconds: agent.ringSeconds,
         // Asked for every talking agent, so even `continue` can record that a machine answered.
         machineDetection: agent.converses,
-        machineDetectionUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/amd`,
+        machineDetectionUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/amd?${CALL_HINT}=${call.id}`,
       });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
@@ -248,8 +261,9 @@ export class CallControl {
     if (!carrier.verifyWebhook({ url: req.url, headers: req.headers, params: req.params })) {
       throw new AppError('unauthenticated', `The ${carrier.name} webhook signature is missing or does not match.`);
     }
+    const hint = callHint(req.url);
     if (req.kind === 'status') {
-      await this.applyStatus(carrier, this.parse(() => carrier.parseStatusCallback(req.params)));
+      await this.applyStatus(carrier, this.parse(() => carrier.parseStatusCallback(req.params)), hint);
       return { status_code: 204, content_type: '', body: '' };
     }
     if (req.kind === 'transfer-result') {
@@ -257,7 +271,7 @@ export class CallControl {
       return { status_code: 200, content_type: markup.contentType, body: markup.body };
     }
     if (req.kind === 'amd') {
-      await this.applyMachineDetection(carrier, this.parse(() => carrier.parseMachineDetection(req.params)));
+      await this.applyMachineDetection(carrier, this.parse(() => carrier.parseMachineDetection(req.params)), hint);
       return { status_code: 204, content_type: '', body: '' };
     }
     if (req.kind === 'voice') {
@@ -276,6 +290,13 @@ export class CallControl {
       throw new AppError('unauthenticated', 'The media stream token belongs to another call.');
     }
     this.assertLive(call);
+    // The stream names the carrier's call: recorded here if the dial's outcome could not be.
+    if (call.carrier === carrierName && !call.carrierCallId && carrierCallId) {
+      await this.calls.amend(call.accountId, call.id, (c) => {
+        c.carrierCallId ??= carrierCallId;
+        return [];
+      });
+    }
     await this.calls.touchMedia(call.accountId, call.id);
     const attached = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
     return { call: attached, resume: claims.resume ?? '' };
@@ -298,13 +319,30 @@ export class CallControl {
   }
 
   /** A carrier status (a callback, or the carrier's API read by CarrierReconciler) onto the call's state machine. */
-  async applyStatus(carrier: CarrierAdapter, update: CarrierStatusUpdate): Promise<void> {
-    const call = await this.calls.findByCarrierCall(carrier.name, update.carrierCallId);
+  async applyStatus(carrier: CarrierAdapter, update: CarrierStatusUpdate, hint?: string): Promise<void> {
+    const call = await this.callOfCallback(carrier, update.carrierCallId, hint);
     if (!call) {
       this.log.info({ carrier: carrier.name, carrierCallId: update.carrierCallId }, 'status callback for an unknown call ignored');
       return;
     }
     await this.calls.transition(call.accountId, call.id, (current) => transitionForCarrierStatus(current, update));
+  }
+
+  /**
+   * The call a carrier's callback is about: by the carrier's id, else by the call id on the callback's URL when the
+   * call has no carrier id recorded (the dial's outcome could not be stored), which it then records. A hint naming a
+   * call with another carrier id is another leg's, not this call's.
+   */
+  private async callOfCallback(carrier: CarrierAdapter, carrierCallId: string, hint: string | undefined): Promise<CallEntity | undefined> {
+    const found = await this.calls.findByCarrierCall(carrier.name, carrierCallId);
+    if (found || !hint || !carrierCallId) return found;
+    const hinted = await this.calls.findForCarrier(carrier.name, hint);
+    if (!hinted || hinted.carrierCallId) return undefined;
+    this.log.info({ callId: hinted.id, carrierCallId }, 'carrier call id recorded from a callback');
+    return this.calls.amend(hinted.accountId, hinted.id, (c) => {
+      c.carrierCallId ??= carrierCallId;
+      return [];
+    });
   }
 
   /**
@@ -327,8 +365,8 @@ export class CallControl {
    * `message` has the media worker speak voicemail_message and hang up, `continue` carries on (the call will end
    * `voicemail`). The verdict is recorded either way.
    */
-  private async applyMachineDetection(carrier: CarrierAdapter, verdict: MachineDetection): Promise<void> {
-    const found = await this.calls.findByCarrierCall(carrier.name, verdict.carrierCallId);
+  private async applyMachineDetection(carrier: CarrierAdapter, verdict: MachineDetection, hint?: string): Promise<void> {
+    const found = await this.callOfCallback(carrier, verdict.carrierCallId, hint);
     if (!found) return;
     const call = await this.calls.amend(found.accountId, found.id, (c) => {
       c.answeredBy = verdict.answeredBy;

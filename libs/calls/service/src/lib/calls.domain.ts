@@ -175,6 +175,11 @@ export class CallsDomain {
   }
 
   /** The call a carrier knows by its own id; undefined when Parley has no such call. */
+  /** A call placed through `carrier`, by id alone: for callbacks the carrier signed, which carry no account. */
+  async findForCarrier(carrier: string, id: string): Promise<CallEntity | undefined> {
+    return (await this.dataSource.getRepository(CallEntity).findOneBy({ carrier, id })) ?? undefined;
+  }
+
   async findByCarrierCall(carrier: string, carrierCallId: string): Promise<CallEntity | undefined> {
     return (await this.dataSource.getRepository(CallEntity).findOneBy({ carrier, carrierCallId })) ?? undefined;
   }
