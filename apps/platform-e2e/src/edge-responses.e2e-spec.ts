@@ -47,6 +47,21 @@ describe('every gateway response is a problem or a success with the common heade
     expectCommonHeaders(res.headers);
   });
 
+  it.each([
+    ['over the body limit', '/v1/agents', 413, 'payload_too_large'],
+    ['to a malformed URL', '/v1/calls/%/claim', 400, 'invalid_request'],
+  ])('answers a client that writes a whole 8 MB body %s before reading, without resetting its write', async (_what, path, status, code) => {
+    const body = ' '.repeat(8 * 1024 * 1024);
+    const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${OWNER}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${CLOSE}`;
+
+    // rawHttp fails on a write the gateway reset (EPIPE, ECONNRESET), the way such a client loses its answer.
+    const res = await rawHttp(port, head + body);
+
+    expect(res.status).toBe(status);
+    expect(JSON.parse(res.body)).toMatchObject({ status, code, request_id: res.headers['x-request-id'] });
+    expectCommonHeaders(res.headers);
+  });
+
   it.each(['/healthz', '/openapi.json', '/openapi.yaml', '/no-such-route'])('puts the rate-limit headers on %s', async (path) => {
     const res = await fetch(`${platform.baseUrl}${path}`);
 

@@ -21,16 +21,7 @@ interface KnownGap {
   matches?: (f: Failure) => boolean;
   example: string;
 }
-const KNOWN_GAPS: KnownGap[] = [
-  {
-    klass: 'no-answer',
-    // The gateway answers before it has read a large body (413, or a 400/404 decided from the path) and closes at
-    // once; the unread rest makes the kernel reset the connection, which can discard the answer before the client
-    // reads it (no lingering close). Seen with bodies from about 600 KB, under the 1 MiB limit too.
-    matches: (f) => f.reproduction.kind === 'http' && !!f.reproduction.body && /\(write (EPIPE|ECONNRESET)\)/.test(f.detail),
-    example: 'POST /v1/calls/%/claim with a 1 000 011-byte JSON body: the connection closed without an answer (write EPIPE)',
-  },
-];
+const KNOWN_GAPS: KnownGap[] = [];
 
 const isKnownGap = (f: Failure) => KNOWN_GAPS.some((g) => g.klass === f.klass && (g.matches?.(f) ?? true));
 

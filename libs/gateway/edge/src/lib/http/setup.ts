@@ -7,6 +7,7 @@ import { RateLimiter } from '../edge/rate-limit';
 import { CommonHeaders, registerCommonHeaders } from './common-headers';
 import { parseAllowedOrigins } from './cors';
 import { frameworkErrorOptions } from './framework-errors';
+import { lingerBeforeClose } from './linger';
 import { buildOpenApiDocument, openApiYaml } from './openapi';
 
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\s*(;|$)/i;
@@ -32,6 +33,7 @@ export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptio
 export function configureGatewayHttp(app: NestFastifyApplication, config: GatewayConfig): void {
   const fastify = app.getHttpAdapter().getInstance();
   registerCommonHeaders(fastify, new CommonHeaders(app.get(RateLimiter), parseAllowedOrigins(config.CORS_ALLOWED_ORIGINS)));
+  lingerBeforeClose(fastify.server);
   // Callback-style hooks: an async hook costs a promise per request on every route.
   fastify.addHook('onRequest', (request, reply, done) => {
     // Bodies are JSON only; refuse anything else before it is read (Fastify alone would parse it as text).

@@ -1,0 +1,53 @@
+import { IncomingMessage, Server } from 'node:http';
+import { Socket } from 'node:net';
+
+export interface LingerLimits {
+  /** The longest a connection stays open for a client still sending, from the answer on. */
+  ms: number;
+  /** The most the gateway reads and discards before it closes anyway. */
+  bytes: number;
+}
+
+/** nginx's lingering_timeout; more bytes than any body the gateway accepts, so honest clients always finish. */
+export const LINGER_LIMITS: LingerLimits = { ms: 5_000, bytes: 32 * 1024 * 1024 };
+
+/**
+ * The gateway answers some requests before it has read their body (413, an unknown URL, a refused content type)
+ * and then closes the connection. Closing a socket with unread bytes makes the kernel reset it, and a client still
+ * writing its body fails its write and loses the answer it was sent. As well-known servers do ("lingering close"),
+ * when Node closes a connection whose request body has not all arrived, the gateway sends the answer and its FIN,
+ * keeps reading and discarding what the client still sends, and closes once the body has ended, the client has
+ * closed, or a bound of bytes or time is reached.
+ */
+export function lingerBeforeClose(server: Server, limits: LingerLimits = LINGER_LIMITS): void {
+  const current = new WeakMap<Socket, IncomingMessage>();
+  server.on('request', (request: IncomingMessage) => current.set(request.socket, request));
+  server.on('connection', (socket: Socket) => {
+    // Node's HTTP server closes a connection after an answer through destroySoon (flush, then destroy).
+    const destroySoon = socket.destroySoon.bind(socket);
+    socket.destroySoon = () => {
+      const request = current.get(socket);
+      if (!request || request.complete) destroySoon();
+      else linger(socket, request, limits);
+    };
+  });
+}
+
+function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits): void {
+  let read = 0;
+  const close = () => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, limits.ms).unref();
+  socket.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > limits.bytes) close();
+  });
+  socket.once('end', close);
+  socket.once('close', () => clearTimeout(timer));
+  request.once('end', close);
+  // Node already discards the body (it dumps a request nobody read); resumed in case a parser stopped mid-way.
+  request.resume();
+  socket.end();
+}
