@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
 import { ConfigError, loadConfig } from './load-config';
-import { GatewayConfig, ServiceConfig } from './platform-config';
+import { GatewayConfig, MEDIA_HEARTBEAT_SECONDS, ServiceConfig } from './platform-config';
 
 const VALID_KEY = 'vsk_local_owner_key_0001';
 
@@ -127,6 +127,14 @@ describe('loadConfig', () => {
     expect([...variables].sort()).toEqual(
       ['AGENTS_GRPC_URL', 'EMBEDDED_PG_PORT', 'LOG_LEVEL', 'NATS_URL', 'PORT', 'RPC_TIMEOUT_MS', 'SECRET_KEY'].sort(),
     );
+  });
+
+  it('refuses a CALL_STUCK_SECONDS under three media heartbeats, so a quiet healthy call is never reaped between two', () => {
+    expect(MEDIA_HEARTBEAT_SECONDS).toBe(10);
+    for (const tooShort of ['10', '29']) {
+      expect(configError({ CALL_STUCK_SECONDS: tooShort }).problems).toEqual(['CALL_STUCK_SECONDS: CALL_STUCK_SECONDS must not be less than 30']);
+    }
+    expect(loadConfig(ServiceConfig, { CALL_STUCK_SECONDS: '30' }).CALL_STUCK_SECONDS).toBe(30);
   });
 
   it('allows webhook http to no host by default, and takes only bare hosts and addresses in WEBHOOK_ALLOW_HTTP_HOSTS', () => {

@@ -17,6 +17,9 @@ import { parseBootstrapKeys } from './bootstrap-keys';
 
 const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$/;
 
+/** How often a media worker tells the calls service that each of its streams is alive (last_media_at). */
+export const MEDIA_HEARTBEAT_SECONDS = 10;
+
 function IsBootstrapKeys() {
   return (target: object, propertyName: string) =>
     registerDecorator({
@@ -311,15 +314,18 @@ export class ServiceConfig {
   @Max(60000)
   MEDIA_LOAD_REPORT_MS: number = 1000;
 
-  /** A live call with no progress for this long is failed with reason no_media. */
+  /**
+   * A live call with no progress and no media for this long is failed with reason no_media. At least three media
+   * heartbeats, so a healthy quiet call whose heartbeat is late is never taken for a stuck one.
+   */
   @IsInt()
-  @Min(10)
+  @Min(3 * MEDIA_HEARTBEAT_SECONDS)
   @Max(86400)
   CALL_STUCK_SECONDS: number = 120;
 
   /**
-   * An answered call whose media worker sent no heartbeat (every 10 s) for this long is failed with reason
-   * media_lost (the worker died or lost the stream); at least 15 so one late heartbeat is not a loss.
+   * An answered call whose media worker sent no heartbeat (every MEDIA_HEARTBEAT_SECONDS) for this long is failed
+   * with reason media_lost (the worker died or lost the stream); at least 15 so one late heartbeat is not a loss.
    */
   @IsInt()
   @Min(15)

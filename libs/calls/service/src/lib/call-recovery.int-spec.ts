@@ -125,13 +125,42 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
       expect(twilio.calls.some((c) => c.action === 'update' && c.callSid === sid && c.form['Status'] === 'completed')).toBe(true);
     });
 
-    it('leaves an answered call whose media beats within MEDIA_LOST_SECONDS, measured on the database’s clock', async () => {
-      const { call } = await dialled('in_progress');
-      await age(call.id, { updated: 3600, media: 20 });
+    /** Runs `work` with this replica's clock (Date) `skewMs` off the database's; timers stay real. */
+    async function onSkewedClock<T>(skewMs: number, work: () => Promise<T>): Promise<T> {
+      jest.useFakeTimers({
+        now: Date.now() + skewMs,
+        doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'],
+      });
+      try {
+        return await work();
+      } finally {
+        jest.useRealTimers();
+      }
+    }
+    const reaped = async () => (await reaper.runPass()).map((c) => c.id);
 
-      await reaper.runPass();
+    it('judges heartbeats on the database’s clock, whatever this replica’s clock says', async () => {
+      const beating = await dialled('in_progress');
+      const silent = await dialled('in_progress');
+      await age(beating.call.id, { updated: 3600, media: 20 });
+      await age(silent.call.id, { updated: 3600, media: 31 });
 
-      expect((await calls.get('acc_1', call.id)).status).toBe('in_progress');
+      expect(await onSkewedClock(-3_600_000, reaped)).toEqual([silent.call.id]);
+      expect(await onSkewedClock(3_600_000, reaped)).toEqual([]);
+      expect((await calls.get('acc_1', beating.call.id)).status).toBe('in_progress');
+      expect((await calls.get('acc_1', silent.call.id)).endReason).toBe('media_lost');
+    });
+
+    it('never reaps a call a replica whose clock is behind just placed or changed: its times are the database’s', async () => {
+      const { call } = await onSkewedClock(-3_600_000, async () => {
+        const placed = await dialled('queued');
+        await calls.transition('acc_1', placed.call.id, () => ({ status: 'ringing' }));
+        return placed;
+      });
+
+      expect(await reaped()).not.toContain(call.id);
+      const [row]: { behind: number }[] = await dataSource.query(`SELECT extract(epoch FROM now() - updated_at) AS behind FROM calls WHERE id = $1`, [call.id]);
+      expect(Math.abs(Number(row.behind))).toBeLessThan(60);
     });
 
     it('goes on with the rest of the pass when one call cannot be failed', async () => {
