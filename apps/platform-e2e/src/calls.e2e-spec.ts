@@ -258,7 +258,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     const agent = (await api.post('/v1/agents', { name: 'Hangs up on machines', languages: [{ code: 'en' }], conversation: { voicemail: 'hangup' } })).body;
     const call = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100020' })).body;
     const dial = dialsTo('+15550100020')[0];
-    expect(dial.form).toMatchObject({ MachineDetection: 'Enable', AsyncAmd: 'true', AsyncAmdStatusCallback: `${platform.baseUrl}/carriers/twilio/amd` });
+    expect(dial.form).toMatchObject({ MachineDetection: 'Enable', AsyncAmd: 'true', AsyncAmdStatusCallback: `${platform.baseUrl}/carriers/twilio/amd?call=${call.id}` });
     await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
     expect(await twilio.sendMachineDetection(call.carrier_call_id, 'machine_end_beep')).toBe(204);
     expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'voicemail', answered_by: 'machine' });

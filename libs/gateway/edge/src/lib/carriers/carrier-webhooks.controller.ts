@@ -26,14 +26,15 @@ export class CarrierWebhooksController {
 
   @Post(':carrier/status')
   @HttpCode(204)
-  @Operation({ summary: 'Carrier call-progress webhook', permission: 'public' })
+  // `call`: the call the callback is about, set by the calls service on the URL it gives the carrier.
+  @Operation({ summary: 'Carrier call-progress webhook', permission: 'public', query: ['call'] })
   async status(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     await this.relay(carrier, 'status', '', req, body, reply);
   }
 
   @Post(':carrier/amd')
   @HttpCode(204)
-  @Operation({ summary: 'Carrier answering-machine verdict webhook', permission: 'public' })
+  @Operation({ summary: 'Carrier answering-machine verdict webhook', permission: 'public', query: ['call'] })
   async amd(@Param('carrier') carrier: string, @Req() req: FastifyRequest, @Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     await this.relay(carrier, 'amd', '', req, body, reply);
   }
