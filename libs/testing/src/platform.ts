@@ -41,7 +41,7 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
  */
 export class RunningPlatform {
   private readonly processes = new Map<string, ChildProcess>();
-  private readonly output = new Map<string, string[]>();
+  private readonly outputs = new Map<string, string[]>();
 
   private constructor(
     readonly mode: 'standalone' | 'distributed',
@@ -139,12 +139,32 @@ export class RunningPlatform {
     this.processes.delete(service);
   }
 
+  /**
+   * SIGTERM to one service of a distributed platform: resolves when it has exited, with its exit code and how long
+   * it took (a clean shutdown: drains, then exits).
+   */
+  async terminate(service: ServiceName): Promise<{ code: number | null; ms: number }> {
+    const child = this.processes.get(service);
+    if (!child || child.exitCode !== null) throw new Error(`${service} is not running`);
+    const startedAt = Date.now();
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    const code = await exited;
+    this.processes.delete(service);
+    return { code, ms: Date.now() - startedAt };
+  }
+
+  /** Everything an app (`standalone` or a service) wrote to stdout and stderr, across its restarts. */
+  output(app: string): string {
+    return (this.outputs.get(app) ?? []).join('');
+  }
+
   restart(service: ServiceName): void {
     this.spawn(service);
   }
 
   logs(): string {
-    return [...this.output].map(([name, lines]) => `--- ${name}\n${lines.join('').slice(-4000)}`).join('\n');
+    return [...this.outputs].map(([name, lines]) => `--- ${name}\n${lines.join('').slice(-4000)}`).join('\n');
   }
 
   async stop(): Promise<void> {
@@ -168,8 +188,8 @@ export class RunningPlatform {
 
   private spawn(app: string): void {
     const child = spawn(process.execPath, [entry(app)], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = this.output.get(app) ?? [];
-    this.output.set(app, lines);
+    const lines = this.outputs.get(app) ?? [];
+    this.outputs.set(app, lines);
     child.stdout?.on('data', (d: Buffer) => lines.push(d.toString()));
     child.stderr?.on('data', (d: Buffer) => lines.push(d.toString()));
     this.processes.set(app, child);

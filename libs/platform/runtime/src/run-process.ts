@@ -38,11 +38,16 @@ export async function runProcess<C extends ServiceConfig>(
   let services: StoppableService[] = [];
   const shutdown = async (signal: string) => {
     log.info({ signal }, 'shutting down');
+    let stopping = '';
+    // The backstop: a media worker's drain ends (and reports what it left undone) before it fires.
     const timer = setTimeout(() => {
-      log.error('shutdown grace period over; exiting');
+      log.error({ stopping }, 'shutdown grace period over; exiting');
       process.exit(1);
     }, config.SHUTDOWN_GRACE_MS + config.CALL_DRAIN_SECONDS * 1000).unref();
-    for (const s of [...services].reverse()) await s.stop().catch((e) => log.error({ err: e }, `stopping ${s.name}`));
+    for (const s of [...services].reverse()) {
+      stopping = s.name;
+      await s.stop().catch((e) => log.error({ err: e }, `stopping ${s.name}`));
+    }
     await stopEmbeddedDatabase().catch((e) => log.error({ err: e }, 'stopping embedded PostgreSQL'));
     clearTimeout(timer);
     process.exit(0);

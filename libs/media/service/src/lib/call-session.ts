@@ -2,18 +2,28 @@ import { CallActivity, callsV1, LIVE } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
 import { agentSettings, CallEngine, EngineProviders, realClock } from '@parley/voice-engine';
+import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
 import type { EgressPolicy } from '@parley/egress';
 import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
-import { TranscriptWriter } from './transcript-writer';
+import { AppError } from '@parley/rpc';
+import { isTransient, TranscriptWriter } from './transcript-writer';
 
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
 export const CLOSE_REFUSED = 1008;
 export const CLOSE_ERROR = 1011;
-const HEARTBEAT_MS = 10_000;
+
+/** What a session achieved for its call by now (the drain's report): the call is over, its recording stored. */
+export interface SessionOutcome {
+  callId: string;
+  /** Ended by this worker (`shutdown`, the agent's hang-up, the stream's end) or known to be over already. */
+  ended: boolean;
+  /** `none`: the call is not recorded, or there was no audio to record. */
+  recording: 'stored' | 'not_stored' | 'none';
+}
 
 /** The socket side of a session, so sessions can be driven without a network in tests. */
 export interface StreamSocket {
@@ -50,6 +60,12 @@ export class CallSession {
   private heartbeat: NodeJS.Timeout | undefined;
   private stopListening: (() => void) | undefined;
   private finished = false;
+  private finishing: Promise<void> | undefined;
+  /** The call is known to be over (ended by this worker or elsewhere). */
+  private over = false;
+  private recordingStored = false;
+  /** Until when a shutting-down session retries the calls service (0: one attempt, not shutting down). */
+  private deadline = 0;
   private attaching: Promise<void> | undefined;
   private engine: CallEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
@@ -109,13 +125,33 @@ export class CallSession {
     }
   }
 
-  /** The worker is shutting down: end the call with reason `shutdown` and close the stream. */
-  async shutdown(): Promise<void> {
+  /** What this session achieved for its call so far; undefined before a call was attached. */
+  get outcome(): SessionOutcome | undefined {
+    if (!this.call) return undefined;
+    const recorded = !!this.recorder && this.recorder.durationMs > 0;
+    return { callId: this.call.id, ended: this.over, recording: !recorded ? 'none' : this.recordingStored ? 'stored' : 'not_stored' };
+  }
+
+  /**
+   * The worker is shutting down: end the call with reason `shutdown`, store its recording, close the stream — by
+   * `deadline` (epoch ms): the transcript flush is cut to it, and a calls service that is away or restarting is
+   * retried until then. `outcome` says afterwards (or at the deadline) what was done.
+   */
+  async shutdown(deadline: number): Promise<void> {
+    this.deadline = deadline;
+    await this.attaching?.catch(() => undefined);
     const call = this.call;
     if (call && !this.finished) {
       await this.engine?.stop();
-      await this.transcript?.flush();
-      await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' }).catch((e) => this.log.warn({ err: e, callId: call.id }, 'shutdown end failed'));
+      await this.transcript?.flush(Math.max(0, deadline - Date.now()));
+      await this.retried(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' })).then(
+        () => (this.over = true),
+        (error: unknown) => {
+          // A call that is over already (ended elsewhere meanwhile) needs no end.
+          if (error instanceof AppError && error.code === 'conflict') this.over = true;
+          else this.log.warn({ err: error, callId: call.id }, 'shutdown end failed');
+        },
+      );
     }
     this.socket.close(1001, 'media worker shutting down');
     await this.onClose();
@@ -158,7 +194,7 @@ export class CallSession {
     this.streamStartedAt = realClock.now();
     if (this.call.recording_enabled) this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
-    this.heartbeat = setInterval(() => void this.beat(false), HEARTBEAT_MS);
+    this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
     this.listenForActivity(call);
     await this.startEngine(call, event.format.sampleRate, resume);
@@ -174,6 +210,7 @@ export class CallSession {
       .listen(LIVE.callActivity(call.id).name, (payload) => {
         const activity = payload as CallActivity;
         if (activity.kind === 'status' && (activity.call.status === 'ended' || activity.call.status === 'failed')) {
+          this.over = true;
           this.socket.close(1000, `call ${activity.call.status}`);
         }
         if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
@@ -261,15 +298,20 @@ export class CallSession {
     if (!call) return;
     try {
       const live = await this.deps.calls.heartbeat({ account_id: call.account_id, call_id: call.id, stopped });
+      if (!live) this.over = true;
       if (!live && !stopped) this.socket.close(1000, 'call over');
     } catch (error) {
       this.log.warn({ err: error, callId: call.id }, 'media heartbeat failed');
     }
   }
 
-  private async finish(why: 'stop' | 'closed'): Promise<void> {
-    if (this.finished) return;
+  /** Once per session; a second caller (the drain, after the socket closed) waits for the first one's work. */
+  private finish(why: 'stop' | 'closed'): Promise<void> {
     this.finished = true;
+    return (this.finishing ??= this.finishOnce(why));
+  }
+
+  private async finishOnce(why: 'stop' | 'closed'): Promise<void> {
     clearInterval(this.heartbeat);
     this.stopListening?.();
     const call = this.call;
@@ -278,7 +320,7 @@ export class CallSession {
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end).
-    await this.transcript?.flush();
+    await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
     await this.saveRecording(call);
     await this.beat(true);
     if (why === 'stop') this.socket.close(1000, 'stream stopped');
@@ -288,18 +330,37 @@ export class CallSession {
     const recorder = this.recorder;
     if (!recorder || recorder.durationMs === 0) return;
     const key = `recordings/${call.account_id}/${call.id}.wav`;
+    const wav = recorder.finish();
     try {
-      await this.deps.recordings.put(key, recorder.finish(), 'audio/wav');
-      await this.deps.calls.recordingReady({
-        account_id: call.account_id,
-        call_id: call.id,
-        key,
-        content_type: 'audio/wav',
-        duration_seconds: Math.round(recorder.durationMs) / 1000,
-      });
+      await this.deps.recordings.put(key, wav, 'audio/wav');
+      await this.retried(() =>
+        this.deps.calls.recordingReady({
+          account_id: call.account_id,
+          call_id: call.id,
+          key,
+          content_type: 'audio/wav',
+          duration_seconds: Math.round(recorder.durationMs) / 1000,
+        }),
+      );
+      this.recordingStored = true;
     } catch (error) {
       mediaStreamsTotal.inc({ carrier: this.deps.protocol.carrier, outcome: 'recording_failed' });
       this.log.error({ err: error, callId: call.id }, 'recording could not be saved');
+    }
+  }
+
+  /**
+   * `send` to the calls service; while shutting down, a transient failure (deadline, service away or restarting)
+   * is retried with back-off until the drain's deadline.
+   */
+  private async retried(send: () => Promise<void>): Promise<void> {
+    for (let waitMs = 200; ; waitMs = Math.min(2_000, waitMs * 2)) {
+      try {
+        return await send();
+      } catch (error) {
+        if (!isTransient(error) || Date.now() + waitMs >= this.deadline) throw error;
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
     }
   }
 }

@@ -77,7 +77,7 @@ describe('media stream server', () => {
     await attachedOnce;
 
     const startedAt = Date.now();
-    const draining = server.close(400);
+    const draining = server.close({ graceMs: 400, endMs: 1000 });
     const late = await new Promise<number | undefined>((resolve) => {
       const ws = new WebSocket(`ws://127.0.0.1:${port}/streams/twilio`);
       ws.on('unexpected-response', (_req, res) => resolve(res.statusCode)).on('error', () => resolve(undefined));
@@ -85,7 +85,7 @@ describe('media stream server', () => {
     // The listener may already be closed (connection refused) or answer 503: either way no new stream starts.
     expect([503, undefined]).toContain(late);
     expect(await closed).toBe(1001);
-    await draining;
+    expect(await draining).toEqual({ calls: 1, notEnded: [], recordingsNotStored: [] });
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(380);
     expect(ended).toEqual([{ account_id: 'acc_1', id: 'call_1', reason: 'shutdown' }]);
   });

@@ -3,10 +3,25 @@ import { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { MediaStreamProtocol } from '@parley/carrier-core';
 import { serviceLogger } from '@parley/observability';
-import { CallSession, CallSessionDeps } from './call-session';
+import { CallSession, CallSessionDeps, SessionOutcome } from './call-session';
 
 /** Where carriers connect: `/streams/{carrier}` (the calls service puts this URL in the carrier's markup). */
 export const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
+
+/** What a drain left undone, by call id; `calls`: the calls it had to end. */
+export interface DrainReport {
+  calls: number;
+  notEnded: string[];
+  recordingsNotStored: string[];
+}
+
+function drainReport(outcomes: SessionOutcome[]): DrainReport {
+  return {
+    calls: outcomes.length,
+    notEnded: outcomes.filter((o) => !o.ended).map((o) => o.callId),
+    recordingsNotStored: outcomes.filter((o) => o.recording === 'not_stored').map((o) => o.callId),
+  };
+}
 
 /**
  * The media worker's WebSocket server: one CallSession per carrier stream, the carrier's protocol picked by the
@@ -49,17 +64,33 @@ export class MediaStreamServer {
 
   /**
    * Drain: stop accepting streams at once, let live calls finish for up to `graceMs`, then end the rest with
-   * reason `shutdown` (the carrier hangs up; the call record says why).
+   * reason `shutdown` (the carrier hangs up; the call record says why) and store their recordings, within `endMs`.
+   * Resolves by then with what was left undone, which is also logged (error) call by call: a call not ended stays
+   * live until the calls service's reaper fails it `media_lost`.
    */
-  async close(graceMs = 0): Promise<void> {
+  async close({ graceMs = 0, endMs = 0 }: { graceMs?: number; endMs?: number } = {}): Promise<DrainReport> {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
-    const deadline = Date.now() + graceMs;
-    while (this.sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    await Promise.all([...this.sessions].map((s) => s.shutdown()));
+    const graceOver = Date.now() + graceMs;
+    while (this.sessions.size > 0 && Date.now() < graceOver) await new Promise((r) => setTimeout(r, 100));
+    const deadline = Date.now() + endMs;
+    const sessions = [...this.sessions];
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(sessions.map((s) => s.shutdown(deadline).catch((e) => this.log.error({ err: e, callId: s.callId }, 'shutting a call down failed')))),
+      new Promise((resolve) => (timer = setTimeout(resolve, endMs))),
+    ]);
+    clearTimeout(timer);
+    const report = drainReport(sessions.map((s) => s.outcome).filter((o) => o !== undefined));
+    if (report.notEnded.length || report.recordingsNotStored.length) {
+      this.log.error(report, 'drain incomplete: calls not ended (the reaper fails them media_lost) or recordings not stored');
+    } else if (report.calls > 0) {
+      this.log.info(report, 'drained: every call ended (shutdown) with its recording stored');
+    }
     for (const client of this.wss.clients) client.close(1001, 'media worker shutting down');
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     await closed;
+    return report;
   }
 
   /** Streams open on this worker. */

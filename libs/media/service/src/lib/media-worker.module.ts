@@ -17,6 +17,15 @@ import { MediaStreamServer } from './media-stream.server';
 import { speechProviders } from './speech-providers';
 
 const CALLS_GRPC = 'CALLS_GRPC';
+
+/**
+ * How long the drain spends ending calls and storing recordings after CALL_DRAIN_SECONDS: four fifths of
+ * SHUTDOWN_GRACE_MS. The process exits at CALL_DRAIN_SECONDS + SHUTDOWN_GRACE_MS after SIGTERM at the latest
+ * (runProcess); the fifth left is for the rest of its shutdown, so the drain always reports before that.
+ */
+function drainEndMs(config: ServiceConfig): number {
+  return Math.floor((config.SHUTDOWN_GRACE_MS * 4) / 5);
+}
 const AGENTS_GRPC = 'AGENTS_GRPC';
 
 /** The calls service over gRPC, as sessions see it. */
@@ -133,7 +142,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
 
   async onApplicationShutdown(): Promise<void> {
     this.load.stop();
-    await this.server.close(this.config.CALL_DRAIN_SECONDS * 1000);
+    await this.server.close({ graceMs: this.config.CALL_DRAIN_SECONDS * 1000, endMs: drainEndMs(this.config) });
   }
 }
 

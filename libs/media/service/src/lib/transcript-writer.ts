@@ -65,13 +65,14 @@ export class TranscriptWriter {
   }
 
   /**
-   * Resolves once everything added so far is written, or after the flush bound: then the rest is given up (logged
-   * with its count, counted as `given_up`), and so is anything added later. Resolves with the number given up.
+   * Resolves once everything added so far is written, or after the flush bound (or `withinMs`, when sooner: a
+   * draining worker's deadline): then the rest is given up (logged with its count, counted as `given_up`), and so
+   * is anything added later. Resolves with the number given up.
    */
-  async flush(): Promise<number> {
+  async flush(withinMs = this.flushMs): Promise<number> {
     if (!this.draining || this.givenUp.signal.aborted) return 0;
     let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<'bound'>((resolve) => (timer = setTimeout(() => resolve('bound'), this.flushMs)));
+    const bound = new Promise<'bound'>((resolve) => (timer = setTimeout(() => resolve('bound'), Math.min(withinMs, this.flushMs))));
     const outcome = await Promise.race([this.draining.then(() => 'drained' as const), bound]);
     clearTimeout(timer);
     if (outcome === 'drained') return 0;
@@ -122,7 +123,7 @@ export class TranscriptWriter {
 }
 
 /** The calls service may have been too slow or away: the same request can succeed later. */
-function isTransient(error: unknown): boolean {
+export function isTransient(error: unknown): boolean {
   return error instanceof AppError && error.code === 'service_unavailable';
 }
 
