@@ -7,6 +7,8 @@
 //   npm run bench:media -- --mode distributed --calls 10,50 --seconds 30 --warmup 5 --llm-ms 150 --tts-ms 100
 //   npm run bench:media -- --voice local    # the offline voice: the calls its synthesis carries at real time
 // Other flags: --ramp <s> (default 5) over which the calls are placed; --dist <dir> (default dist) the build to run.
+// Diagnostics: BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn); BENCH_NODE_OPTIONS becomes its NODE_OPTIONS
+// (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process, the media worker's included).
 //
 // Processes: the platform (standalone: one command; distributed: the five services, on this machine's PostgreSQL
 // and NATS with a NATS_NAMESPACE of its own), fresh database per run (DATABASE_URL, else embedded in standalone);

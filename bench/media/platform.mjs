@@ -76,6 +76,8 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
     RATE_LIMIT_REQUESTS: '100000000',
     CALL_DRAIN_SECONDS: '2',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    // A diagnostic seam: e.g. BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process.
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
     ...(dbUrl ? { DATABASE_URL: dbUrl } : {}),
     ...(mode === 'distributed' ? { NATS_URL: process.env.NATS_URL ?? DISTRIBUTED_NATS, NATS_NAMESPACE: `bench${randomBytes(5).toString('hex')}` } : {}),
     ...extra,
