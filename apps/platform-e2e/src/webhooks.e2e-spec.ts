@@ -137,6 +137,16 @@ describe('webhook endpoints over HTTP', () => {
       expect(res.body.url).toBe(receiver.url('/allowed'));
     });
 
+    it('holds an agent’s and a group’s webhook_url to the same rule: http to a listed host, nowhere else', async () => {
+      const agent = await api.post('/v1/agents', { name: 'Dev hook', languages: [{ code: 'en-US' }], webhook_url: receiver.url('/agent') });
+      expect(agent.status).toBe(201);
+      const group = await api.post('/v1/agent_groups', { name: 'Dev hooks', defaults: { webhook_url: receiver.url('/group') } });
+      expect(group.status).toBe(201);
+      const refused = await api.post('/v1/agents', { name: 'Plain hook', languages: [{ code: 'en-US' }], webhook_url: 'http://example.com/hook' });
+      expect(refused.status).toBe(422);
+      expect(refused.body.errors).toEqual([{ field: 'webhook_url', message: expect.stringContaining('WEBHOOK_ALLOW_HTTP_HOSTS') }]);
+    });
+
     it.each([
       ['a private address', 'https://10.0.0.1/hook'],
       ['the cloud metadata address', 'https://169.254.169.254/'],

@@ -1,5 +1,5 @@
-import { parseEgressAllowlist } from '@parley/egress';
-import { httpAllowed, parseHttpHosts, webhookUrlProblem, WebhookUrlRules } from './url-rule';
+import { parseEgressAllowlist } from './egress-policy';
+import { httpAllowed, parseHttpHosts, webhookUrlProblem, WebhookUrlRules } from './webhook-url';
 
 const rules = (allowlist: string, httpHosts: string): WebhookUrlRules => ({
   egress: parseEgressAllowlist(allowlist).policy,

@@ -1,6 +1,10 @@
-import { checkEgressUrl, EgressPolicy, EgressRefused, Resolver } from '@parley/egress';
+import { checkEgressUrl, Resolver } from './check-egress-url';
+import { EgressPolicy, EgressRefused } from './egress-policy';
 
-/** What an endpoint URL is checked against: the deployment's exceptions, both off by default. */
+/**
+ * What a URL webhooks are delivered to (a webhook endpoint's, an agent's or a group's `webhook_url`) is checked
+ * against: the deployment's exceptions, both off by default.
+ */
 export interface WebhookUrlRules {
   /** EGRESS_ALLOWLIST: hosts, addresses and ranges exempt from the address rules (never from https). */
   egress: EgressPolicy;
@@ -9,8 +13,6 @@ export interface WebhookUrlRules {
   /** How names are resolved; the system resolver by default. */
   resolve?: Resolver;
 }
-
-export const WEBHOOK_URL_RULES = Symbol('WEBHOOK_URL_RULES');
 
 /** Parses WEBHOOK_ALLOW_HTTP_HOSTS (comma separated; config validated the entries). */
 export function parseHttpHosts(value: string): string[] {
@@ -31,9 +33,10 @@ export function httpAllowed(url: string, httpHosts: readonly string[]): boolean 
 }
 
 /**
- * Why an endpoint URL is refused, or undefined: https only (http to WEBHOOK_ALLOW_HTTP_HOSTS), no credentials,
- * and no private, loopback, link-local, metadata or otherwise internal target, spelled or resolved, unless
- * EGRESS_ALLOWLIST exempts it.
+ * Why a webhook URL is refused (a field problem's message), or undefined: https only (http to
+ * WEBHOOK_ALLOW_HTTP_HOSTS), no credentials, and no private, loopback, link-local, metadata or otherwise internal
+ * target, spelled or resolved, unless EGRESS_ALLOWLIST exempts it. The one check of webhook endpoints and of
+ * agents' and groups' `webhook_url`.
  */
 export async function webhookUrlProblem(url: string, rules: WebhookUrlRules): Promise<string | undefined> {
   try {
@@ -42,6 +45,6 @@ export async function webhookUrlProblem(url: string, rules: WebhookUrlRules): Pr
   } catch (error) {
     if (!(error instanceof EgressRefused)) throw error;
     const hint = url.startsWith('http:') ? ' (plain http only to the hosts WEBHOOK_ALLOW_HTTP_HOSTS lists, for development)' : '';
-    return `${error.message}${hint}`;
+    return `is refused: ${error.reason}${hint}`;
   }
 }

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { OpenAiCompatibleLlm } from '@parley/llm';
-import { parseEgressAllowlist } from '@parley/egress';
+import { parseEgressAllowlist, parseHttpHosts } from '@parley/egress';
 import { CONFIG } from '@parley/runtime';
 import { AgentsDomain, CATALOGUE, FUNCTIONS, POST_CALL_LLM } from './agents.domain';
 import { AgentsGrpcController } from './agents.grpc-controller';
@@ -28,7 +28,11 @@ const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boo
         sttProviders: new Set(list(c.STT_PROVIDERS)),
         ttsProviders: new Set(list(c.TTS_PROVIDERS)),
         functions: new Set(functions.map((f) => f.name)),
-        urls: { internalHosts: list(c.INTERNAL_HOSTS), egress: parseEgressAllowlist(c.EGRESS_ALLOWLIST).policy },
+        urls: {
+          internalHosts: list(c.INTERNAL_HOSTS),
+          webhookHttpHosts: parseHttpHosts(c.WEBHOOK_ALLOW_HTTP_HOSTS),
+          egress: parseEgressAllowlist(c.EGRESS_ALLOWLIST).policy,
+        },
       }),
     },
     {

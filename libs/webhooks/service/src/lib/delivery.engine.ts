@@ -2,16 +2,15 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown, Opti
 import { DataSource, In, IsNull } from 'typeorm';
 import { AgentWebhooks } from './agent-webhooks';
 import { publicEnvelope, WebhookEvent } from '@parley/contracts';
-import { safeRequest } from '@parley/egress';
+import { httpAllowed, safeRequest, WebhookUrlRules } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { GroupCommit, newId } from '@parley/persistence';
 import { CLOCK, databaseClock, DbClock, sqlNow } from './db-clock';
-import { EndpointsDomain } from './endpoints.domain';
+import { EndpointsDomain, WEBHOOK_URL_RULES } from './endpoints.domain';
 import { EndpointEntity } from './entities';
 import { failureStreaks } from './failure-streaks';
 import { attemptDuration, commitToFirstAttempt, deliveriesTotal, disabledEndpoints, queueDepth, queueOldestAge } from './metrics';
 import { DELIVERY_TIMEOUT_MS, DISABLE_AFTER_FAILURES, HEADER, MAX_ATTEMPTS, RETRY_DELAYS_MS, signatureHeader, subscribes } from './signing';
-import { httpAllowed, WEBHOOK_URL_RULES, WebhookUrlRules } from './url-rule';
 
 interface Claimed {
   id: string;

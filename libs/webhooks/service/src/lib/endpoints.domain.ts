@@ -4,10 +4,13 @@ import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { webhooksV1 } from '@parley/contracts';
 import { keysetPage, newId, Page, Sealer } from '@parley/persistence';
+import { webhookUrlProblem, WebhookUrlRules } from '@parley/egress';
 import { AppError, pagePosition } from '@parley/rpc';
 import { CLOCK, DbClock, sqlNow } from './db-clock';
 import { EndpointEntity } from './entities';
-import { WEBHOOK_URL_RULES, webhookUrlProblem, WebhookUrlRules } from './url-rule';
+
+/** The deployment's WebhookUrlRules (EGRESS_ALLOWLIST, WEBHOOK_ALLOW_HTTP_HOSTS), injected. */
+export const WEBHOOK_URL_RULES = Symbol('WEBHOOK_URL_RULES');
 
 export interface EndpointFields {
   url?: string;

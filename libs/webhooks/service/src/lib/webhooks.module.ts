@@ -4,14 +4,13 @@ import { AGENTS_V1 } from '@parley/contracts';
 import { grpcClientProvider } from '@parley/rpc';
 import { AGENTS_GRPC, AgentWebhooks } from './agent-webhooks';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
-import { parseEgressAllowlist } from '@parley/egress';
+import { parseEgressAllowlist, parseHttpHosts, WebhookUrlRules } from '@parley/egress';
 import { Sealer } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { CLOCK, databaseClock } from './db-clock';
 import { DeadLetters } from './dead-letters';
 import { DeliveryEngine } from './delivery.engine';
-import { EndpointsDomain } from './endpoints.domain';
-import { parseHttpHosts, WEBHOOK_URL_RULES, WebhookUrlRules } from './url-rule';
+import { EndpointsDomain, WEBHOOK_URL_RULES } from './endpoints.domain';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
 
 @Module({

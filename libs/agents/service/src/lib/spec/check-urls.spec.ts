@@ -5,6 +5,7 @@ const names: Record<string, string[]> = { 'hooks.example.com': ['93.184.216.34']
 const rules = (over: Partial<UrlRules> = {}): UrlRules => ({
   egress: { allowlist: [] },
   internalHosts: [],
+  webhookHttpHosts: [],
   resolve: async (host) => {
     if (!names[host]) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
     return names[host];
@@ -66,6 +67,14 @@ describe('URL fields of agents and groups get the webhook endpoints’ registrat
     expect(await refusedFields(agent('https://127.0.0.1:8443/'), r)).toEqual([]);
     expect(await refusedFields(agent('https://sneaky.example.com/'), r)).toEqual([]);
     expect(await refusedFields(agent('http://127.0.0.1/'), r)).toEqual(ALL);
+  });
+
+  it('lets a webhook_url, and only it, use http towards WEBHOOK_ALLOW_HTTP_HOSTS, as webhook endpoints may', async () => {
+    const r = rules({ webhookHttpHosts: ['127.0.0.1'], egress: { allowlist: ['127.0.0.1'] } });
+    expect(await refusedFields(agent('http://127.0.0.1:9000/hook'), r)).toEqual(['tool_configs[0].transfer.webhook_url', 'tool_configs[1].request.url']);
+    expect(await refusedFields({ webhook_url: 'http://127.0.0.1:9000/hook' }, r, 'defaults.')).toEqual([]);
+    const [problem] = await checkUrlFields(urlFields({ webhook_url: 'http://hooks.example.com/' }), rules());
+    expect(problem).toEqual({ field: 'webhook_url', message: expect.stringMatching(/^is refused: .*https.*WEBHOOK_ALLOW_HTTP_HOSTS/) });
   });
 
   it('checks a group’s defaults under defaults.', async () => {

@@ -1,5 +1,5 @@
 import { FieldProblem } from '@parley/contracts';
-import { checkEgressUrl, EgressPolicy, EgressRefused, Resolver } from '@parley/egress';
+import { checkEgressUrl, EgressPolicy, EgressRefused, Resolver, webhookUrlProblem } from '@parley/egress';
 import { AgentSpec } from './agent-spec';
 
 /** What a URL the platform will call for an agent is checked against: the deployment's exceptions. */
@@ -8,6 +8,8 @@ export interface UrlRules {
   egress: EgressPolicy;
   /** INTERNAL_HOSTS: hosts tool requests may reach over plain http. */
   internalHosts: readonly string[];
+  /** WEBHOOK_ALLOW_HTTP_HOSTS: hosts a `webhook_url` may name over plain http, as webhook endpoints may (development). */
+  webhookHttpHosts: readonly string[];
   /** How names are resolved; the system resolver by default. */
   resolve?: Resolver;
 }
@@ -15,7 +17,7 @@ export interface UrlRules {
 interface UrlField {
   field: string;
   url: string;
-  /** Tool requests may use http towards INTERNAL_HOSTS; webhook_url is delivered as a webhook (https only). */
+  /** Tool requests may use http towards INTERNAL_HOSTS; webhook_url is delivered as a webhook, checked as endpoints are. */
   tool: boolean;
 }
 
@@ -42,24 +44,30 @@ function hostOf(url: string): string | undefined {
 }
 
 /**
- * The registration-time check of webhook endpoints (@parley/egress checkEgressUrl), applied to every URL field:
- * https only (http to INTERNAL_HOSTS for tool requests), no credentials in the URL, and no private, loopback,
- * link-local, metadata or otherwise internal target, spelled or resolved; EGRESS_ALLOWLIST exempts. `{{placeholders}}`
- * are checked as if filled with a letter. All fields are checked at once; one problem per refused field.
+ * The registration-time check of webhook endpoints (@parley/egress) applied to every URL field: a `webhook_url` is
+ * an endpoint's URL (webhookUrlProblem: http only to WEBHOOK_ALLOW_HTTP_HOSTS); a tool request is https, or http to
+ * INTERNAL_HOSTS; neither carries credentials nor names a private, loopback, link-local, metadata or otherwise
+ * internal target, spelled or resolved; EGRESS_ALLOWLIST exempts from the address rules. `{{placeholders}}` are
+ * checked as if filled with a letter. All fields are checked at once; one problem per refused field.
  */
 export async function checkUrlFields(fields: UrlField[], rules: UrlRules): Promise<FieldProblem[]> {
   const internal = rules.internalHosts.map((h) => h.toLowerCase());
+  const webhookRules = { egress: rules.egress, httpHosts: rules.webhookHttpHosts, resolve: rules.resolve };
   const problems = await Promise.all(
     fields.map(async ({ field, url, tool }): Promise<FieldProblem | undefined> => {
       const concrete = url.replace(PLACEHOLDER, 'x');
+      if (!tool) {
+        const message = await webhookUrlProblem(concrete, webhookRules);
+        return message ? { field, message } : undefined;
+      }
       const host = hostOf(concrete);
-      const allowHttp = tool && host !== undefined && internal.includes(host);
+      const allowHttp = host !== undefined && internal.includes(host);
       try {
         await checkEgressUrl(concrete, rules.egress, { allowHttp, resolve: rules.resolve });
         return undefined;
       } catch (error) {
         if (!(error instanceof EgressRefused)) throw error;
-        const hint = tool && host !== undefined && concrete.startsWith('http:') && !allowHttp ? ` (http only to INTERNAL_HOSTS: ${internal.join(', ') || 'none configured'})` : '';
+        const hint = host !== undefined && concrete.startsWith('http:') && !allowHttp ? ` (http only to INTERNAL_HOSTS: ${internal.join(', ') || 'none configured'})` : '';
         return { field, message: `is refused: ${error.reason}${hint}` };
       }
     }),
