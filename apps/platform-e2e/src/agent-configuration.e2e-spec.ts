@@ -96,6 +96,21 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
     });
   });
 
+  it('reports the body’s shape problems and the service’s rule problems together, in one 422, for agents and groups', async () => {
+    const agent = await create({ name: 42, languages: [{ code: 'en', stt_provider: 'whisperx' }], group_id: 'grp_missing' });
+    expect(agent.status).toBe(422);
+    expect(agent.body.errors.map((e: { field: string }) => e.field)).toEqual(['name', 'languages[0].stt_provider', 'group_id']);
+
+    const existing = (await create({})).body.id;
+    const patched = await api.patch(`/v1/agents/${existing}`, { mode: 'sideways', transfer_number: '0100' });
+    expect(patched.status).toBe(422);
+    expect(patched.body.errors.map((e: { field: string }) => e.field)).toEqual(['mode', 'transfer_number']);
+
+    const group = await api.post('/v1/agent_groups', { name: 7, defaults: { webhook_url: 'https://127.0.0.1/' } });
+    expect(group.status).toBe(422);
+    expect(group.body.errors.map((e: { field: string }) => e.field)).toEqual(['name', 'defaults.webhook_url']);
+  });
+
   it.each(['http://127.0.0.1/', 'https://169.254.169.254/', 'https://[::ffff:127.0.0.1]/', 'https://2130706433/', 'https://good.example@127.0.0.1/', 'https://localhost/'])(
     'refuses %s in every URL field of an agent and a group with 422 naming the field',
     async (url) => {

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
+import { FieldProblem } from '@parley/contracts';
 import { LlmProvider } from '@parley/llm';
 import { Page } from '@parley/persistence';
 import { analysePostCall, PostCallResult, TranscriptTurn } from '@parley/post-call';
@@ -19,6 +20,17 @@ import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/valida
 export const CATALOGUE = Symbol('CATALOGUE');
 export const FUNCTIONS = Symbol('FUNCTIONS');
 export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
+
+/** The field problems a check is refused with; none when it passes. */
+async function problemsOf(check: Promise<unknown>): Promise<FieldProblem[]> {
+  try {
+    await check;
+    return [];
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'validation_error') return error.errors ?? [];
+    throw error;
+  }
+}
 
 export interface AgentView {
   entity: AgentEntity;
@@ -158,6 +170,22 @@ export class AgentsDomain {
       members,
       differing: members.filter((m) => m.differences.length > 0).length,
     };
+  }
+
+  /**
+   * The problems creating (no id) or patching this agent would be refused with, without writing: the gateway asks
+   * for them when the body's shape is already refused, so the caller hears of every invalid field at once. No such
+   * agent: none (the write itself answers 404).
+   */
+  async agentWriteProblems(accountId: string, id: string, written: Partial<AgentSpec>): Promise<FieldProblem[]> {
+    const current = id ? (await this.agents.find(accountId, id))?.spec : ({} as AgentSpec);
+    return current ? problemsOf(this.check(accountId, applyPatch(current, written), written)) : [];
+  }
+
+  /** As agentWriteProblems, for an agent group. */
+  async groupWriteProblems(accountId: string, id: string, written: Partial<GroupSpec>): Promise<FieldProblem[]> {
+    const current = id ? (await this.groups.find(accountId, id))?.spec : ({} as GroupSpec);
+    return current ? problemsOf(this.checkGroup(applyPatch(current, written), written)) : [];
   }
 
   /**

@@ -127,6 +127,14 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
     return { members_json: JSON.stringify(await this.domain.groupMembers(req.account_id, req.id)) };
   }
 
+  async checkAgentWrite(req: agentsV1.CheckAgentWriteRequest): Promise<agentsV1.CheckAgentWriteResponse> {
+    return { problems: await this.domain.agentWriteProblems(req.account_id, req.id, parse(req.spec_json)) };
+  }
+
+  async checkAgentGroupWrite(req: agentsV1.CheckAgentGroupWriteRequest): Promise<agentsV1.CheckAgentGroupWriteResponse> {
+    return { problems: await this.domain.groupWriteProblems(req.account_id, req.id, parse(req.spec_json)) };
+  }
+
   listFunctions(): agentsV1.ListFunctionsResponse {
     return {
       data: this.domain.functions.map((f) => ({ name: f.name, description: f.description, parameters_json: JSON.stringify(f.parameters) })),

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseInterceptors } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { agentsV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
@@ -15,6 +15,7 @@ import {
   DeletedAgentGroupDto,
 } from './agent-group.dto';
 import { AgentsClient } from './agents.client';
+import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
 
 function presentGroup(g: agentsV1.AgentGroup | undefined): AgentGroupDto {
   if (!g) throw new Error('agents service answered without a group');
@@ -46,6 +47,7 @@ export class AgentGroupsController {
   @Post()
   @Operation({ summary: 'Create an agent group', permission: 'agents:write', idempotent: true, problems: ['validation_error', 'idempotency_conflict'] })
   @ApiCreatedResponse({ type: AgentGroupDto })
+  @UseInterceptors(AgentRuleProblemsInterceptor)
   async create(@CurrentPrincipal() who: Principal, @Body() body: AgentGroupInputDto): Promise<AgentGroupDto> {
     const res = await this.agents.call('createAgentGroup', (s, md) =>
       s.createAgentGroup({ account_id: who.accountId, spec_json: JSON.stringify(body) }, md),
@@ -68,6 +70,7 @@ export class AgentGroupsController {
     problems: ['not_found', 'validation_error'],
   })
   @ApiOkResponse({ type: AgentGroupDto })
+  @UseInterceptors(AgentRuleProblemsInterceptor)
   async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: AgentGroupPatchDto): Promise<AgentGroupDto> {
     const res = await this.agents.call('updateAgentGroup', (s, md) =>
       s.updateAgentGroup({ account_id: who.accountId, id, patch_json: JSON.stringify(body) }, md),

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseInterceptors } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
 import { agentsV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
@@ -16,6 +16,7 @@ import {
   PostCallTestResultDto,
 } from './agent.dto';
 import { AgentsClient } from './agents.client';
+import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
 
 /** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
@@ -60,6 +61,7 @@ export class AgentsController {
     problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
   @ApiCreatedResponse({ type: AgentDto })
+  @UseInterceptors(AgentRuleProblemsInterceptor)
   async create(@CurrentPrincipal() who: Principal, @Body() body: AgentInputDto): Promise<AgentDto> {
     const res = await this.agents.call('createAgent', (s, md) =>
       s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(body) }, md),
@@ -82,6 +84,7 @@ export class AgentsController {
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiOkResponse({ type: AgentDto })
+  @UseInterceptors(AgentRuleProblemsInterceptor)
   async update(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: AgentPatchDto): Promise<AgentDto> {
     const res = await this.agents.call('updateAgent', (s, md) =>
       s.updateAgent({ account_id: who.accountId, id, patch_json: JSON.stringify(body) }, md),

@@ -243,6 +243,41 @@ export interface GetAgentRuntimeResponse {
   functions_json: string;
 }
 
+/**
+ * The agents service's rules for a write, checked without writing, so the gateway can report their problems beside
+ * the problems it found in the body's shape in one 422. The JSON holds only the top-level fields the gateway found
+ * no fault with.
+ */
+export interface CheckAgentWriteRequest {
+  account_id: string;
+  /** The agent a patch is for; empty for a new agent. */
+  id: string;
+  spec_json: string;
+}
+
+/** One refused field, as a validation_error problem lists it. */
+export interface FieldProblem {
+  /** Its path in the body (`languages[1].voice_id`). */
+  field: string;
+  message: string;
+}
+
+export interface CheckAgentWriteResponse {
+  problems: FieldProblem[];
+}
+
+/** As CheckAgentWrite, for an agent group. */
+export interface CheckAgentGroupWriteRequest {
+  account_id: string;
+  /** The group a patch is for; empty for a new group. */
+  id: string;
+  spec_json: string;
+}
+
+export interface CheckAgentGroupWriteResponse {
+  problems: FieldProblem[];
+}
+
 export interface AgentsServiceClient {
   createAgent(request: CreateAgentRequest, metadata?: Metadata): Observable<CreateAgentResponse>;
 
@@ -277,6 +312,13 @@ export interface AgentsServiceClient {
   listFunctions(request: ListFunctionsRequest, metadata?: Metadata): Observable<ListFunctionsResponse>;
 
   getAgentRuntime(request: GetAgentRuntimeRequest, metadata?: Metadata): Observable<GetAgentRuntimeResponse>;
+
+  checkAgentWrite(request: CheckAgentWriteRequest, metadata?: Metadata): Observable<CheckAgentWriteResponse>;
+
+  checkAgentGroupWrite(
+    request: CheckAgentGroupWriteRequest,
+    metadata?: Metadata,
+  ): Observable<CheckAgentGroupWriteResponse>;
 }
 
 export interface AgentsServiceController {
@@ -364,6 +406,16 @@ export interface AgentsServiceController {
     request: GetAgentRuntimeRequest,
     metadata?: Metadata,
   ): Promise<GetAgentRuntimeResponse> | Observable<GetAgentRuntimeResponse> | GetAgentRuntimeResponse;
+
+  checkAgentWrite(
+    request: CheckAgentWriteRequest,
+    metadata?: Metadata,
+  ): Promise<CheckAgentWriteResponse> | Observable<CheckAgentWriteResponse> | CheckAgentWriteResponse;
+
+  checkAgentGroupWrite(
+    request: CheckAgentGroupWriteRequest,
+    metadata?: Metadata,
+  ): Promise<CheckAgentGroupWriteResponse> | Observable<CheckAgentGroupWriteResponse> | CheckAgentGroupWriteResponse;
 }
 
 export function AgentsServiceControllerMethods() {
@@ -386,6 +438,8 @@ export function AgentsServiceControllerMethods() {
       "listGroupMembers",
       "listFunctions",
       "getAgentRuntime",
+      "checkAgentWrite",
+      "checkAgentGroupWrite",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
