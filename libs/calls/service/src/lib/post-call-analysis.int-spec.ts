@@ -98,9 +98,11 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
 
   const workerWith = (llm: FakeLlm) => new PostCallAnalysis(calls, llm, agents, config, clock);
 
-  async function endedCall(agentId: string, turns: [('user' | 'assistant'), string][]): Promise<CallEntity> {
+  /** A call answered and ended with `turns`; `mediaAttached`: a media worker's stream was still reporting at the end. */
+  async function endedCall(agentId: string, turns: [('user' | 'assistant'), string][], { mediaAttached = false } = {}): Promise<CallEntity> {
     const call = await calls.insert(newCall(agentId));
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    if (mediaAttached) await calls.touchMedia('acc_1', call.id);
     for (const [i, [role, text]] of turns.entries()) {
       await calls.appendTurn('acc_1', call.id, { role, text, language: 'en', startMs: i * 1000, endMs: i * 1000 + 800, interrupted: false });
     }
@@ -159,36 +161,28 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
 
   it('waits for a media stream still attached at the end, so the turns it writes after the end are analysed', async () => {
     const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025' }]);
-    const call = await calls.insert(newCall('agt_full'));
-    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
-    await calls.touchMedia('acc_1', call.id);
-    await calls.appendTurn('acc_1', call.id, { role: 'assistant', text: 'Good evening, Trattoria Ada.', language: 'en', startMs: 0, endMs: 900, interrupted: false });
     // The caller hangs up: the carrier's callback ends the call while the worker still flushes the last turn.
-    const ended = await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    const ended = await endedCall('agt_full', [['assistant', 'Good evening, Trattoria Ada.']], { mediaAttached: true });
     expect(ended.analysisDueAt?.getTime()).toBe(ended.endedAt!.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS);
     expect(await workerWith(llm).runDue()).toEqual([]);
-    await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'A table for four on Friday, please.', language: 'en', startMs: 1000, endMs: 2000, interrupted: false });
-    await calls.mediaStopped('acc_1', call.id);
+    await calls.appendTurn('acc_1', ended.id, { role: 'user', text: 'A table for four on Friday, please.', language: 'en', startMs: 1000, endMs: 2000, interrupted: false });
+    await calls.mediaStopped('acc_1', ended.id);
 
-    expect(await workerWith(llm).runDue()).toEqual([{ callId: call.id, outcome: 'analysed' }]);
+    expect(await workerWith(llm).runDue()).toEqual([{ callId: ended.id, outcome: 'analysed' }]);
     expect(llm.requests[0].messages[1].content).toContain('Caller: A table for four on Friday, please.');
   });
 
   it('analyses a call whose attached stream never reports its stop once the wait is over, and a claimed one is not pulled forward', async () => {
     const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025' }]);
-    const call = await calls.insert(newCall('agt_full'));
-    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
-    await calls.touchMedia('acc_1', call.id);
-    await calls.appendTurn('acc_1', call.id, { role: 'user', text: 'Hello?', language: 'en', startMs: 0, endMs: 500, interrupted: false });
-    const ended = await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    const ended = await endedCall('agt_full', [['user', 'Hello?']], { mediaAttached: true });
 
     at(ended.endedAt!, ANALYSIS_WAITS_FOR_MEDIA_MS - 1);
     expect(await workerWith(llm).runDue()).toEqual([]);
     const lease = new Date(Date.now() + 600_000);
     expect(await calls.claimDueAnalyses(new Date(ended.endedAt!.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS), 10, lease)).toHaveLength(1);
     // A late stop does not make a claimed analysis due again (the claim's lease stands).
-    await calls.mediaStopped('acc_1', call.id);
-    expect((await calls.get('acc_1', call.id)).analysisDueAt?.getTime()).toBe(lease.getTime());
+    await calls.mediaStopped('acc_1', ended.id);
+    expect((await calls.get('acc_1', ended.id)).analysisDueAt?.getTime()).toBe(lease.getTime());
   });
 
   it('with the summary off, asks for the fields only (with the agent’s model) and sends summary null', async () => {
