@@ -70,6 +70,14 @@ export function Operation(options: OperationOptions) {
       : []),
     ...(isPublic
       ? []
-      : [ApiProblems(...(options.problems ?? []), ...(options.list ? (['validation_error'] as const) : []), 'permission_denied')]),
+      : [
+          ApiProblems(
+            ...(options.problems ?? []),
+            ...(options.list ? (['validation_error'] as const) : []),
+            // Every route that honours a key can answer it (another body, still running, interrupted).
+            ...(options.idempotent ? (['idempotency_conflict'] as const) : []),
+            'permission_denied',
+          ),
+        ]),
   );
 }
