@@ -62,6 +62,19 @@ describe('every gateway response is a problem or a success with the common heade
     expectCommonHeaders(res.headers);
   });
 
+  it.each([
+    ['GET', '/v1/agents/agt_1', 'No such agent.'],
+    ['PATCH', '/v1/agent_groups/grp_x', 'No such agent group.'],
+    ['GET', '/v1/calls/call_123/transcript', 'No such call.'],
+    ['POST', '/v1/webhook_endpoints/agt_00000000000000000000000/test', 'No such webhook endpoint.'],
+    ['DELETE', '/v1/api_keys/whatever', 'No such API key.'],
+  ])('answers %s %s, an id its service could not have given, 404 naming the resource', async (method, path, detail) => {
+    const res = await platform.api(OWNER).request(method, path, method === 'PATCH' ? {} : undefined);
+
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'not_found', detail });
+  });
+
   it.each(['/healthz', '/openapi.json', '/openapi.yaml', '/no-such-route'])('puts the rate-limit headers on %s', async (path) => {
     const res = await fetch(`${platform.baseUrl}${path}`);
 

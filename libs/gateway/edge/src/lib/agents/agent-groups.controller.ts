@@ -16,6 +16,7 @@ import {
 } from './agent-group.dto';
 import { AgentsClient } from './agents.client';
 import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
+import { ResourceId } from '../http/resource-id';
 
 function presentGroup(g: agentsV1.AgentGroup | undefined): AgentGroupDto {
   if (!g) throw new Error('agents service answered without a group');
@@ -23,6 +24,7 @@ function presentGroup(g: agentsV1.AgentGroup | undefined): AgentGroupDto {
 }
 
 @ApiTags('Agent groups')
+@ResourceId('grp', 'agent group')
 @Controller('v1/agent_groups')
 export class AgentGroupsController {
   constructor(

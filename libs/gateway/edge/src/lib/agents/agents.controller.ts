@@ -17,6 +17,7 @@ import {
 } from './agent.dto';
 import { AgentsClient } from './agents.client';
 import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
+import { ResourceId } from '../http/resource-id';
 
 /** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
@@ -32,6 +33,7 @@ export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
 }
 
 @ApiTags('Agents')
+@ResourceId('agt', 'agent')
 @Controller('v1/agents')
 export class AgentsController {
   constructor(

@@ -8,6 +8,7 @@ import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { ApiKeyRecord, ApiKeysRepository, Principal } from './api-keys.repository';
 import { ROLE_RANK } from './permissions';
 import { CurrentPrincipal } from './principal.decorator';
+import { ResourceId } from '../http/resource-id';
 
 export class CreateApiKeyDto {
   @ApiPropertyOptional({ description: 'A label for the key.', maxLength: 200 })
@@ -71,6 +72,7 @@ function present(k: ApiKeyRecord): ApiKeyDto {
 }
 
 @ApiTags('API keys')
+@ResourceId('key', 'API key')
 @Controller('v1/api_keys')
 export class ApiKeysController {
   constructor(

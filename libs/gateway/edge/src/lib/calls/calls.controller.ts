@@ -15,6 +15,7 @@ import { presentCall } from './call-presenter';
 import { CallsClient } from './calls.client';
 import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
+import { ResourceId } from '../http/resource-id';
 
 const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before'];
 
@@ -28,6 +29,7 @@ function filter(query: Record<string, unknown>, name: string, allowed?: string[]
 }
 
 @ApiTags('Calls')
+@ResourceId('call', 'call')
 @Controller('v1/calls')
 export class CallsController {
   constructor(

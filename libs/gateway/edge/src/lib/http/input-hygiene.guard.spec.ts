@@ -1,14 +1,21 @@
 import { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { newId } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { InputHygieneGuard } from './input-hygiene.guard';
+import { ResourceId } from './resource-id';
 
-function context(request: { params?: unknown; query?: unknown; body?: unknown }): ExecutionContext {
-  return { switchToHttp: () => ({ getRequest: () => request }) } as unknown as ExecutionContext;
+class Undeclared {}
+@ResourceId('agt', 'agent')
+class Agents {}
+
+function context(request: { params?: unknown; query?: unknown; body?: unknown }, controller: object = Undeclared): ExecutionContext {
+  return { switchToHttp: () => ({ getRequest: () => request }), getClass: () => controller } as unknown as ExecutionContext;
 }
 
-function refusal(request: { params?: unknown; query?: unknown; body?: unknown }): string | undefined {
+function refusal(request: { params?: unknown; query?: unknown; body?: unknown }, controller?: object): string | undefined {
   try {
-    new InputHygieneGuard().canActivate(context(request));
+    new InputHygieneGuard(new Reflector()).canActivate(context(request, controller));
     return undefined;
   } catch (error) {
     return (error as AppError).code;
@@ -25,5 +32,15 @@ describe('InputHygieneGuard', () => {
     expect(refusal({ params: { id: '\u0000' }, query: { limit: '\u0000' }, body: { name: '\u0000' } })).toBe('not_found');
     expect(refusal({ query: { limit: '\u0000' }, body: { name: '\u0000' } })).toBe('invalid_request');
     expect(refusal({ body: { name: '\u0000' } })).toBe('validation_error');
+  });
+
+  it('refuses a path id its resource could not have given as not_found, naming the resource', () => {
+    expect(refusal({ params: { id: newId('agt') } }, Agents)).toBeUndefined();
+    for (const id of ['agt_1', newId('call'), `${newId('agt')}x`, 'agt_!!!!!!!!!!!!!!!!!!!!!!']) expect(refusal({ params: { id } }, Agents)).toBe('not_found');
+    try {
+      new InputHygieneGuard(new Reflector()).canActivate(context({ params: { id: 'agt_1' } }, Agents));
+    } catch (error) {
+      expect((error as AppError).message).toBe('No such agent.');
+    }
   });
 });

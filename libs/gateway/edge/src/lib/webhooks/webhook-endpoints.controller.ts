@@ -25,6 +25,7 @@ import {
 } from './webhook-endpoint.dto';
 import { WebhookUrlProblemsInterceptor } from './url-problems.interceptor';
 import { WebhooksClient } from './webhooks.client';
+import { ResourceId } from '../http/resource-id';
 
 /** The public endpoint: never the secret, nor the account or the failure counter. */
 export function presentEndpoint(e: webhooksV1.Endpoint | undefined): WebhookEndpointDto {
@@ -92,6 +93,7 @@ function withDefaults(body: WebhookEndpointInputDto): WebhookEndpointInputDto {
 const deliveriesList = (endpointId: string) => `webhook_deliveries:${endpointId}`;
 
 @ApiTags('Webhooks')
+@ResourceId('whep', 'webhook endpoint')
 @Controller('v1/webhook_endpoints')
 export class WebhookEndpointsController {
   constructor(
