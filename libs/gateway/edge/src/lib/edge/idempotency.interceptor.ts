@@ -6,7 +6,7 @@ import { FastifyRequest } from 'fastify';
 import { catchError, finalize, from, mergeMap, Observable, throwError } from 'rxjs';
 import { serviceLogger } from '@parley/observability';
 import { AppError } from '@parley/rpc';
-import { toProblem } from '../http/problem';
+import { asAppError } from '../http/problem';
 import { IdempotencyStore } from './idempotency.store';
 import { ReplayedResponse } from './replayed-response';
 
@@ -93,7 +93,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
               }),
               catchError((error: unknown) => {
                 stopHolding();
-                return from(this.settle(accountId, key, () => this.settleFailure(accountId, key, error, String(request.id), forwarded))).pipe(
+                return from(this.settle(accountId, key, () => this.settleFailure(accountId, key, error, forwarded))).pipe(
                   mergeMap(() => throwError(() => error)),
                 );
               }),
@@ -114,9 +114,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
     }
   }
 
-  private async settleFailure(accountId: string, key: string, error: unknown, requestId: string, forwarded: boolean): Promise<void> {
-    const problem = toProblem(error, requestId);
-    if (problem.status < 500 || forwarded) await this.store.reopen(accountId, key);
+  private async settleFailure(accountId: string, key: string, error: unknown, forwarded: boolean): Promise<void> {
+    if (asAppError(error).status < 500 || forwarded) await this.store.reopen(accountId, key);
     else await this.store.interrupt(accountId, key);
   }
 }

@@ -55,17 +55,22 @@ function fromFastify(error: { code?: string; statusCode?: number; message?: stri
   return undefined;
 }
 
-export function toProblem(error: unknown, requestId: string): Problem {
-  let app: AppError;
-  if (error instanceof AppError) app = error;
-  else if (error instanceof HttpException) {
+/** What an error is answered as; pure, so a caller may ask before the answer is written (and logged). */
+export function asAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof HttpException) {
     const status = error.getStatus();
     const code = CODE_BY_STATUS[status] ?? (status >= 500 ? 'internal_error' : 'invalid_request');
-    app = new AppError(code, status === 404 ? 'No such route.' : error.message);
-  } else {
-    const e = (error ?? {}) as { code?: string; statusCode?: number; message?: string };
-    app = fromFastify(e) ?? AppError.from(error);
-    if (app.code === 'internal_error') log.error({ err: error }, 'unhandled error');
+    return new AppError(code, status === 404 ? 'No such route.' : error.message);
+  }
+  const e = (error ?? {}) as { code?: string; statusCode?: number; message?: string };
+  return fromFastify(e) ?? AppError.from(error);
+}
+
+export function toProblem(error: unknown, requestId: string): Problem {
+  const app = asAppError(error);
+  if (app.code === 'internal_error' && !(error instanceof AppError) && !(error instanceof HttpException)) {
+    log.error({ err: error }, 'unhandled error');
   }
   const { status, title } = PROBLEMS[app.code];
   return {
