@@ -169,6 +169,15 @@ describe('API conventions and security', () => {
       }
     });
 
+    it('refuses a body on revoking an API key with 400 naming its fields, and revokes nothing', async () => {
+      const created = await owner.post('/v1/api_keys', { name: 'kept' });
+      const refused = await owner.request('DELETE', `/v1/api_keys/${created.body.id}`, { force: true });
+      expect(refused.status).toBe(400);
+      expect(refused.body.errors).toEqual([{ field: 'force', message: 'is not a known field' }]);
+      expect((await platform.api(created.body.secret).get('/v1/agents')).status).toBe(200);
+      expect((await owner.request('DELETE', `/v1/api_keys/${created.body.id}`, {})).status).toBe(200);
+    });
+
     it('refuses an unknown query parameter on any route', async () => {
       const agent = (await owner.post('/v1/agents', { name: 'q', languages: [{ code: 'en' }] })).body;
       const res = await owner.get(`/v1/agents/${agent.id}?expand=all`);

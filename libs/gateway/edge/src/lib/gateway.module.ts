@@ -27,6 +27,7 @@ import { ApiKeysController } from './auth/api-keys.controller';
 import { IdempotencyStore } from './edge/idempotency.store';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimiter, RateLimitStore } from './edge/rate-limit';
 import { InputHygieneGuard } from './http/input-hygiene.guard';
+import { NoBodyGuard } from './http/no-body';
 import { QueryGuard } from './http/query.guard';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
@@ -89,10 +90,11 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
       inject: [CONFIG, RATE_LIMIT_STORE],
       useFactory: (c: GatewayConfig, store: RateLimitStore) => new RateLimiter(c.RATE_LIMIT_REQUESTS, c.RATE_LIMIT_WINDOW_SECONDS, store),
     },
-    // Guards run in this order: authentication + permission, input hygiene, query.
+    // Guards run in this order: authentication + permission, input hygiene, query, no body where none is taken.
     { provide: APP_GUARD, useClass: AuthGuard },
     { provide: APP_GUARD, useClass: InputHygieneGuard },
     { provide: APP_GUARD, useClass: QueryGuard },
+    { provide: APP_GUARD, useClass: NoBodyGuard },
     { provide: APP_FILTER, useClass: ProblemFilter },
     { provide: APP_PIPE, useClass: BodyValidationPipe },
   ],

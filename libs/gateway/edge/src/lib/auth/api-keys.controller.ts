@@ -9,6 +9,7 @@ import { ApiKeyRecord, ApiKeysRepository, Principal } from './api-keys.repositor
 import { ROLE_RANK } from './permissions';
 import { CurrentPrincipal } from './principal.decorator';
 import { ResourceId } from '../http/resource-id';
+import { NoBody } from '../http/no-body';
 
 export class CreateApiKeyDto {
   @ApiPropertyOptional({ description: 'A label for the key.', maxLength: 200 })
@@ -123,6 +124,7 @@ export class ApiKeysController {
   @HttpCode(200)
   @Operation({ summary: 'Revoke an API key: it stops working at once', permission: 'keys:write', problems: ['not_found'] })
   @ApiOkResponse({ type: DeletedApiKeyDto })
+  @NoBody()
   async revoke(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<DeletedApiKeyDto> {
     if (!(await this.keys.revoke(who.accountId, id))) throw AppError.notFound('API key');
     return { id, object: 'api_key', deleted: true };

@@ -1,10 +1,10 @@
 import 'reflect-metadata';
-import { Controller, HttpCode, INestApplication, Post } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { Body, Controller, Delete, HttpCode, INestApplication, Post } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { buildOpenApiDocument } from './openapi';
-import { NoBody } from './no-body';
+import { BodyUndefinedYet, NoBody, NoBodyGuard } from './no-body';
 import { ProblemFilter } from './problem';
 
 const acted: string[] = [];
@@ -18,6 +18,36 @@ class ThingsController {
     acted.push('poke');
     return { ok: true };
   }
+
+  // No @NoBody(): a handler without @Body() takes no body all the same.
+  @Delete(':id')
+  @HttpCode(200)
+  remove(): { ok: true } {
+    acted.push('remove');
+    return { ok: true };
+  }
+
+  @Post(':id/nudge')
+  @HttpCode(200)
+  nudge(): { ok: true } {
+    acted.push('nudge');
+    return { ok: true };
+  }
+
+  @Post(':id/rename')
+  @HttpCode(200)
+  rename(@Body() body: Record<string, unknown>): { ok: true } {
+    acted.push(`rename ${JSON.stringify(body)}`);
+    return { ok: true };
+  }
+
+  @Post(':id/later')
+  @HttpCode(200)
+  @BodyUndefinedYet()
+  later(): { ok: true } {
+    acted.push('later');
+    return { ok: true };
+  }
 }
 
 describe('operations without a body', () => {
@@ -26,7 +56,10 @@ describe('operations without a body', () => {
   beforeAll(async () => {
     const module = await Test.createTestingModule({
       controllers: [ThingsController],
-      providers: [{ provide: APP_FILTER, useClass: ProblemFilter }],
+      providers: [
+        { provide: APP_FILTER, useClass: ProblemFilter },
+        { provide: APP_GUARD, useClass: NoBodyGuard },
+      ],
     }).compile();
     app = module.createNestApplication<NestFastifyApplication>(new FastifyAdapter());
     await app.init();
@@ -72,5 +105,24 @@ describe('operations without a body', () => {
       required: false,
       content: { 'application/json': { schema: { type: 'object', additionalProperties: false, maxProperties: 0 } } },
     });
+  });
+
+  const send = (method: 'POST' | 'DELETE', url: string, payload: string) =>
+    app.inject({ method, url, payload, headers: { 'content-type': 'application/json' } });
+
+  it('refuse a body on every handler that takes none, declared with @NoBody() or not, whatever the method', async () => {
+    for (const [method, url] of [['DELETE', '/v1/things/t_1'], ['POST', '/v1/things/t_1/nudge']] as const) {
+      const res = await send(method, url, '{"force":true}');
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'invalid_request', errors: [{ field: 'force' }] });
+      expect((await send(method, url, '{}')).statusCode).toBe(200);
+    }
+    expect(acted).toEqual(['remove', 'nudge']);
+  });
+
+  it('leave bodies to handlers that take one, and to operations whose body is not defined yet', async () => {
+    expect((await send('POST', '/v1/things/t_1/rename', '{"name":"x"}')).statusCode).toBe(200);
+    expect((await send('POST', '/v1/things/t_1/later', '{"name":"x"}')).statusCode).toBe(200);
+    expect(acted).toEqual(['rename {"name":"x"}', 'later']);
   });
 });

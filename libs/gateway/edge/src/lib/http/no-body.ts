@@ -1,16 +1,34 @@
-import { applyDecorators, CanActivate, ExecutionContext, Injectable, UseGuards } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import { Reflector } from '@nestjs/core';
 import { ApiBody } from '@nestjs/swagger';
 import { FastifyRequest } from 'fastify';
 import { AppError } from '@parley/rpc';
 
+const BODY_UNDEFINED_YET = 'parley:body-undefined-yet';
+
+/** Marks an operation whose body is not defined yet (planned routes answer 501 whatever they are sent). */
+export const BodyUndefinedYet = () => SetMetadata(BODY_UNDEFINED_YET, true);
+
+/** Whether the handler reads a body: it has a @Body() parameter. */
+function takesBody(context: ExecutionContext): boolean {
+  const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, context.getClass(), context.getHandler().name) ?? {}) as Record<string, unknown>;
+  return Object.keys(args).some((key) => key.startsWith(`${RouteParamtypes.BODY}:`));
+}
+
 /**
- * Refuses any body but none or `{}` on an operation that declares none: the contract refuses unknown fields
- * everywhere, and a route that ignored them would act on a request its caller meant differently. Runs as a
- * guard, so the refusal comes before the handler (and before idempotency replays): nothing happens.
+ * An operation whose handler takes no @Body() takes no body, whatever its method, so a new body-less route cannot
+ * forget to refuse one: any body but none or `{}` is 400 `invalid_request` naming the fields. The contract refuses
+ * unknown fields everywhere, and a route that ignored them would act on a request its caller meant differently.
+ * A global guard, so the refusal comes before the handler (and before idempotency replays): nothing happens.
  */
 @Injectable()
 export class NoBodyGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
   canActivate(context: ExecutionContext): boolean {
+    if (context.getType() !== 'http' || takesBody(context) || this.reflector.get(BODY_UNDEFINED_YET, context.getHandler())) return true;
     const body = context.switchToHttp().getRequest<FastifyRequest>().body;
     if (body === undefined) return true;
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
@@ -26,14 +44,11 @@ export class NoBodyGuard implements CanActivate {
   }
 }
 
-/** Declares an operation without a body: enforced by NoBodyGuard, published as an optional empty object. */
+/** Publishes an operation without a body (enforced for every such handler by NoBodyGuard) as an optional empty object. */
 export function NoBody() {
-  return applyDecorators(
-    UseGuards(NoBodyGuard),
-    ApiBody({
-      required: false,
-      description: 'No body. Send none or `{}`; anything else is 400 `invalid_request` and nothing happens.',
-      schema: { type: 'object', additionalProperties: false, maxProperties: 0 },
-    }),
-  );
+  return ApiBody({
+    required: false,
+    description: 'No body. Send none or `{}`; anything else is 400 `invalid_request` and nothing happens.',
+    schema: { type: 'object', additionalProperties: false, maxProperties: 0 },
+  });
 }

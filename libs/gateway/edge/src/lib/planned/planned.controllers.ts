@@ -2,6 +2,7 @@ import { Controller, Delete, Get, Patch, Post, Put, Type } from '@nestjs/common'
 import { ApiExtraModels, ApiParam, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { AppError } from '@parley/rpc';
 import { ContractPath } from '../http/openapi';
+import { BodyUndefinedYet } from '../http/no-body';
 import { ProblemDto } from '../http/openapi-decorators';
 import { Operation } from '../http/operation';
 import { PLANNED_ROUTES, PlannedRoute } from './planned-routes';
@@ -23,6 +24,7 @@ function plannedController(tag: string, routes: PlannedRoute[]): Type<unknown> {
     const decorators: MethodDecorator[] = [
       VERBS[route.method](route.path.replace(/\{(\w+)\}/g, ':$1')),
       ContractPath(route.path),
+      BodyUndefinedYet(),
       Operation({
         summary: route.summary,
         description: 'Not implemented in this release: answers 501 `not_implemented` until the resource lands.',

@@ -11,6 +11,7 @@ import { Principal } from '../auth/api-keys.repository';
 import { buildOpenApiDocument } from '../http/openapi';
 import { CursorCodec } from '../http/pagination';
 import { ProblemFilter } from '../http/problem';
+import { NoBodyGuard } from '../http/no-body';
 import { BodyValidationPipe } from '../http/validation';
 import { WebhookEndpointsController } from './webhook-endpoints.controller';
 import { WebhooksClient } from './webhooks.client';
@@ -237,6 +238,7 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
         // The idempotent routes' interceptor; these requests send no Idempotency-Key, so it is never consulted.
         { provide: IdempotencyStore, useValue: {} },
         { provide: APP_GUARD, useClass: AcmeGuard },
+        { provide: APP_GUARD, useClass: NoBodyGuard },
         { provide: APP_PIPE, useClass: BodyValidationPipe },
         { provide: APP_FILTER, useClass: ProblemFilter },
       ],
