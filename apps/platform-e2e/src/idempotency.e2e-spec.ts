@@ -142,6 +142,38 @@ describeWithNats('Idempotency-Key on the distributed platform: a request that ma
     }
   });
 
+  it('keeps the key of a request whose gateway was killed (SIGKILL) mid-request held: the retry on the restarted gateway is 409, one agent', async () => {
+    const api = platform.api(KEY);
+    const db = new Client({ connectionString: platform.databaseUrl });
+    await db.connect();
+    const body = { name: `orphan-${Date.now()}`, languages: [{ code: 'en' }] };
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE agents.agents IN EXCLUSIVE MODE');
+      const lost = api.post('/v1/agents', body, { 'idempotency-key': body.name }).then(
+        () => 'answered',
+        () => 'cut off',
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      await platform.kill('gateway');
+      expect(await lost).toBe('cut off');
+      // The agents service still holds the create and commits it once the lock goes.
+      await db.query('COMMIT');
+      platform.restart('gateway');
+      await platform.waitReady();
+
+      const retry = await api.post('/v1/agents', body, { 'idempotency-key': body.name });
+      expect(retry.status).toBe(409);
+      expect(retry.body).toMatchObject({ code: 'idempotency_conflict', detail: expect.stringMatching(/still running/) });
+      const named = async () => (await api.get('/v1/agents?limit=100')).body.data.filter((a: { name: string }) => a.name === body.name).length;
+      const deadline = Date.now() + 10_000;
+      while ((await named()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await named()).toBe(1);
+    } finally {
+      await db.end();
+    }
+  }, 60_000);
+
   it('answers a retry of a call create whose answer was lost (calls service frozen after dialling) with the same call, dialled once', async () => {
     const api = platform.api(KEY);
     const agent = (await api.post('/v1/agents', { name: 'Dialler', languages: [{ code: 'en' }] })).body;
