@@ -85,4 +85,13 @@ describe('lingering before closing on an early answer', () => {
     client.destroy();
     await server.close();
   });
+
+  it('closes at once when the client has already ended its side', async () => {
+    const { server, client, lived } = await boundedServer({ ms: 60_000, bytes: 64 * 1024 * 1024 });
+    client.end(`${request('/v1/agents').replace(String(body.length), '2000')}${' '.repeat(10)}`);
+
+    expect(await lived).toBeLessThan(5_000);
+    client.destroy();
+    await server.close();
+  });
 });

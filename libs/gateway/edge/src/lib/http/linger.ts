@@ -27,7 +27,8 @@ export function lingerBeforeClose(server: Server, limits: LingerLimits = LINGER_
     const destroySoon = socket.destroySoon.bind(socket);
     socket.destroySoon = () => {
       const request = current.get(socket);
-      if (!request || request.complete) destroySoon();
+      // Nothing more can come when the body is complete or the client has already ended its side.
+      if (!request || request.complete || socket.readableEnded) destroySoon();
       else linger(socket, request, limits);
     };
   });
