@@ -7,8 +7,10 @@
 //   npm run bench:media -- --mode distributed --calls 10,50 --seconds 30 --warmup 5 --llm-ms 150 --tts-ms 100
 //   npm run bench:media -- --voice local    # the offline voice: the calls its synthesis carries at real time
 // Other flags: --ramp <s> (default 5) over which the calls are placed; --dist <dir> (default dist) the build to run.
-// Diagnostics: BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn); BENCH_NODE_OPTIONS becomes its NODE_OPTIONS
-// (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process, the media worker's included).
+// Diagnostics: --explain prints each stale frame (call id, time, part, time since the clear, the caller's state) with
+// the line's last 6 s; BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
+// id); BENCH_LOG_FILE appends the platform's output to that file; BENCH_NODE_OPTIONS becomes its NODE_OPTIONS (e.g.
+// "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process, the media worker's included).
 //
 // Processes: the platform (standalone: one command; distributed: the five services, on this machine's PostgreSQL
 // and NATS with a NATS_NAMESPACE of its own), fresh database per run (DATABASE_URL, else embedded in standalone);
@@ -20,8 +22,9 @@
 // Each call is placed with POST /v1/calls (an agent created through the API, key seeded with BOOTSTRAP_KEYS),
 // answered by the fake Twilio (ringing, in-progress, then the stream), ramped over --ramp seconds. Every caller
 // sends a 20 ms frame every 20 ms; hears the greeting; asks (800 ms of speech) when the agent is quiet; hears the
-// answer; talks over every third answer (700 ms, six words, 0.5-1.5 s into it); at the end hangs up (Twilio's
-// `completed`) and the call must be recorded ended/completed.
+// answer (the fake model's two answers in turn, so consecutive answers sound different); talks over every third
+// answer (700 ms, six words, 0.5-1.5 s into it); at the end hangs up (Twilio's `completed`) and the call must be
+// recorded ended/completed.
 //
 // Printed per N, over the --seconds after ramp-up and --warmup:
 //   pacing   |Δ − 20 ms| between consecutive agent frames of one turn as they arrive at the carrier, the turn's
@@ -37,8 +40,18 @@
 //            the platform's own). What remains is the platform's: p50/p95;
 //   clear    barge-in: the moment the recognizer can have the words (last speech frame + endpointing) → `clear`
 //            received: p95;
-//   stale    agent frames of the interrupted answer received after its `clear`: any sooner than the next answer
-//            can exist (--llm-ms + the voice's delay), or of a later sentence before the next answer's first;
+//   stale    agent frames of the interrupted answer received after its `clear`, told by ear: a frame with the tone
+//            of a sentence of the turn that was playing when the clear came, until the caller next asks (the answer
+//            to the barge-in's words is the other answer; the one after the next question sounds like the cut one).
+//            Not by timing, as it was ("any frame sooner than --llm-ms + --tts-ms after the clear"): the engine
+//            starts the next answer at the clear (the fake recognizer sends the barge-in's interim result, which
+//            cuts the answer, and its final, which starts the next, back to back), so that answer's first frames
+//            (its 40 ms lead, sent at once) leave the platform just over the fakes' 250 ms after the clear; this
+//            process, its event loop busy with 50 callers, read the clear a few ms late relative to them, so they
+//            looked sooner and were counted stale. Seen with --explain: the 4 stale frames of a 50-call run were two
+//            calls' next-answer leads, 244 and 248 ms after the clear as read here, 258 ms after the engine's
+//            barge-in log. With --voice local (no tones) that timing rule is all there is, with the model's delay
+//            alone: approximate;
 //   live     calls with an open media stream when the measurement began (N minus those refused or failed);
 //   audio process  CPU % (of one core) and peak RSS of the process listening on MEDIA_PORT, and calls per core
 //            (live calls / its cores busy);
@@ -58,7 +71,7 @@ import { callerSounds, newResults, SimulatedCall } from './media/caller.mjs';
 import { BENCH_KEY, startPlatform } from './media/platform.mjs';
 import { commandOf, pidListeningOn, usageOf } from './media/process-usage.mjs';
 import { agentSpeech } from './media/agent-speech.mjs';
-import { ANSWER, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
+import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, a, i, all) => (a.startsWith('--') ? [...pairs, [a.slice(2), all[i + 1]]] : pairs), []));
 const MODE = args.mode ?? 'standalone';
@@ -71,6 +84,7 @@ const TTS_MS = Number(args['tts-ms'] ?? 100);
 // The agent's voice: the `openai` synthesizer against its fake (first audio after --tts-ms), or `local`, the offline
 // voice synthesizing in the platform itself (its time is the platform's own, so nothing is subtracted for it).
 const VOICE = args.voice ?? 'openai';
+const EXPLAIN = 'explain' in args;
 const VOICE_MS = VOICE === 'local' ? 0 : TTS_MS;
 const DIST = resolve(args.dist ?? join(import.meta.dirname, '..', 'dist'));
 const PACING_TARGET_MS = 5;
@@ -131,7 +145,7 @@ async function run(n, vendors, libs) {
       TWILIO_FROM_NUMBER: '+15550009999',
     },
   });
-  const results = newResults();
+  const results = newResults({ explain: EXPLAIN });
   const api = async (method, path, body) => {
     try {
       const res = await fetch(`${platform.baseUrl}${path}`, {
@@ -161,7 +175,7 @@ async function run(n, vendors, libs) {
     // takes from it) settles first.
     await sleep(SETTLE_MS);
     const sounds = callerSounds(libs.audio);
-    const speechOf = agentSpeech({ libs, voice: VOICE, greeting: GREETING, answer: ANSWER });
+    const speechOf = agentSpeech({ libs, voice: VOICE, greeting: GREETING, answers: ANSWERS });
     const calls = Array.from({ length: n }, (_, index) => new SimulatedCall({ index, twilio, api, agentId: agent.body.id, sounds, speechOf, results, llmMs: LLM_MS, ttsMs: VOICE_MS }));
     const started = Promise.all(calls.map((call, i) => sleep((i * RAMP * 1000) / n).then(() => call.start().catch((error) => call.fail(`could not start: ${error.message}`)))));
     await sleep((RAMP + WARMUP) * 1000);
@@ -234,7 +248,19 @@ function report(r) {
   const reasons = new Map();
   for (const reason of x.failures.values()) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
   for (const [reason, count] of [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 6)) console.log(`        failed ×${count}: ${reason}`);
+  if (EXPLAIN) explainStale(x.staleFrames);
   return pacingOk;
+}
+
+/** --explain: each stale frame (its time as the platform's logs write it) with the line's last seconds before it. */
+function explainStale(frames) {
+  for (const f of frames) {
+    console.log(`        stale: call ${f.call} (${f.callId}) at ${new Date(performance.timeOrigin + f.at).toISOString()}: ${f.part}, ${fmt(f.sinceClear, 0).trim()} ms after the clear, caller ${f.state}`);
+    for (const e of f.timeline) {
+      const span = e.frames > 1 ? ` ×${e.frames} until ${fmt(e.to - f.at, 0).trim()}` : '';
+      console.log(`          ${fmt(e.at - f.at, 7)} ms  ${e.what}${span}`);
+    }
+  }
 }
 
 const vendors = await startVendors();

@@ -1,10 +1,13 @@
 // Which part of the agent's speech a frame the caller receives carries. The fake voices speak each sentence as a
-// tone of its own (fakeToneFrequency), so the caller can tell the greeting, the answer's first sentence and its
-// last one apart by ear: where a turn begins and ends, and whether audio after a `clear` is the interrupted answer.
+// tone of its own (fakeToneFrequency), so the caller can tell the greeting, each answer (consecutive answers differ:
+// vendor-fakes.mjs ANSWERS) and their first and last sentences apart by ear: where a turn begins and ends, and
+// whether audio after a `clear` is the interrupted answer.
 
 const RATE = 8000;
 /** A frame quieter than this (RMS) carries no speech: the padded tail of a sentence. */
 const SILENT_RMS = 300;
+/** Tones closer than this could be taken for each other in a 20 ms frame (Goertzel over 160 samples: 50 Hz bins). */
+const MIN_TONE_GAP_HZ = 100;
 
 /** Goertzel: the signal's power at `hz`. */
 function powerAt(pcm, hz) {
@@ -21,19 +24,24 @@ function powerAt(pcm, hz) {
 
 /**
  * A classifier of received `media` payloads (base64 μ-law) into the parts of the agent's turns:
- * `{ turn: 'greeting' | 'answer', first, last }`, or undefined when a frame carries none of them (silence, or a
- * voice without per-sentence tones: the offline voice speaks words, so with it the caller goes by timing alone).
+ * `{ turn: 'greeting' | 'answer 1' | 'answer 2' …, sentence, of, first, last }`, or undefined when a frame carries
+ * none of them (silence). None for a voice without per-sentence tones: the offline voice speaks words, so with it
+ * the caller goes by timing alone.
  */
-export function agentSpeech({ libs, voice, greeting, answer }) {
-  if (voice === 'local') return () => undefined;
+export function agentSpeech({ libs, voice, greeting, answers }) {
+  if (voice === 'local') return undefined;
   const { fakeToneFrequency } = libs.speech;
-  const chunker = new libs.engine.SentenceChunker();
-  // The engine synthesizes sentence by sentence, cut as its chunker cuts them.
-  const sentences = [...chunker.push(`${answer} `), chunker.flush()].filter(Boolean);
-  const parts = [
-    { turn: 'greeting', first: true, last: true, hz: fakeToneFrequency(greeting) },
-    ...sentences.map((s, i) => ({ turn: 'answer', first: i === 0, last: i === sentences.length - 1, hz: fakeToneFrequency(s) })),
-  ];
+  const parts = [{ turn: 'greeting', sentence: 1, of: 1, first: true, last: true, hz: fakeToneFrequency(greeting) }];
+  answers.forEach((answer, a) => {
+    // The engine synthesizes sentence by sentence, cut as its chunker cuts them.
+    const chunker = new libs.engine.SentenceChunker();
+    const sentences = [...chunker.push(`${answer} `), chunker.flush()].filter(Boolean);
+    sentences.forEach((s, i) => parts.push({ turn: `answer ${a + 1}`, sentence: i + 1, of: sentences.length, first: i === 0, last: i === sentences.length - 1, hz: fakeToneFrequency(s) }));
+  });
+  for (const p of parts) {
+    const near = parts.find((q) => q !== p && Math.abs(q.hz - p.hz) < MIN_TONE_GAP_HZ);
+    if (near) throw new Error(`agent-speech: ${p.turn} sentence ${p.sentence} and ${near.turn} sentence ${near.sentence} sound alike (${p.hz} and ${near.hz} Hz): reword one`);
+  }
   return (payload) => {
     const pcm = libs.audio.mulawToPcm16(Buffer.from(payload, 'base64'));
     let energy = 0;

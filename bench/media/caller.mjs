@@ -17,6 +17,8 @@ const AGENT_QUIET_MS = 400;
 const ANSWER_TIMEOUT_MS = 10_000;
 /** Without tones to tell turns apart (the offline voice), agent frames further apart than this start a new turn. */
 const TURN_GAP_MS = 100;
+/** How much of the line's past `explain` keeps. */
+const EXPLAIN_MS = 6000;
 
 /** The caller's sounds as μ-law frames: speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70). */
 export function callerSounds(audio) {
@@ -43,15 +45,21 @@ export function callerSounds(audio) {
  *   voiceToVoice caller's last speech frame sent → first agent frame received, minus the fakes' fixed delays;
  *   clear       barge-in's last speech frame sent + the recognizer's endpointing (when it can have the words) →
  *               `clear` received;
- *   stale       agent frames of the interrupted answer received after its `clear` (see onMedia);
+ *   stale       agent frames of the interrupted answer received after its `clear` (see onMedia), each kept with
+ *               the line's last seconds when `explain` (bench/media.mjs --explain);
  * and, measured or not: failures (call id → reason), unanswered turns, barge-ins never cleared.
  */
-export function newResults() {
-  return { measuring: false, pacing: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
+export function newResults({ explain = false } = {}) {
+  return { measuring: false, explain, staleFrames: [], pacing: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
 }
 
+const partName = (part) => (part ? `${part.turn} sentence ${part.sentence}/${part.of}` : 'no tone');
+
 export class SimulatedCall {
-  /** `speechOf(payload)`: which part of the agent's speech a received frame carries (agent-speech.mjs). */
+  /**
+   * `speechOf(payload)`: which part of the agent's speech a received frame carries (agent-speech.mjs); undefined for
+   * a voice without tones (the caller then goes by timing alone).
+   */
   constructor({ index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs }) {
     Object.assign(this, { index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs });
     this.state = 'dialling';
@@ -64,9 +72,22 @@ export class SimulatedCall {
     this.clearedAt = -Infinity;
     /** The part of the agent's speech the last frame carried (undefined: unknown). */
     this.lastPart = undefined;
-    /** A `clear` came and no frame of a new answer yet. */
-    this.afterClear = false;
+    /** The turn (a part's `turn`) the last `clear` cut, until the caller next asks; its frames meanwhile are stale. */
+    this.interrupted = undefined;
     this.hungUp = false;
+    /** With `explain`: the line's last seconds (performance.now ms), printed beside each stale frame. */
+    this.timeline = [];
+  }
+
+  /** With `explain`: notes what happened on the line at `at`; consecutive frames of one part are one entry. */
+  note(at, what, frame = false) {
+    if (!this.results.explain) return;
+    const last = this.timeline.at(-1);
+    if (frame && last?.what === what) {
+      last.frames++;
+      last.to = at;
+    } else this.timeline.push({ at, to: at, what, frames: frame ? 1 : 0 });
+    while (this.timeline[0].at < at - EXPLAIN_MS) this.timeline.shift();
   }
 
   fail(reason) {
@@ -163,6 +184,7 @@ export class SimulatedCall {
       this.state = 'barging';
       this.bargeAt = undefined;
       this.bargeStartedAt = now;
+      this.note(now, 'barge-in speech starts');
       this.speechLeft = BARGE_MS / 20;
       this.cleared = false;
       if (r.measuring) r.bargeIns++;
@@ -173,6 +195,8 @@ export class SimulatedCall {
     } else if (this.state === 'thinking' && now >= this.speakAt) {
       this.setState('asking');
       this.speechLeft = QUESTION_MS / 20;
+      // The next answer may be the interrupted one's words again (vendor-fakes.mjs ANSWERS alternate).
+      this.interrupted = undefined;
     } else if ((this.state === 'awaiting' || this.state === 'greeting') && now - this.stateAt > ANSWER_TIMEOUT_MS) {
       if (r.measuring) r.unanswered++;
       this.setState('thinking');
@@ -191,6 +215,7 @@ export class SimulatedCall {
 
   endOfSpeech(now) {
     this.lastSpeechAt = now;
+    this.note(now, 'speech ends (last frame)');
     if (this.state === 'barging' && !this.cleared) {
       // Not cut yet: the recognizer's endpointing may still be running; the clear decides (see onMessage).
       this.setState('barge-ended');
@@ -202,13 +227,14 @@ export class SimulatedCall {
   setState(state) {
     this.state = state;
     this.stateAt = performance.now();
+    this.note(this.stateAt, `state ${state}`);
   }
 
   // ---- what the platform sends ------------------------------------------------------------------------------
 
   onMessage(message, at) {
     const event = message.event;
-    if (event === 'media') this.onMedia(this.speechOf(message.media.payload), at);
+    if (event === 'media') this.onMedia(this.speechOf?.(message.media.payload), at);
     else if (event === 'clear') this.onClear(at);
     this.trim();
     return false;
@@ -216,20 +242,19 @@ export class SimulatedCall {
 
   onMedia(part, at) {
     const r = this.results;
-    // After a clear, the interrupted answer must stop: a frame sooner than the next answer can exist (it needs the
-    // model's first token and the voice's first audio, the fakes' fixed delays, after the clear), or one of a later
-    // sentence before the next answer's first one, is the interrupted answer's.
-    if (at - this.clearedAt < this.llmMs + this.ttsMs || (this.afterClear && part && !part.first)) {
+    this.note(at, `media: ${partName(part)}`, true);
+    if (this.isStale(part, at)) {
       if (r.measuring) r.stale++;
+      if (r.measuring && r.explain) r.staleFrames.push({ call: this.index, callId: this.callId, at, sinceClear: at - this.clearedAt, part: partName(part), state: this.state, timeline: this.timeline.map((e) => ({ ...e })) });
       return;
     }
     const gap = at - this.lastMediaAt;
-    const startsTurn = part ? part.first && (part !== this.lastPart || this.afterClear) : gap > TURN_GAP_MS;
+    // Two answers in a row differ (vendor-fakes.mjs ANSWERS), so a first sentence after another part begins a turn.
+    const startsTurn = part ? part.first && part !== this.lastPart : gap > TURN_GAP_MS;
     if (startsTurn) this.runLength = 0;
     else if (++this.runLength > 2 && r.measuring) r.pacing.push(Math.abs(gap - 20));
     this.lastMediaAt = at;
     if (part) this.lastPart = part;
-    if (startsTurn) this.afterClear = false;
 
     if (this.state === 'greeting') this.setState('hearing');
     else if (this.state === 'awaiting' && startsTurn) {
@@ -247,10 +272,24 @@ export class SimulatedCall {
     }
   }
 
+  /**
+   * After a `clear`, the turn it cut must stop. By ear (the fake voices): a frame of the turn that was playing when
+   * the clear came is that turn's, until the caller asks again — the answer to the barge-in's words is the other of
+   * ANSWERS, and only the answer after the next question sounds like the interrupted one. No timing: a rule "sooner
+   * than --llm-ms + --tts-ms after the clear" took the next answer's first frames for stale ones (why: the `stale`
+   * entry in bench/media.mjs's header). A silent frame (a sentence's padded tail) has no tone and is not counted.
+   * Without tones (the offline voice) only that timing rule is left, with the model's delay alone: approximate.
+   */
+  isStale(part, at) {
+    if (!this.speechOf) return at - this.clearedAt < this.llmMs + this.ttsMs;
+    return part !== undefined && part.turn === this.interrupted;
+  }
+
   onClear(at) {
     const r = this.results;
+    this.note(at, `clear (caller ${this.state})`);
     this.clearedAt = at;
-    this.afterClear = true;
+    this.interrupted = this.lastPart?.turn;
     if (this.state !== 'barging' && this.state !== 'barge-ended') return;
     this.cleared = true;
     if (r.measuring) r.clear.push(at - (this.bargeStartedAt + BARGE_MS - 20) - ENDPOINTING_MS);

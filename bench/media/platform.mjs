@@ -3,7 +3,7 @@
 // distributed, its own NATS namespace, so runs never see each other's rows or events.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,12 +84,16 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
   };
   const children = new Map();
   const output = new Map();
+  // BENCH_LOG_FILE: all of the platform's output (the last lines alone are kept otherwise), written without blocking
+  // the callers' clocks.
+  const logFile = process.env.BENCH_LOG_FILE ? createWriteStream(process.env.BENCH_LOG_FILE, { flags: 'a' }) : undefined;
   const exited = [];
   const spawnApp = (app, more = {}) => {
     const child = spawn(process.execPath, [entryOf(dist, app)], { env: { ...env, ...more }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines = [];
     output.set(app, lines);
     const keep = (d) => {
+      logFile?.write(d);
       lines.push(d.toString());
       if (lines.length > 200) lines.shift();
     };
@@ -126,6 +130,7 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
       await admin.end();
     }
     rmSync(dataDir, { recursive: true, force: true });
+    await new Promise((resolve) => (logFile ? logFile.end(resolve) : resolve()));
   };
   const baseUrl = `http://127.0.0.1:${port}`;
   try {

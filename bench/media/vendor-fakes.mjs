@@ -1,7 +1,7 @@
 // The vendors a call talks to, on real ports and their real wire protocols, in a process of their own so their
 // CPU never shares an event loop with the platform or with the simulated callers' clocks:
 //   Deepgram live (WebSocket /v1/listen): energy endpointing, a final transcript ENDPOINTING_MS after the speech;
-//   an OpenAI-compatible model (POST /v1/chat/completions, streamed): the answer after --llm-ms;
+//   an OpenAI-compatible model (POST /v1/chat/completions, streamed): the answer after --llm-ms (ANSWERS in turn);
 //   OpenAI speech (POST /v1/audio/speech, the `openai` synthesizer): first audio after --tts-ms.
 // Started by bench/media.mjs; prints one JSON line with the servers' URLs and keys, then serves until killed.
 import { loadLibs } from './build.mjs';
@@ -12,9 +12,24 @@ export const ENDPOINTING_MS = 300;
 export const CALLER_WORDS = 'What are your opening hours please';
 /** The agent's greeting (set on the agent bench/media.mjs creates). */
 export const GREETING = 'Hello, thanks for calling.';
-/** The agent's answer: two sentences, about 3.5 s of the fake voice's audio (50 ms a character). */
-export const ANSWER = 'We are open from nine to five on weekdays. Is there anything else I can help with?';
+/**
+ * The agent's answers, in turn: a call's k-th answer is ANSWERS[(k - 1) % 2] (by the user turns the model is sent),
+ * so two answers in a row never sound alike. Each is two sentences, about 4 s of the fake voice's audio (50 ms a
+ * character), and every sentence here and the greeting has a tone of its own at least 100 Hz from the others (the
+ * caller tells 20 ms frames apart by them: agent-speech.mjs): after a barge-in the caller knows by ear whether a frame
+ * is the interrupted answer's or the next one's.
+ */
+export const ANSWERS = [
+  'We are open from nine to five on weekdays. Is there anything else I can help with?',
+  'We are open weekdays, from nine to five. Can I do anything more for you?',
+];
 export const KEYS = { deepgram: 'bench-deepgram-key', openai: 'bench-openai-key' };
+
+/** The answer to a conversation whose request carries `messages`: alternating with each user turn. */
+function answerTo(messages = []) {
+  const userTurns = messages.filter((m) => m.role === 'user').length;
+  return ANSWERS[Math.max(0, userTurns - 1) % ANSWERS.length];
+}
 
 export async function startVendorFakes({ dist, llmMs, ttsMs }) {
   const { speech, llm } = loadLibs(dist);
@@ -25,7 +40,7 @@ export async function startVendorFakes({ dist, llmMs, ttsMs }) {
   setInterval(topUp, 1000).unref();
   const model = new llm.FakeOpenAiServer({ models: ['fake-model'] });
   // Conversation turns stream; anything else (the calls service's post-call analysis) gets a small JSON answer.
-  model.reply((body) => (body.stream ? { content: ANSWER, firstTokenDelayMs: llmMs } : JSON.stringify({ summary: 'A benchmark call.' })));
+  model.reply((body) => (body.stream ? { content: answerTo(body.messages), firstTokenDelayMs: llmMs } : JSON.stringify({ summary: 'A benchmark call.' })));
   const voice = new speech.FakeOpenAiSpeechServer({ apiKey: KEYS.openai, firstByteDelayMs: ttsMs });
   const [deepgramUrl, llmUrl, speechUrl] = await Promise.all([deepgram.start(), model.start(), voice.start()]);
   // The fakes keep every request for tests' assertions; a long run must not grow without bound.
