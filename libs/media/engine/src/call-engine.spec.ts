@@ -295,6 +295,23 @@ describe('conversation engine', () => {
     expect(carrier.clears).toBe(1);
   });
 
+  it('answers a caller whose finished sentence is what interrupts the agent (no partial came first)', async () => {
+    const llm = new FakeLlm(['This is a fairly long answer that takes a while to read out loud.', 'Sure, Tuesday works.']);
+    const { engine, clock, stt, carrier, feed, turns } = setup(settings(), { llm });
+    void engine.start();
+    await clock.advance(3000);
+    stt[0].queue('Question');
+    await feed(200, speech);
+    await feed(600, quiet);
+    await clock.advance(500);
+    stt[0].emit({ type: 'final', text: 'Actually can we do Tuesday instead', endOfTurn: true });
+    await clock.advance(4000);
+
+    expect(carrier.clears).toBe(1);
+    expect(turns.filter((t) => t.role === 'user').map((t) => t.text)).toEqual(['Question', 'Actually can we do Tuesday instead']);
+    expect(turns.at(-1)).toMatchObject({ role: 'assistant', text: 'Sure, Tuesday works.', interrupted: false });
+  });
+
   it('lets a stop word interrupt on its own', async () => {
     const llm = new FakeLlm(['This is a fairly long answer that takes a while to read out loud.']);
     const { engine, clock, stt, carrier, feed } = setup(settings({}, { interrupt_words: 5 }), { llm });

@@ -316,7 +316,8 @@ export class CallEngine {
     this.partialText = '';
     const endOfSpeech = event.endOfTurn && this.userText ? this.takeEndOfSpeech() : undefined;
     if (endOfSpeech !== undefined) engineMetrics.stageLatency.observe({ stage: 'stt_final' }, (this.host.clock.now() - endOfSpeech) / 1000);
-    if (this.considerBargeIn(this.userText, true)) return;
+    // A final that interrupts is still the caller's turn: when it ends the turn, it is answered like any other.
+    this.considerBargeIn(this.userText, true);
     if (endOfSpeech === undefined) return;
     if (this.turn) {
       // The agent kept the floor (too few words to interrupt): a backchannel such as "mm-hm", not a turn.
