@@ -67,6 +67,9 @@ export class CallSession {
   /** Until when a shutting-down session retries the calls service (0: one attempt, not shutting down). */
   private deadline = 0;
   private attaching: Promise<void> | undefined;
+  /** The stream's `start` is settled: frames go straight to the engine, not through a promise each (50 a second). */
+  private attached = false;
+  private readonly framesIn: ReturnType<typeof mediaFramesIn.labels>;
   private engine: CallEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
@@ -80,7 +83,9 @@ export class CallSession {
   constructor(
     private readonly socket: StreamSocket,
     private readonly deps: CallSessionDeps,
-  ) {}
+  ) {
+    this.framesIn = mediaFramesIn.labels({ carrier: deps.protocol.carrier });
+  }
 
   get callId(): string | undefined {
     return this.call?.id;
@@ -98,11 +103,11 @@ export class CallSession {
     if (!event) return;
     switch (event.type) {
       case 'start':
-        this.attaching = this.attach(event);
+        this.attaching = this.attach(event).finally(() => (this.attached = true));
         return this.attaching;
       case 'audio':
-        await this.attaching;
-        mediaFramesIn.inc({ carrier: this.deps.protocol.carrier });
+        if (!this.attached) await this.attaching;
+        this.framesIn.inc();
         if (this.call) {
           const pcm = decodeToPcm16(event.payload, this.encoding);
           // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
