@@ -52,6 +52,14 @@ describe('framework and protocol errors', () => {
     expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
   });
 
+  it('answers a 20 KB URL followed by an 8 MB body to a client that writes it all before reading', async () => {
+    // rawHttp fails on a write the server reset, the way such a client loses its answer.
+    const res = await rawHttp(port, `POST /v1/agents/agt_1?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n${close}${' '.repeat(8_388_608)}`);
+
+    expect(res.status).toBe(431);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'headers_too_large' });
+  });
+
   it('still lets an HTTP/1.0 request without Host through', async () => {
     expect((await rawHttp(port, 'GET /v1/agents/agt_1 HTTP/1.0\r\n\r\n')).status).toBe(200);
   });

@@ -4,6 +4,7 @@ import { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySer
 import { newRequestId } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { rateLimitHeaders } from '../edge/rate-limit';
+import { lingeringClose } from './linger';
 import { sendProblem, toProblem } from './problem';
 
 /**
@@ -52,15 +53,24 @@ export function rawProblemResponse(error: AppError, requestId: string, headers: 
   return `${head.join('\r\n')}\r\n\r\n${body}`;
 }
 
-/** Fastify calls it bound to the instance, for errors Node's HTTP parser raises before Fastify has a request. */
+/** Connections answered for a parser error: Node's parser fails again on each chunk the client still sends. */
+const answered = new WeakSet<Socket>();
+
+/**
+ * Fastify calls it bound to the instance, for errors Node's HTTP parser raises before Fastify has a request. The
+ * answer is followed by a lingering close, so a client still sending its request (a 20 KB URL before a large body)
+ * reads the answer instead of a reset.
+ */
 function onClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
-  // A reset connection has nobody to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // A reset connection has nobody to answer; an answered one is lingering.
+  if (error.code === 'ECONNRESET' || socket.destroyed || answered.has(socket)) return;
+  answered.add(socket);
   const problem = parserProblem(error);
   this.commonHeaders.forSocket(socket.remoteAddress ?? 'unknown').then(
     (count) => {
-      if (socket.writable) socket.end(rawProblemResponse(problem, newRequestId(), rateLimitHeaders(count)));
-      else socket.destroy();
+      if (!socket.writable) return socket.destroy();
+      socket.write(rawProblemResponse(problem, newRequestId(), rateLimitHeaders(count)));
+      lingeringClose(socket);
     },
     () => socket.destroy(),
   );

@@ -29,12 +29,17 @@ export function lingerBeforeClose(server: Server, limits: LingerLimits = LINGER_
       const request = current.get(socket);
       // Nothing more can come when the body is complete or the client has already ended its side.
       if (!request || request.complete || socket.readableEnded) destroySoon();
-      else linger(socket, request, limits);
+      else lingeringClose(socket, limits, request);
     };
   });
 }
 
-function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits): void {
+/**
+ * Ends the gateway's side of a connection (after what was written on it) and closes it once the client has stopped
+ * sending: it ended its side, the request `body` (when there is one) has all arrived, or a bound of bytes or time
+ * was reached. What arrives meanwhile is read and discarded.
+ */
+export function lingeringClose(socket: Socket, limits: LingerLimits = LINGER_LIMITS, body?: IncomingMessage): void {
   let read = 0;
   const close = () => {
     clearTimeout(timer);
@@ -47,8 +52,10 @@ function linger(socket: Socket, request: IncomingMessage, limits: LingerLimits):
   });
   socket.once('end', close);
   socket.once('close', () => clearTimeout(timer));
-  request.once('end', close);
-  // Node already discards the body (it dumps a request nobody read); resumed in case a parser stopped mid-way.
-  request.resume();
+  if (body) {
+    body.once('end', close);
+    // Node already discards the body (it dumps a request nobody read); resumed in case a parser stopped mid-way.
+    body.resume();
+  }
   socket.end();
 }
