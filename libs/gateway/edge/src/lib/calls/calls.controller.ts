@@ -19,10 +19,13 @@ import { ResourceId } from '../http/resource-id';
 
 const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before'];
 
-function filter(query: Record<string, unknown>, name: string, allowed?: string[]): string {
+/** RFC 3339 date-time: a four-digit year, so every value is one PostgreSQL's timestamps hold (Date.parse alone took -004713-…). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+export function callListFilter(query: Record<string, unknown>, name: string, allowed?: string[]): string {
   const value = query[name] === undefined ? '' : String(query[name]);
   if (value && allowed && !allowed.includes(value)) throw new AppError('invalid_request', `${name} must be one of ${allowed.join(', ')}.`);
-  if (value && name.startsWith('created_') && Number.isNaN(Date.parse(value))) {
+  if (value && name.startsWith('created_') && !(RFC3339.test(value) && !Number.isNaN(Date.parse(value)))) {
     throw new AppError('invalid_request', `${name} must be an RFC 3339 time.`);
   }
   return value;
@@ -53,11 +56,11 @@ export class CallsController {
       account_id: who.accountId,
       limit,
       after,
-      agent_id: filter(query, 'agent_id'),
-      status: filter(query, 'status', CALL_STATUSES),
-      direction: filter(query, 'direction', ['outbound', 'inbound', 'web']),
-      created_after: filter(query, 'created_after'),
-      created_before: filter(query, 'created_before'),
+      agent_id: callListFilter(query, 'agent_id'),
+      status: callListFilter(query, 'status', CALL_STATUSES),
+      direction: callListFilter(query, 'direction', ['outbound', 'inbound', 'web']),
+      created_after: callListFilter(query, 'created_after'),
+      created_before: callListFilter(query, 'created_before'),
     };
     const page = await this.calls.call('listCalls', (s, md) => s.listCalls(request, md));
     return {
