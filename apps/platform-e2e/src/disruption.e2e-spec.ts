@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { FakeTwilioServer } from '@parley/carrier-twilio';
-import { DisposableNatsServer, DisposablePostgres, EventStreamClient, RunningPlatform } from '@parley/testing';
+import { DisposableNatsServer, DisposablePostgres, EventStreamClient, eventually, RunningPlatform } from '@parley/testing';
 
 const KEY = 'vsk_e2e_disruption_key_000001';
 const MEDIA_LOST_SECONDS = 15;
@@ -11,16 +11,6 @@ const PASS_SECONDS = 5;
 /** The media worker's drain: calls run on for CALL_DRAIN_SECONDS, then are ended within SHUTDOWN_GRACE_MS. */
 const CALL_DRAIN_SECONDS = 1;
 const SHUTDOWN_GRACE_MS = 4_000;
-
-async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 /**
  * The distributed platform under the failures seen in production — a media worker killed, NATS restarted,

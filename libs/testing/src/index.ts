@@ -3,6 +3,7 @@ export * from './ports';
 export * from './platform';
 export * from './api-client';
 export * from './event-stream';
+export * from './eventually';
 export * from './nats-server';
 export * from './postgres-server';
 export * from './raw-http';
