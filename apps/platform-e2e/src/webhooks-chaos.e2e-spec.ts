@@ -1,34 +1,27 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
-import { AddressInfo, connect as tcpConnect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { CreateOutbox1763700000000, enqueueOutbox, JetStreamBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { newId, openServiceDatabase } from '@parley/persistence';
-import { createTestDatabase, freePort, RunningPlatform, TestDatabase } from '@parley/testing';
+import { createTestDatabase, DisposableNatsServer, RunningPlatform, TestDatabase } from '@parley/testing';
 
 /*
  * Chaos: events go outbox → relay → JetStream → webhook dispatcher → receiver while the dispatcher is SIGKILLed and
- * restarted every ~2 s and NATS itself is restarted once. Delivery is at least once: nothing may be lost, nothing
- * foreign may arrive, and any duplicate carries the id of a published event.
+ * restarted every ~2 s and NATS itself is killed and restarted once. Delivery is at least once: nothing may be lost,
+ * nothing foreign may arrive, and any duplicate carries the id of a published event.
  *
- * NATS: a private nats-server (loopback, free port, its own JetStream store) when the binary is installed. The
- * dispatcher's durable consumer name is fixed, so every platform on a shared NATS (other test files, other people's
- * runs, benchmarks) would share it and take — then drop, finding no endpoint in their database — part of this
- * test's events; a private server also lets the test restart NATS without disturbing anyone. Without the binary the
- * test runs on NATS_URL and skips the NATS restart.
+ * NATS: a server of this test's own (DisposableNatsServer). The dispatcher's durable consumer name is fixed, so
+ * every platform on a shared NATS (other test files, other people's runs, benchmarks) would share it and take —
+ * then drop, finding no endpoint in their database — part of this test's events; its own server also lets the test
+ * restart NATS without disturbing anyone.
  *
  * Timeline (bounded, < 120 s): platform start ≈ 5-10 s; publishing ≈ 10 s with the chaos alongside; then at most
  * 60 s for the outbox and the deliveries to drain (a SIGKILLed dispatcher's JetStream messages and delivery leases
  * come back after 30 s, so the drain usually ends about 30 s after the last kill).
  */
-
-const describeWithNats = process.env['NATS_URL'] ? describe : describe.skip;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -44,72 +37,6 @@ const NATS_DOWN_MS = 1_000;
 
 const ACCOUNT = `chaos_${randomBytes(4).toString('hex')}`;
 const KEY = `vsk_chaos_owner_${randomBytes(8).toString('hex')}`;
-
-const NATS_SERVER_BIN = [process.env['NATS_SERVER_BIN'], '/usr/sbin/nats-server', '/usr/local/bin/nats-server', '/usr/bin/nats-server'].find(
-  (p): p is string => !!p && existsSync(p),
-);
-
-function natsAccepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = tcpConnect({ host: '127.0.0.1', port });
-    socket.setTimeout(500);
-    socket.once('data', (d) => {
-      socket.destroy();
-      resolve(d.toString().startsWith('INFO'));
-    });
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** A nats-server of this test only: loopback, a free port, JetStream stored in a temporary directory. */
-class PrivateNats {
-  private child: ChildProcess | undefined;
-
-  private constructor(
-    private readonly bin: string,
-    private readonly port: number,
-    private readonly storeDir: string,
-  ) {}
-
-  static async start(bin: string): Promise<PrivateNats> {
-    const nats = new PrivateNats(bin, await freePort(), mkdtempSync(join(tmpdir(), 'parley-chaos-nats-')));
-    await nats.start();
-    return nats;
-  }
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    this.child = spawn(this.bin, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.storeDir], { stdio: 'ignore' });
-    const deadline = Date.now() + 15_000;
-    while (!(await natsAccepts(this.port))) {
-      if (Date.now() > deadline || this.child.exitCode !== null) throw new Error(`nats-server did not start on ${this.url}`);
-      await sleep(50);
-    }
-  }
-
-  /** SIGTERM (a clean shutdown that keeps the store), SIGKILL after 10 s. */
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.kill('SIGTERM');
-    await exited;
-    clearTimeout(killer);
-  }
-
-  async dispose(): Promise<void> {
-    await this.stop();
-    rmSync(this.storeDir, { recursive: true, force: true });
-  }
-}
 
 /** Records every delivery; answers 500 to ~5% of first attempts (chosen by event id) to exercise retries. */
 class Ledger {
@@ -190,26 +117,24 @@ function callStarted(): WebhookEvent<'call.started'> {
   };
 }
 
-describeWithNats('webhooks under chaos: dispatcher SIGKILLs and a NATS restart lose nothing', () => {
+describe('webhooks under chaos: dispatcher SIGKILLs and a NATS restart lose nothing', () => {
   let platform: RunningPlatform | undefined;
   let ledger: Ledger | undefined;
   let producerDb: TestDatabase | undefined;
   let producer: DataSource | undefined;
   let bus: JetStreamBus | undefined;
   let relay: OutboxRelay | undefined;
-  let nats: PrivateNats | undefined;
-  let natsUrl = process.env['NATS_URL'] as string;
+  let nats: DisposableNatsServer;
 
   beforeAll(async () => {
-    if (NATS_SERVER_BIN) {
-      nats = await PrivateNats.start(NATS_SERVER_BIN);
-      natsUrl = nats.url;
-    }
+    nats = await DisposableNatsServer.start();
+    const natsUrl = nats.url;
     ledger = await Ledger.start();
     platform = await RunningPlatform.start({
       mode: 'distributed',
       bootstrapKeys: [`${ACCOUNT}:owner:${KEY}`],
-      env: { EGRESS_ALLOWLIST: '127.0.0.1', WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1', NATS_URL: natsUrl },
+      natsUrl,
+      env: { EGRESS_ALLOWLIST: '127.0.0.1', WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1' },
     });
     // The producer side, as a service publishes: its own schema with an outbox, and a relay to JetStream.
     producerDb = await createTestDatabase('parley_chaos');
@@ -230,7 +155,7 @@ describeWithNats('webhooks under chaos: dispatcher SIGKILLs and a NATS restart l
     await producerDb?.drop().catch(() => undefined);
     await platform?.stop();
     await ledger?.close();
-    await nats?.dispose();
+    await nats?.stop();
   }, 30_000);
 
   it(`delivers all ${EVENTS} events at least once`, async () => {
@@ -270,12 +195,12 @@ describeWithNats('webhooks under chaos: dispatcher SIGKILLs and a NATS restart l
           await p.kill('webhook-dispatcher');
           p.restart('webhook-dispatcher');
           kills++;
-        } else if (nats) {
+        } else {
           try {
-            await nats.stop();
+            await nats.kill();
             await sleep(NATS_DOWN_MS);
           } finally {
-            await nats.start();
+            await nats.restart();
           }
           natsRestarted = true;
         }
@@ -322,6 +247,6 @@ describeWithNats('webhooks under chaos: dispatcher SIGKILLs and a NATS restart l
     expect(foreign.length).toBe(0);
     for (const id of duplicateIds) expect(published.has(id)).toBe(true);
     expect(kills).toBe(KILLS_AT.length);
-    if (nats) expect(natsRestarted).toBe(true);
+    expect(natsRestarted).toBe(true);
   }, DRAIN_TIMEOUT_MS + 40_000);
 });
