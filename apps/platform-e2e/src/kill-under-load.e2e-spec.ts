@@ -139,7 +139,17 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
   const api = () => platform.api(KEY);
 
   /** What the load did, for the report and the assertions. */
-  const load = { running: true, callsAnswered: [] as { id: string }[], callsUnanswered: 0, agentWrites: 0, agentWritesUnanswered: 0, retries: 0 };
+  const load = {
+    running: true,
+    callsAnswered: [] as { id: string }[],
+    callsUnanswered: 0,
+    /** Answered without carrier_call_id: the carrier was slower than the request's deadline. */
+    answeredBeforeDial: 0,
+    legsNotFound: 0,
+    agentWrites: 0,
+    agentWritesUnanswered: 0,
+    retries: 0,
+  };
 
   /**
    * Sends a write under one Idempotency-Key until it is answered with `wanted`, as a client does across outages
@@ -172,7 +182,10 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
   /** Drives an answered call as a carrier and a caller would: no answer, or answered with the agent speaking, then hung up. */
   async function drive(callId: string, n: number): Promise<void> {
     const sid = await carrierLeg(callId, 10_000);
-    if (!sid) return;
+    if (!sid) {
+      load.legsNotFound++;
+      return;
+    }
     // A callback refused while the gateway is down is found by the calls service's reconciler at the fake carrier.
     if (n % 4 === 3) {
       await twilio.sendStatusCallback(sid, 'no-answer').catch(() => undefined);
@@ -199,6 +212,7 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
         continue;
       }
       load.callsAnswered.push(res.body);
+      if (!res.body.carrier_call_id) load.answeredBeforeDial++;
       await drive(res.body.id, n);
     }
   }
@@ -333,7 +347,7 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
           `kill under load: ${events.size} events committed, ${takenPerEvent.size} delivered, ${requests.length} requests, ${requests.filter((r) => !r.taken).length} first attempts refused`,
           `  duplicates ${duplicates} (bound ${OUTCOME_LOSING_DISRUPTIONS * PER_ENDPOINT_CONCURRENCY}), most deliveries of one event ${mostTimes} (bound ${1 + OUTCOME_LOSING_DISRUPTIONS});` +
             ` attempts held at the dispatcher kill ${held.dispatcher}, at the PostgreSQL shutdown ${held.postgres}`,
-          `  calls answered ${load.callsAnswered.length}, unanswered ${load.callsUnanswered}; agent writes ${load.agentWrites}, unanswered ${load.agentWritesUnanswered}; retried requests ${load.retries}`,
+          `  calls answered ${load.callsAnswered.length} (${load.answeredBeforeDial} before the dial ended, ${load.legsNotFound} never dialled), unanswered ${load.callsUnanswered}; agent writes ${load.agentWrites}, unanswered ${load.agentWritesUnanswered}; retried requests ${load.retries}`,
           `  deliveries ${JSON.stringify(states)}, dead letters ${deadLetters}`,
           ...disruptions.map((d) => `  ${d}`),
         ].join('\n'),
