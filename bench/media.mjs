@@ -7,6 +7,11 @@
 //   npm run bench:media -- --mode distributed --calls 10,50 --seconds 30 --warmup 5 --llm-ms 150 --tts-ms 100
 //   npm run bench:media -- --voice local    # the offline voice: the calls its synthesis carries at real time
 // Other flags: --ramp <s> (default 5) over which the calls are placed; --dist <dir> (default dist) the build to run.
+// --pin (Linux, 2+ cores, taskset): the process carrying the audio gets the last core to itself, and this load
+// generator, the vendor fakes and the rest of the platform (which inherit this process's affinity) share the others —
+// as a deployment gives media workers dedicated cores (Kubernetes' static CPU manager). Its calls per core then count
+// one core that nothing else competes for; without --pin every process shares every core. In distributed mode the
+// machine's PostgreSQL and NATS are not pinned.
 // Diagnostics: --explain prints each stale frame (call id, time, part, time since the clear, the caller's state) with
 // the line's last 6 s; BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
 // id); BENCH_LOG_FILE appends the platform's output to that file; BENCH_NODE_OPTIONS becomes its NODE_OPTIONS (e.g.
@@ -61,7 +66,7 @@
 //   loadgen  this process's own event-loop delay p99: if high, the figures carry the load generator's lateness.
 // Targets (verdicts printed): pacing p99 ≤ 5 ms at ≥ 200 calls per core of the audio process, 0 failed calls,
 // 0 stale frames. bench/engine.mjs (npm run bench:engine) is the engine alone, in-process: a diagnostic.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -86,6 +91,10 @@ const TTS_MS = Number(args['tts-ms'] ?? 100);
 const VOICE = args.voice ?? 'openai';
 const EXPLAIN = 'explain' in args;
 const VOICE_MS = VOICE === 'local' ? 0 : TTS_MS;
+const PIN = 'pin' in args;
+const AUDIO_CORE = cpus().length - 1;
+/** Every thread of `pid` onto `cores` (a taskset list such as "0" or "0-2"). */
+const pin = (pid, cores) => execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' });
 const DIST = resolve(args.dist ?? join(import.meta.dirname, '..', 'dist'));
 const PACING_TARGET_MS = 5;
 const SETTLE_MS = 3000;
@@ -170,6 +179,7 @@ async function run(n, vendors, libs) {
     const audioPid = pidListeningOn(platform.mediaPort);
     if (!audioPid) throw new Error(`no process listens on MEDIA_PORT ${platform.mediaPort}`);
     const audioCommand = commandOf(audioPid);
+    if (PIN) pin(audioPid, String(AUDIO_CORE));
 
     // A deployment is not dialled into at its first breath: its start-up work (and the load reports call admission
     // takes from it) settles first.
@@ -263,12 +273,20 @@ function explainStale(frames) {
   }
 }
 
+if (PIN) {
+  if (AUDIO_CORE < 1) {
+    console.error('--pin needs at least 2 cores');
+    process.exit(2);
+  }
+  // Before anything is spawned: the fakes and the platform inherit it; the audio process is moved once it listens.
+  pin(process.pid, AUDIO_CORE === 1 ? '0' : `0-${AUDIO_CORE - 1}`);
+}
 const vendors = await startVendors();
 const libs = loadLibs(DIST);
 console.log(
   `media bench, ${MODE}: the whole platform over real sockets; ${SECONDS} s measured per N after ${RAMP} s ramp-up and ${WARMUP} s warm-up; fakes: recognizer endpointing ${ENDPOINTING_MS} ms, model first token ${LLM_MS} ms, voice ${VOICE === 'local' ? 'local (offline, in the platform)' : `openai, first audio ${TTS_MS} ms`}; ${cpus().length} cores, load average ${loadavg()
     .map((l) => l.toFixed(2))
-    .join(' ')}, Node ${process.version}`,
+    .join(' ')}, Node ${process.version}${PIN ? `; pinned: the audio process alone on core ${AUDIO_CORE}, everything else on the other core${AUDIO_CORE > 1 ? 's' : ''}` : ''}`,
 );
 console.log(`v2v is net of ${ENDPOINTING_MS} + ${LLM_MS} + ${VOICE_MS} ms (endpointing + model + voice); clear is from the moment the recognizer can have the barge-in's words`);
 console.log('calls live | pacing |Δ−20| ms p50   p99    max   frames | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms');
