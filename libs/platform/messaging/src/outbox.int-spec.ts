@@ -5,6 +5,7 @@ import { AgentChanged, Subject, STREAMS } from '@parley/contracts';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { BusMessage } from './bus';
 import { InProcessBus } from './in-process-bus';
+import { BusDeadLetters1764200000000 } from './dead-letters';
 import { CreateOutbox1763700000000, enqueueOutbox, OutboxRecord, OutboxRelay } from './outbox';
 
 const TEST_SUBJECT: Subject<AgentChanged> = { name: 'parley.domain.outbox-test.changed', stream: STREAMS.domain };
@@ -34,7 +35,7 @@ describe('transactional outbox relayed to the in-process bus', () => {
       type: 'postgres',
       url: db.url,
       entities: [OutboxRecord],
-      migrations: [CreateOutbox1763700000000],
+      migrations: [CreateOutbox1763700000000, BusDeadLetters1764200000000],
       poolSize: 5,
     }).initialize();
   }

@@ -2,6 +2,7 @@ import { Column, CreateDateColumn, DataSource, Entity, EntityManager, Index, Mig
 import { REQUEST_ID_HEADER, Subject } from '@parley/contracts';
 import { currentRequestId, serviceLogger } from '@parley/observability';
 import { Bus } from './bus';
+import { busDeadLettersTotal, OUTBOX_CONSUMER } from './dead-letters';
 
 /** A message written in the same transaction as the change that caused it, then relayed to the bus. */
 @Entity({ name: 'outbox' })
@@ -36,6 +37,10 @@ export class OutboxRecord {
 
   @Column({ name: 'last_error', type: 'text', nullable: true })
   lastError: string | null;
+
+  /** Failed publishes in passes where the bus published other rows (added by BusDeadLetters1764200000000). */
+  @Column({ name: 'poison_strikes', type: 'int', default: 0 })
+  poisonStrikes: number;
 }
 
 /** The outbox table; every service that publishes lists this migration among its own. */
@@ -78,9 +83,19 @@ export async function enqueueOutbox<P>(manager: EntityManager, subject: Subject<
 const RETRY_DELAYS_MS = [500, 2000, 10000, 30000];
 
 /**
+ * Failed publishes, each in a pass where the bus published other rows, after which a row is parked: the bus is
+ * healthy and refuses this row (a payload over NATS's max_payload, say), so retrying it is pointless. A failure
+ * while nothing else publishes (an outage, or no other traffic) is never counted, so an outage parks nothing.
+ */
+export const OUTBOX_POISON_STRIKES = 5;
+const REPLAY_POLL_MS = 5_000;
+
+/**
  * Moves outbox records to the bus. Runs in every replica: rows are claimed with FOR UPDATE SKIP LOCKED, so
  * replicas share the work without publishing a row twice at once. A failed publish is retried with back-off;
- * a row is marked published only after the bus acknowledged it.
+ * a row is marked published only after the bus acknowledged it. A poison row (OUTBOX_POISON_STRIKES) moves to
+ * dead_letters with the bus's error, counted in parley_bus_dead_letters_total{consumer="outbox"}; one an
+ * operator marks with replay_requested_at moves back into the outbox and is published again.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -88,12 +103,21 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
   private lastCleanup = 0;
+  private lastReplayPoll = 0;
   private readonly log = serviceLogger('outbox-relay');
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly bus: Bus,
-    private readonly options: { pollMs?: number; batchSize?: number; retainPublishedMs?: number } = {},
+    private readonly options: {
+      pollMs?: number;
+      batchSize?: number;
+      retainPublishedMs?: number;
+      /** The metric's `service` label. */
+      service?: string;
+      poisonStrikes?: number;
+      replayPollMs?: number;
+    } = {},
   ) {}
 
   start(): void {
@@ -132,6 +156,7 @@ export class OutboxRelay {
   /** Publishes one batch; returns how many records were handled. */
   async pass(): Promise<number> {
     const batchSize = this.options.batchSize ?? 200;
+    const parked: OutboxRecord[] = [];
     const handled = await this.dataSource.transaction(async (manager) => {
       const rows: OutboxRecord[] = await manager
         .createQueryBuilder(OutboxRecord, 'o')
@@ -151,15 +176,30 @@ export class OutboxRelay {
       for (const [i, r] of rows.entries()) {
         const result = results[i];
         if (result.status === 'fulfilled') continue;
+        const error = String((result.reason as Error)?.message ?? result.reason).slice(0, 500);
+        const strikes = r.poisonStrikes + (published.length ? 1 : 0);
+        if (strikes >= (this.options.poisonStrikes ?? OUTBOX_POISON_STRIKES)) {
+          await this.park(manager, r, error);
+          parked.push(r);
+          continue;
+        }
         const delay = RETRY_DELAYS_MS[Math.min(r.attempts, RETRY_DELAYS_MS.length - 1)];
         await manager.query(
-          `UPDATE outbox SET attempts = attempts + 1, last_error = $2, next_attempt_at = now() + ($3 || ' milliseconds')::interval WHERE seq = $1`,
-          [r.seq, String((result.reason as Error)?.message ?? result.reason).slice(0, 500), String(delay)],
+          `UPDATE outbox SET attempts = attempts + 1, poison_strikes = $4, last_error = $2, next_attempt_at = now() + ($3 || ' milliseconds')::interval WHERE seq = $1`,
+          [r.seq, error, String(delay), strikes],
         );
       }
       return rows.length;
     });
+    for (const r of parked) {
+      busDeadLettersTotal.inc({ service: this.options.service ?? '', consumer: OUTBOX_CONSUMER });
+      this.log.error({ message_id: r.messageId, subject: r.subject, reason: r.lastError }, 'outbox row parked in dead_letters: the bus kept refusing it while publishing others');
+    }
     if (handled === batchSize) this.again = true;
+    if (Date.now() - this.lastReplayPoll >= (this.options.replayPollMs ?? REPLAY_POLL_MS)) {
+      this.lastReplayPoll = Date.now();
+      if ((await this.replay()) > 0) this.again = true;
+    }
     if (Date.now() - this.lastCleanup > 60_000) {
       this.lastCleanup = Date.now();
       // Published rows are kept a while for inspection, then dropped so the table stays small.
@@ -169,5 +209,33 @@ export class OutboxRelay {
       );
     }
     return handled;
+  }
+
+  private async park(manager: EntityManager, r: OutboxRecord, error: string): Promise<void> {
+    r.lastError = error;
+    // A row parked again after a replay keeps one dead letter, with the new reason, waiting for another replay.
+    await manager.query(
+      `INSERT INTO dead_letters (consumer, message_id, subject, payload, headers, reason, deliveries) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (consumer, message_id) DO UPDATE SET subject = $3, payload = $4, headers = $5, reason = $6,
+         deliveries = dead_letters.deliveries + $7, parked_at = now(), replay_requested_at = NULL, replayed_at = NULL`,
+      [OUTBOX_CONSUMER, r.messageId, r.subject, JSON.stringify(r.payload), JSON.stringify(r.headers), error, r.attempts + 1],
+    );
+    await manager.query(`DELETE FROM outbox WHERE seq = $1`, [r.seq]);
+  }
+
+  /** Moves the dead letters an operator asked to replay back into the outbox, in one statement (once each). */
+  async replay(): Promise<number> {
+    const moved: unknown[] = await this.dataSource.query(
+      `WITH r AS (
+         UPDATE dead_letters SET replay_requested_at = NULL, replayed_at = now()
+          WHERE id IN (SELECT id FROM dead_letters WHERE consumer = $1 AND replay_requested_at IS NOT NULL ORDER BY parked_at LIMIT 100 FOR UPDATE SKIP LOCKED)
+         RETURNING message_id, subject, payload, headers
+       )
+       INSERT INTO outbox (message_id, subject, payload, headers) SELECT message_id, subject, payload::jsonb, headers FROM r
+       ON CONFLICT (message_id) DO UPDATE SET subject = EXCLUDED.subject, payload = EXCLUDED.payload, headers = EXCLUDED.headers, published_at = NULL, attempts = 0, poison_strikes = 0, last_error = NULL, next_attempt_at = now()
+       RETURNING seq`,
+      [OUTBOX_CONSUMER],
+    );
+    return moved.length;
   }
 }

@@ -56,7 +56,7 @@ export async function startService<C extends ServiceConfig>(
     const ds = dataSource;
     health.register('database', async () => (await ds.query('SELECT 1')).length === 1);
   }
-  const relay = def.outbox && dataSource ? new OutboxRelay(dataSource, bus) : undefined;
+  const relay = def.outbox && dataSource ? new OutboxRelay(dataSource, bus, { service: def.name }) : undefined;
 
   @Module({ controllers: def.grpc ? [GrpcHealthController] : [] })
   class ServiceRoot {}

@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { CreateOutbox1763700000000 } from '@parley/messaging';
+import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
 
 export class CreateAgents1763700000001 implements MigrationInterface {
   name = 'CreateAgents1763700000001';
@@ -56,4 +56,4 @@ export class AgentDocumentsAndGroups1763700000002 implements MigrationInterface 
   }
 }
 
-export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002];
+export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002, BusDeadLetters1764200000000];

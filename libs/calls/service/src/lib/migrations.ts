@@ -1,5 +1,5 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { CreateOutbox1763700000000 } from '@parley/messaging';
+import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
 
 export class CreateCalls1763700000301 implements MigrationInterface {
   name = 'CreateCalls1763700000301';
@@ -241,4 +241,5 @@ export const CALLS_MIGRATIONS = [
   AddTurnStreamSeq1764000000320,
   AddCallIdempotencyKey1764000000330,
   CreateCallToolCalls1764100000350,
+  BusDeadLetters1764200000000,
 ];
