@@ -2,7 +2,7 @@ import { Column, CreateDateColumn, DataSource, Entity, EntityManager, Index, Mig
 import { REQUEST_ID_HEADER, Subject } from '@parley/contracts';
 import { currentRequestId, serviceLogger } from '@parley/observability';
 import { Bus } from './bus';
-import { busDeadLettersTotal, OUTBOX_CONSUMER } from './dead-letters';
+import { DeadLetter, DeadLetterStore, OUTBOX_CONSUMER } from './dead-letters';
 
 /** A message written in the same transaction as the change that caused it, then relayed to the bus. */
 @Entity({ name: 'outbox' })
@@ -83,7 +83,7 @@ export async function enqueueOutbox<P>(manager: EntityManager, subject: Subject<
 const RETRY_DELAYS_MS = [500, 2000, 10000, 30000];
 
 /**
- * Failed publishes, each in a pass where the bus published other rows, after which a row is parked: the bus is
+ * Failed publishes, each in a pass where NATS published other rows, after which a row is parked: the bus is
  * healthy and refuses this row (a payload over NATS's max_payload, say), so retrying it is pointless. A failure
  * while nothing else publishes (an outage, or no other traffic) is never counted, so an outage parks nothing.
  */
@@ -105,6 +105,8 @@ export class OutboxRelay {
   private lastCleanup = 0;
   private lastReplayPoll = 0;
   private readonly log = serviceLogger('outbox-relay');
+  private readonly deadLetters: DeadLetterStore;
+  private readonly replayTo = new Map([[OUTBOX_CONSUMER, (letter: DeadLetter) => this.requeue(letter)]]);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -118,7 +120,9 @@ export class OutboxRelay {
       poisonStrikes?: number;
       replayPollMs?: number;
     } = {},
-  ) {}
+  ) {
+    this.deadLetters = new DeadLetterStore(dataSource, options.service ?? '');
+  }
 
   start(): void {
     this.schedule(0);
@@ -177,10 +181,13 @@ export class OutboxRelay {
         const result = results[i];
         if (result.status === 'fulfilled') continue;
         const error = String((result.reason as Error)?.message ?? result.reason).slice(0, 500);
-        const strikes = r.poisonStrikes + (published.length ? 1 : 0);
+        // On the in-process bus a failed publish is a consumer's failed handler, which the consumer bounds itself.
+        const strikes = r.poisonStrikes + (published.length && this.bus.kind === 'nats' ? 1 : 0);
         if (strikes >= (this.options.poisonStrikes ?? OUTBOX_POISON_STRIKES)) {
-          await this.park(manager, r, error);
-          parked.push(r);
+          const letter = { id: r.messageId, subject: r.subject, payload: r.payload, headers: r.headers, deliveries: r.attempts + 1 };
+          await this.deadLetters.park(OUTBOX_CONSUMER, letter, error, manager);
+          await manager.query(`DELETE FROM outbox WHERE seq = $1`, [r.seq]);
+          parked.push({ ...r, lastError: error });
           continue;
         }
         const delay = RETRY_DELAYS_MS[Math.min(r.attempts, RETRY_DELAYS_MS.length - 1)];
@@ -192,13 +199,13 @@ export class OutboxRelay {
       return rows.length;
     });
     for (const r of parked) {
-      busDeadLettersTotal.inc({ service: this.options.service ?? '', consumer: OUTBOX_CONSUMER });
+      this.deadLetters.count(OUTBOX_CONSUMER);
       this.log.error({ message_id: r.messageId, subject: r.subject, reason: r.lastError }, 'outbox row parked in dead_letters: the bus kept refusing it while publishing others');
     }
     if (handled === batchSize) this.again = true;
     if (Date.now() - this.lastReplayPoll >= (this.options.replayPollMs ?? REPLAY_POLL_MS)) {
       this.lastReplayPoll = Date.now();
-      if ((await this.replay()) > 0) this.again = true;
+      if ((await this.deadLetters.replay(this.replayTo)) > 0) this.again = true;
     }
     if (Date.now() - this.lastCleanup > 60_000) {
       this.lastCleanup = Date.now();
@@ -211,31 +218,13 @@ export class OutboxRelay {
     return handled;
   }
 
-  private async park(manager: EntityManager, r: OutboxRecord, error: string): Promise<void> {
-    r.lastError = error;
-    // A row parked again after a replay keeps one dead letter, with the new reason, waiting for another replay.
-    await manager.query(
-      `INSERT INTO dead_letters (consumer, message_id, subject, payload, headers, reason, deliveries) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (consumer, message_id) DO UPDATE SET subject = $3, payload = $4, headers = $5, reason = $6,
-         deliveries = dead_letters.deliveries + $7, parked_at = now(), replay_requested_at = NULL, replayed_at = NULL`,
-      [OUTBOX_CONSUMER, r.messageId, r.subject, JSON.stringify(r.payload), JSON.stringify(r.headers), error, r.attempts + 1],
+  /** A replayed dead letter goes back into the outbox, to be published with its original message id. */
+  private async requeue(letter: DeadLetter): Promise<void> {
+    await this.dataSource.query(
+      `INSERT INTO outbox (message_id, subject, payload, headers) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (message_id) DO UPDATE SET subject = $2, payload = $3, headers = $4, published_at = NULL, attempts = 0, poison_strikes = 0,
+         last_error = NULL, next_attempt_at = now()`,
+      [letter.id, letter.subject, JSON.stringify(letter.payload), JSON.stringify(letter.headers)],
     );
-    await manager.query(`DELETE FROM outbox WHERE seq = $1`, [r.seq]);
-  }
-
-  /** Moves the dead letters an operator asked to replay back into the outbox, in one statement (once each). */
-  async replay(): Promise<number> {
-    const moved: unknown[] = await this.dataSource.query(
-      `WITH r AS (
-         UPDATE dead_letters SET replay_requested_at = NULL, replayed_at = now()
-          WHERE id IN (SELECT id FROM dead_letters WHERE consumer = $1 AND replay_requested_at IS NOT NULL ORDER BY parked_at LIMIT 100 FOR UPDATE SKIP LOCKED)
-         RETURNING message_id, subject, payload, headers
-       )
-       INSERT INTO outbox (message_id, subject, payload, headers) SELECT message_id, subject, payload::jsonb, headers FROM r
-       ON CONFLICT (message_id) DO UPDATE SET subject = EXCLUDED.subject, payload = EXCLUDED.payload, headers = EXCLUDED.headers, published_at = NULL, attempts = 0, poison_strikes = 0, last_error = NULL, next_attempt_at = now()
-       RETURNING seq`,
-      [OUTBOX_CONSUMER],
-    );
-    return moved.length;
   }
 }

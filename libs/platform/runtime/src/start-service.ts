@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DataSource } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
-import { Bus, BusServer, createBus, InProcessBus, OutboxRelay } from '@parley/messaging';
+import { Bus, BusHandlerErrors, BusServer, createBus, DeadLetterStore, InProcessBus, OutboxRelay } from '@parley/messaging';
 import { ensureProcessMetrics, HealthRegistry, NestPinoLogger, serviceLogger, startOpsServer } from '@parley/observability';
 import { openServiceDatabase, resolveDatabaseUrl } from '@parley/persistence';
 import { GrpcHealthController, GrpcServerInterceptor, grpcServerOptions } from '@parley/rpc';
@@ -71,12 +71,14 @@ export async function startService<C extends ServiceConfig>(
   });
   // gRPC and bus handlers share it (inheritAppConfig); the gateway's HTTP routes have their own request context.
   if (!def.http) app.useGlobalInterceptors(new GrpcServerInterceptor(def.name));
+  // Innermost: keeps a bus handler's own error for its dead letter (the interceptor above replaces it).
+  app.useGlobalInterceptors(new BusHandlerErrors());
 
   if (def.grpc) {
     const address = bindAddress(def.grpc.url(config), config, !!options.standalone);
     app.connectMicroservice(grpcServerOptions(def.grpc.contracts, address), { inheritAppConfig: true });
   }
-  app.connectMicroservice({ strategy: new BusServer(bus, def.name) }, { inheritAppConfig: true });
+  app.connectMicroservice({ strategy: new BusServer(bus, def.name, dataSource && new DeadLetterStore(dataSource, def.name)) }, { inheritAppConfig: true });
 
   let url: string | undefined;
   if (def.http) await def.http.configure(app, config);

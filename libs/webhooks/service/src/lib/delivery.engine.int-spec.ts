@@ -7,13 +7,11 @@ import { parseEgressAllowlist } from '@parley/egress';
 import { openServiceDatabase, Sealer } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { BusMessage } from '@parley/messaging';
+import { DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
 import { DbClock } from './db-clock';
-import { DeadLetters, MAX_EVENT_DELIVERIES } from './dead-letters';
 import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
 import { EndpointEntity } from './entities';
-import { deadLettersTotal } from './metrics';
 import { WEBHOOKS_MIGRATIONS } from './migrations';
 import { WebhooksGrpcController } from './webhooks.controllers';
 
@@ -478,7 +476,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     }
   });
 
-  it('parks an event it fails to accept on its last allowed delivery, counts it, and replays it when an operator asks', async () => {
+  it('replays an event parked in its dead_letters table into delivery once, however often an operator asks; a failed replay stays parked', async () => {
     let agentsDown = true;
     const hooks = {
       webhookUrl: async () => {
@@ -487,29 +485,33 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
       },
     };
     engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
-    const deadLetters = new DeadLetters(ds, engine);
+    // What the bus transport does with the events consumer's last allowed delivery (libs/platform/messaging).
+    const deadLetters = new DeadLetterStore(ds, 'webhook-dispatcher');
+    const consumer = 'webhook-dispatcher_parley_events__';
+    const replayTo = new Map([[consumer, (letter: DeadLetter) => engine.accept(letter.payload as WebhookEvent)]]);
     await endpoints.create('acme', { url: receiver.url });
     const e = event('call.started');
-    const message = (deliveryCount: number): BusMessage => ({ id: `msg-${e.id}`, subject: 'parley.webhook_events.call.started', payload: e, headers: {}, deliveryCount });
-    const parkedBefore = (await deadLettersTotal.get()).values[0]?.value ?? 0;
+    const failure = await engine.accept(e).catch((error: unknown) => error);
+    await deadLetters.park(consumer, { id: `msg-${e.id}`, subject: 'parley.events.call.started', payload: e, headers: {}, deliveries: MAX_DELIVERIES }, failure);
 
-    for (let n = 1; n < MAX_EVENT_DELIVERIES; n++) await expect(deadLetters.accept(e, message(n))).rejects.toThrow('agents service unavailable');
-    await deadLetters.accept(e, message(MAX_EVENT_DELIVERIES));
+    const [parked] = await ds.query(`SELECT id, consumer, message_id, payload, reason, deliveries, replayed_at FROM dead_letters`);
+    expect(parked).toMatchObject({ consumer, message_id: `msg-${e.id}`, payload: JSON.stringify(e), reason: 'agents service unavailable', deliveries: MAX_DELIVERIES, replayed_at: null });
+    expect(parked.id).toMatch(/^wdl_/);
+    expect(await deadLetters.replay(replayTo)).toBe(0);
 
-    expect((await deadLettersTotal.get()).values[0].value).toBe(parkedBefore + 1);
-    const [parked] = await ds.query(`SELECT message_id, payload, reason, deliveries, replayed_at FROM dead_letters`);
-    expect(parked).toEqual({ message_id: `msg-${e.id}`, payload: JSON.stringify(e), reason: 'agents service unavailable', deliveries: MAX_EVENT_DELIVERIES, replayed_at: null });
-    expect(await deadLetters.replay()).toBe(0);
+    await ds.query(`UPDATE dead_letters SET replay_requested_at = now() WHERE replayed_at IS NULL`);
+    expect(await deadLetters.replay(replayTo)).toBe(1);
+    expect((await ds.query(`SELECT reason, replayed_at FROM dead_letters`))[0]).toEqual({ reason: 'replay failed: agents service unavailable', replayed_at: null });
 
     agentsDown = false;
     await ds.query(`UPDATE dead_letters SET replay_requested_at = now() WHERE replayed_at IS NULL`);
-    expect(await deadLetters.replay()).toBe(1);
+    expect(await deadLetters.replay(replayTo)).toBe(1);
     await engine.pass();
     expect(receiver.received.map((r) => r.headers['service-event-id'])).toEqual([e.id]);
     expect((await ds.query(`SELECT replayed_at IS NOT NULL AS replayed FROM dead_letters`))[0]).toEqual({ replayed: true });
     // A second replay finds the deliveries already made: nothing is sent twice.
     await ds.query(`UPDATE dead_letters SET replay_requested_at = now()`);
-    await deadLetters.replay();
+    await deadLetters.replay(replayTo);
     await engine.pass();
     expect(receiver.received).toHaveLength(1);
   });

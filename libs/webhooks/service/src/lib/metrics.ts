@@ -22,9 +22,3 @@ export const commitToFirstAttempt = new Histogram({
 export const queueDepth = new Gauge({ name: 'parley_webhook_queue_depth', help: 'Deliveries waiting for an attempt' });
 export const queueOldestAge = new Gauge({ name: 'parley_webhook_queue_oldest_age_seconds', help: 'Age of the oldest due delivery' });
 export const disabledEndpoints = new Gauge({ name: 'parley_webhook_disabled_endpoints', help: 'Endpoints disabled after repeated failures' });
-
-export const deadLettersTotal = new Counter({
-  name: 'parley_webhook_dead_letters_total',
-  help: 'Events parked in dead_letters after the dispatcher failed to accept them on every allowed delivery',
-});
-export const deadLettersWaiting = new Gauge({ name: 'parley_webhook_dead_letters', help: 'Parked events not replayed yet' });

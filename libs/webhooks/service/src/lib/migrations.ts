@@ -191,6 +191,36 @@ export class WebhookPromises1763700000207 implements MigrationInterface {
   }
 }
 
+/**
+ * The dispatcher's dead_letters table takes the shape every service's has (BusDeadLetters1764200000000 in
+ * @parley/messaging): parked messages of any of its consumers, one row per (consumer, message), ids by default.
+ * Rows parked so far came from the webhook events consumer (BusServer's durable name for `parley.events.>`).
+ */
+export class SharedDeadLetters1764200000208 implements MigrationInterface {
+  name = 'SharedDeadLetters1764200000208';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE dead_letters ADD COLUMN IF NOT EXISTS consumer text NOT NULL DEFAULT 'webhook-dispatcher_parley_events__'`);
+    await q.query(`ALTER TABLE dead_letters ALTER COLUMN consumer DROP DEFAULT`);
+    await q.query(`ALTER TABLE dead_letters ADD COLUMN IF NOT EXISTS headers jsonb NOT NULL DEFAULT '{}'`);
+    await q.query(`ALTER TABLE dead_letters ALTER COLUMN id SET DEFAULT 'wdl_' || replace(gen_random_uuid()::text, '-', '')`);
+    await q.query(`ALTER TABLE dead_letters DROP CONSTRAINT IF EXISTS dead_letters_message_id_key`);
+    await q.query(`ALTER TABLE dead_letters ADD CONSTRAINT dead_letters_consumer_message_id_key UNIQUE (consumer, message_id)`);
+    await q.query(`DROP INDEX IF EXISTS dead_letters_replay`);
+    await q.query(`CREATE INDEX dead_letters_replay ON dead_letters (consumer, replay_requested_at) WHERE replay_requested_at IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS dead_letters_replay`);
+    await q.query(`CREATE INDEX dead_letters_replay ON dead_letters (replay_requested_at) WHERE replay_requested_at IS NOT NULL`);
+    await q.query(`ALTER TABLE dead_letters DROP CONSTRAINT IF EXISTS dead_letters_consumer_message_id_key`);
+    await q.query(`ALTER TABLE dead_letters ADD CONSTRAINT dead_letters_message_id_key UNIQUE (message_id)`);
+    await q.query(`ALTER TABLE dead_letters ALTER COLUMN id DROP DEFAULT`);
+    await q.query(`ALTER TABLE dead_letters DROP COLUMN IF EXISTS headers`);
+    await q.query(`ALTER TABLE dead_letters DROP COLUMN IF EXISTS consumer`);
+  }
+}
+
 export const WEBHOOKS_MIGRATIONS = [
   CreateWebhooks1763700000201,
   AgentOwnedEndpoints1763700000202,
@@ -199,4 +229,5 @@ export const WEBHOOKS_MIGRATIONS = [
   EndpointsShareUrls1763700000205,
   TestDeliveriesInHistory1763700000206,
   WebhookPromises1763700000207,
+  SharedDeadLetters1764200000208,
 ];

@@ -1,9 +1,7 @@
 import { Controller } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { EventPattern, Payload } from '@nestjs/microservices';
 import { AgentChanged, STREAMS, SUBJECTS, WebhookEvent, webhooksV1 } from '@parley/contracts';
-import { BusMessage } from '@parley/messaging';
 import { AgentWebhooks } from './agent-webhooks';
-import { DeadLetters } from './dead-letters';
 import { DataSource } from 'typeorm';
 import { encodePosition, newId } from '@parley/persistence';
 import { DeliveryEngine } from './delivery.engine';
@@ -35,15 +33,16 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
 @Controller()
 export class WebhookEventsConsumer {
   constructor(
-    private readonly deadLetters: DeadLetters,
+    private readonly engine: DeliveryEngine,
     private readonly agentWebhooks: AgentWebhooks,
   ) {}
 
   // Events carry no order promise (the interface says so), so this replica takes many at once: they share the
-  // engine's endpoint lookups and inserts. One that keeps failing is parked, not redelivered forever.
+  // engine's endpoint lookups and inserts. One that keeps failing is parked by the bus transport (BusServer), and
+  // a replay never duplicates a delivery: fan-out is idempotent on the event id.
   @EventPattern(STREAMS.webhookEvents.subjects[0], { concurrency: 128 })
-  async onEvent(@Payload() event: WebhookEvent, @Ctx() message: BusMessage): Promise<void> {
-    await this.deadLetters.accept(event, message);
+  async onEvent(@Payload() event: WebhookEvent): Promise<void> {
+    await this.engine.accept(event);
   }
 
   /** An agent's webhook_url may have changed: look it up afresh next time. */

@@ -8,7 +8,6 @@ import { parseEgressAllowlist, parseHttpHosts, WebhookUrlRules } from '@parley/e
 import { Sealer } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { CLOCK, databaseClock } from './db-clock';
-import { DeadLetters } from './dead-letters';
 import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain, WEBHOOK_URL_RULES } from './endpoints.domain';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
@@ -23,7 +22,6 @@ import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.contro
   providers: [
     EndpointsDomain,
     DeliveryEngine,
-    DeadLetters,
     AgentWebhooks,
     { provide: CLOCK, useValue: databaseClock },
     { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c), 'webhooks:endpoint-secrets') },
