@@ -38,6 +38,21 @@ class ProbeController {
 @Module({ controllers: [ProbeController] })
 class ProbeModule {}
 
+const OTHER_SUBJECT = 'parley.domain.dead-letter-test.other';
+const otherHandled: string[] = [];
+
+@Controller()
+class OtherProbeController {
+  @EventPattern(OTHER_SUBJECT)
+  async onOther(@Payload() probe: Probe): Promise<void> {
+    otherHandled.push(probe.n);
+    throw new Error(`cannot handle ${probe.n}`);
+  }
+}
+
+@Module({ controllers: [OtherProbeController] })
+class OtherProbeModule {}
+
 async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -130,4 +145,28 @@ describe('a durable consumer on JetStream parks a message whose handler keeps fa
     await sleep(500);
     expect(count('poison-1')).toBe(MAX + 2);
   });
+
+  it('redelivers a message whose parking fails (its table unavailable), and parks it on a later delivery: nothing is dropped', async () => {
+    const service = 'dead-letter-probe-2';
+    const other = await NestFactory.createMicroservice(OtherProbeModule, {
+      strategy: new BusServer(bus, service, new DeadLetterStore(dataSource, service), { maxDeliveries: 2 }),
+      logger: false,
+    });
+    other.useGlobalInterceptors(new BusHandlerErrors());
+    await other.listen();
+    try {
+      await dataSource.query(`ALTER TABLE dead_letters RENAME TO dead_letters_away`);
+      await bus.publish(OTHER_SUBJECT, { n: 'poison-2' }, { id: 'poison-2' });
+      // The 2nd delivery (after 1 s) is the last allowed: its parking fails, so the bus redelivers it after 5 s.
+      await waitUntil(() => otherHandled.length === 2, 5_000, 'the last allowed delivery');
+      await sleep(300);
+      await dataSource.query(`ALTER TABLE dead_letters_away RENAME TO dead_letters`);
+
+      await waitUntil(async () => (await deadLetters()).some((l) => l.message_id === 'poison-2'), 10_000, 'the message parked');
+      expect(otherHandled).toEqual(['poison-2', 'poison-2', 'poison-2']);
+      expect((await deadLetters()).find((l) => l.message_id === 'poison-2')).toMatchObject({ consumer: `${service}_parley_domain_dead-letter-test_other`, reason: 'cannot handle poison-2', deliveries: 3 });
+    } finally {
+      await other.close();
+    }
+  }, 30_000);
 });
