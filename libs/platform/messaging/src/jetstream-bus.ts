@@ -73,9 +73,9 @@ export class JetStreamBus implements Bus {
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(30_000),
-      // Unbounded on purpose: at its limit JetStream would drop the message, leaving only an advisory. A consumer
-      // bounds its own retries by deliveryCount and parks what it cannot handle (the webhook dispatcher's
-      // dead_letters) before acknowledging it.
+      // Unbounded on purpose: at its limit JetStream would drop the message, leaving only an advisory. BusServer
+      // bounds a consumer's retries by deliveryCount and parks what it cannot handle in the service's dead_letters
+      // before acknowledging it (MAX_DELIVERIES).
       max_deliver: -1,
       max_ack_pending: 1000,
     });
