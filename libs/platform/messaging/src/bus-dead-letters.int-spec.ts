@@ -7,14 +7,14 @@ import { STREAMS } from '@parley/contracts';
 // Test-only use of the shared test helpers; the boundary rule is about what the library itself depends on.
 // eslint-disable-next-line @nx/enforce-module-boundaries
 import { createTestDatabase, DisposableNatsServer, TestDatabase } from '@parley/testing';
-import { BusHandlerErrors, BusServer } from './bus-server';
+import { BusHandlerErrors, BusServer, consumerName } from './bus-server';
 import { BusDeadLetters1764200000000, busDeadLettersTotal, busDeadLettersWaiting, DeadLetterStore } from './dead-letters';
 import { JetStreamBus } from './jetstream-bus';
 import { CreateOutbox1763700000000 } from './outbox';
 
 const SUBJECT = 'parley.domain.dead-letter-test.changed';
 const SERVICE = 'dead-letter-probe';
-const CONSUMER = `${SERVICE}_parley_domain_dead-letter-test_changed`;
+const CONSUMER = consumerName(SERVICE, SUBJECT);
 const MAX = 3;
 
 interface Probe {
@@ -164,7 +164,7 @@ describe('a durable consumer on JetStream parks a message whose handler keeps fa
 
       await waitUntil(async () => (await deadLetters()).some((l) => l.message_id === 'poison-2'), 10_000, 'the message parked');
       expect(otherHandled).toEqual(['poison-2', 'poison-2', 'poison-2']);
-      expect((await deadLetters()).find((l) => l.message_id === 'poison-2')).toMatchObject({ consumer: `${service}_parley_domain_dead-letter-test_other`, reason: 'cannot handle poison-2', deliveries: 3 });
+      expect((await deadLetters()).find((l) => l.message_id === 'poison-2')).toMatchObject({ consumer: consumerName(service, OTHER_SUBJECT), reason: 'cannot handle poison-2', deliveries: 3 });
     } finally {
       await other.close();
     }

@@ -15,6 +15,11 @@ import { DeadLetter, DeadLetterStore } from './dead-letters';
 export const MAX_DELIVERIES = 8;
 const REPLAY_POLL_MS = 5_000;
 
+/** The durable consumer name of a service's `@EventPattern(pattern)`: dead letters carry it as `consumer`. */
+export function consumerName(service: string, pattern: string): string {
+  return `${service}.${pattern}`.replace(/[.>*]/g, '_');
+}
+
 /** The handler's own error, kept for the dead letter's reason while Nest's exception layers hide it. */
 const handlerFailure = new AsyncLocalStorage<{ error?: unknown }>();
 
@@ -57,7 +62,7 @@ export class BusServer extends Server implements CustomTransportStrategy {
     try {
       for (const [pattern, handler] of this.getHandlers()) {
         if (!handler.isEventHandler) continue;
-        const durable = `${this.service}.${pattern}`.replace(/[.>*]/g, '_');
+        const durable = consumerName(this.service, pattern);
         const options: SubscribeOptions = { concurrency: (handler.extras as SubscribeOptions | undefined)?.concurrency };
         await this.bus.subscribe(pattern, durable, (message) => this.consume(durable, pattern, handler, message), options);
         this.consumers.set(durable, (letter) => this.run(pattern, handler, { ...letter, deliveryCount: letter.deliveries + 1 }));

@@ -2,12 +2,12 @@ import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { DataSource } from 'typeorm';
-import { WebhookEvent } from '@parley/contracts';
+import { STREAMS, WebhookEvent } from '@parley/contracts';
 import { parseEgressAllowlist } from '@parley/egress';
 import { openServiceDatabase, Sealer } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
+import { consumerName, DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
 import { DbClock } from './db-clock';
 import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
@@ -487,7 +487,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
     // What the bus transport does with the events consumer's last allowed delivery (libs/platform/messaging).
     const deadLetters = new DeadLetterStore(ds, 'webhook-dispatcher');
-    const consumer = 'webhook-dispatcher_parley_events__';
+    const consumer = consumerName('webhook-dispatcher', STREAMS.webhookEvents.subjects[0]);
     const replayTo = new Map([[consumer, (letter: DeadLetter) => engine.accept(letter.payload as WebhookEvent)]]);
     await endpoints.create('acme', { url: receiver.url });
     const e = event('call.started');
