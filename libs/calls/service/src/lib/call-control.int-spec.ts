@@ -1,7 +1,7 @@
 import { ClientGrpc } from '@nestjs/microservices';
 import { delay, of } from 'rxjs';
 import { DataSource } from 'typeorm';
-import { FakeTwilioServer, signedTwilioWebhook } from '@parley/carrier-twilio';
+import { FakeTwilioServer, signedTwilioWebhook, TwilioCallStatus } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
@@ -87,12 +87,12 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     const sid = twilio.lastCall!.callSid!;
     // Recording the dial's outcome failed (the database was away when the carrier answered the dial).
     await dataSource.query(`UPDATE calls SET carrier_call_id = NULL WHERE id = $1`, [call.id]);
-    const callback = async (url: string, callSid: string, status: string) => {
+    const callback = async (url: string, callSid: string, status: TwilioCallStatus) => {
       const params = twilio.statusCallbackParams(callSid, status);
       const signed = signedTwilioWebhook(url, params, twilio.authToken);
       return control.handleWebhook({ carrier: 'twilio', kind: 'status', url, headers: signed.headers, params, agent_id: '' });
     };
-    const url = twilio.lastCall!.form!['StatusCallback'];
+    const url = String(twilio.lastCall!.form['StatusCallback']);
 
     await callback(url, sid, 'ringing');
     expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ringing', carrierCallId: sid });
