@@ -32,6 +32,10 @@ const PER_ENDPOINT_CONCURRENCY = 8;
 /** Steady load between two disruptions. */
 const BETWEEN_MS = 3_000;
 const CALL_WORKERS = 3;
+/** Attempts the receiver holds on the wire at a disruption (fewer than an endpoint's 8 places). */
+const MAX_HELD = 4;
+/** Longer than a delivery lease (30 s): the longest an endpoint may wait for a killed dispatcher's places. */
+const HOLD_WAIT_MS = 40_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -42,12 +46,14 @@ interface Received {
   body: string;
   /** The receiver took the event (answered 2xx, or was holding it when the sender went away). */
   taken: boolean;
+  at: number;
 }
 
 /**
  * The webhook receiver: records every request (id, attempt, raw body); refuses the first attempt of about one event
- * in ten with 500 (chosen by id) so retries happen; on demand holds requests unanswered, so a disruption can be timed
- * while attempts are on the wire.
+ * in ten with 500 (chosen by id) so retries happen; on demand holds a few requests unanswered, so a disruption can be
+ * timed while attempts are on the wire. Only a few: the attempts a killed dispatcher had leased keep their endpoint's
+ * places until the lease ends, and were all 8 held, the endpoint would get nothing for up to 30 s.
  */
 class Receiver {
   readonly requests: Received[] = [];
@@ -60,9 +66,9 @@ class Receiver {
       const id = String(req.headers['service-event-id']);
       const attempt = Number(req.headers['service-delivery-attempt']);
       const refused = attempt === 1 && createHash('sha256').update(id).digest()[0] < 26;
-      this.requests.push({ id, attempt, body: Buffer.concat(chunks).toString('utf8'), taken: !refused });
+      this.requests.push({ id, attempt, body: Buffer.concat(chunks).toString('utf8'), taken: !refused, at: Date.now() });
       if (refused) res.writeHead(500).end();
-      else if (this.holding) this.held.push(res);
+      else if (this.holding && this.held.length < MAX_HELD) this.held.push(res);
       else res.writeHead(200).end();
     });
   });
@@ -77,7 +83,7 @@ class Receiver {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hooks`;
   }
 
-  /** Holds new requests until `release`; resolves with how many are held once at least one is. */
+  /** Holds new requests (up to MAX_HELD) until `release`; resolves with how many are held once at least one is. */
   async hold(timeoutMs: number): Promise<number> {
     this.holding = true;
     await eventually(async () => (this.held.length > 0 ? true : undefined), timeoutMs, 'an attempt on the wire');
@@ -254,7 +260,7 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
           // Killed with calls on its streams: they fail media_lost, each with its call.ended.
           await eventually(async () => (twilio.mediaStreams.some((m) => m.open && m.receivedFrames > 0) ? true : undefined), 20_000, 'a live call');
         }
-        if (service === 'webhook-dispatcher') held = { ...held, dispatcher: await receiver.hold(20_000) };
+        if (service === 'webhook-dispatcher') held = { ...held, dispatcher: await receiver.hold(HOLD_WAIT_MS) };
         await platform.kill(service);
         receiver.release();
         note(`SIGKILL ${service}`);
@@ -264,7 +270,7 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
       }
 
       await sleep(BETWEEN_MS);
-      held = { ...held, postgres: await receiver.hold(20_000) };
+      held = { ...held, postgres: await receiver.hold(HOLD_WAIT_MS) };
       await pg.shutdown();
       receiver.release(); // answered while the database is away: the dispatcher cannot record these outcomes
       note('PostgreSQL shut down');
@@ -281,6 +287,10 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
       await platform.waitReady();
       note('NATS back');
       await sleep(BETWEEN_MS);
+    } catch (error) {
+      const { callsAnswered, ...counts } = load;
+      const progress = `calls answered ${callsAnswered.length}, ${JSON.stringify(counts)}, held ${JSON.stringify(held)}, receiver requests ${receiver.requests.length}, the last at ${((receiver.requests.at(-1)?.at ?? started) - started) / 1000} s`;
+      throw new Error(`${(error as Error).message}\n${progress}\n${disruptions.join('\n')}\n${platform.logs()}`);
     } finally {
       receiver.release();
       load.running = false;
@@ -372,6 +382,10 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
         expect(r.body).toBe(requests.find((first) => first.id === r.id)?.body);
       }
       expect(requests.some((r) => r.attempt > 1)).toBe(true);
+      // A repeat after a lost outcome is the same attempt again: its number is not advanced.
+      for (const [id, times] of takenPerEvent) {
+        if (times > 1) expect(new Set(requests.filter((r) => r.id === id && r.taken).map((r) => r.attempt)).size).toBe(1);
+      }
 
       // Every call the platform answered ended once: exactly one call.ended event (by id) each, at most one call.started.
       expect(load.callsAnswered.length).toBeGreaterThan(10);
