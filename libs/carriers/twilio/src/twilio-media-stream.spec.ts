@@ -99,7 +99,7 @@ describe('TwilioMediaStreamProtocol', () => {
     ],
     ['media without media', JSON.stringify({ ...MEDIA, media: undefined }), /media without media/],
     ['media without payload', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, payload: undefined } }), /media without payload/],
-    ...['not base64!', 'AA A', 'A===', '=AAA', 'AAAAA', 'AA\nA'].map((payload) => [
+    ...['not base64!', 'AA A', 'A===', '=AAA', 'AAAAA', 'AA\nA'].map((payload): [string, string, RegExp] => [
       `media with the non-base64 payload ${JSON.stringify(payload)}`,
       JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, payload } }),
       /not base64/,

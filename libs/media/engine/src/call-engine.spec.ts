@@ -244,7 +244,7 @@ describe('conversation engine', () => {
     const observed = async () => {
       const values = (await register.getSingleMetric('parley_engine_stage_latency_seconds')!.get()).values;
       const read = (stage: string, suffix: string) =>
-        values.find((v) => v.labels['stage'] === stage && v.metricName === `parley_engine_stage_latency_seconds_${suffix}`)?.value ?? 0;
+        values.find((v) => v.labels['stage'] === stage && (v as { metricName?: string }).metricName === `parley_engine_stage_latency_seconds_${suffix}`)?.value ?? 0;
       return Object.fromEntries(['stt_final', 'llm_first_token', 'response'].map((stage) => [stage, { sum: read(stage, 'sum'), count: read(stage, 'count') }]));
     };
     engineMetrics.stageLatency.reset();
