@@ -4,7 +4,7 @@ import { AddressInfo } from 'node:net';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { WebhookEvent, webhookEventSubject } from '@parley/contracts';
-import { CreateOutbox1763700000000, enqueueOutbox, JetStreamBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
+import { BusDeadLetters1764200000000, CreateOutbox1763700000000, enqueueOutbox, JetStreamBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { newId, openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, DisposableNatsServer, RunningPlatform, TestDatabase } from '@parley/testing';
 
@@ -141,7 +141,7 @@ describe('webhooks under chaos: dispatcher SIGKILLs and a NATS restart lose noth
     producer = await openServiceDatabase(producerDb.url, {
       schema: 'chaos_producer',
       entities: [OutboxRecord],
-      migrations: [CreateOutbox1763700000000],
+      migrations: [CreateOutbox1763700000000, BusDeadLetters1764200000000],
     });
     bus = await JetStreamBus.connect(natsUrl, 'chaos-producer', platform.natsNamespace);
     relay = new OutboxRelay(producer, bus, { pollMs: 100 });
