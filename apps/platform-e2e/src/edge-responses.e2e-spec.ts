@@ -9,10 +9,7 @@ describe('every gateway response is a problem or a success with the common heade
   let port: number;
 
   beforeAll(async () => {
-    // The in-process bus, whatever NATS_URL says. Known gap (issue 15): with NATS the two 8 MB early-answer tests
-    // below fail — after the early answer the request stream holds ~128 KB unread, flowing but never drained, the
-    // socket stops reading, and the lingering close times out after 5 s (the client's write is reset).
-    platform = await RunningPlatform.start({ bootstrapKeys: [`acme:owner:${OWNER}`], natsUrl: '', env: { CORS_ALLOWED_ORIGINS: 'https://app.example.com' } });
+    platform = await RunningPlatform.start({ bootstrapKeys: [`acme:owner:${OWNER}`], env: { CORS_ALLOWED_ORIGINS: 'https://app.example.com' } });
     port = Number(new URL(platform.baseUrl).port);
   });
 

@@ -58,4 +58,16 @@ export function lingeringClose(socket: Socket, limits: LingerLimits = LINGER_LIM
     body.resume();
   }
   socket.end();
+  // With an early answer Node may leave the socket's handle stopped while its stream state says it flows (seen with
+  // a request stream that filled its buffer before the answer): nothing would then read it again, so the client's
+  // write would stall until the time bound and be reset. Start the handle reading once Node has settled the close.
+  setImmediate(() => readOn(socket));
+}
+
+/** Node keeps no public way to restart a handle its stream state believes is reading; `_handle` is that handle. */
+function readOn(socket: Socket): void {
+  const handle = (socket as Socket & { _handle?: { reading?: boolean; readStart?: () => number } | null })._handle;
+  if (socket.destroyed || !handle?.readStart || handle.reading) return;
+  handle.reading = true;
+  handle.readStart();
 }
