@@ -9,6 +9,13 @@ export interface AudioSink {
   sendMark(name: string): void;
   /** Drops everything sent and not yet played. */
   sendClear(): void;
+  /**
+   * Set by a sink that paces frames itself (the media worker's stream thread): Playout keeps this many frames
+   * queued in it ahead of real time and, after a pause of its own, makes up the missed frames at once, so the
+   * sink never runs dry while this thread is held. Absent: the sink sends each frame at once and Playout's timing
+   * is the caller's (a lead of 2 frames, lateness made up a few ms per frame).
+   */
+  readonly leadFrames?: number;
 }
 
 export const FRAME_MS = 20;
@@ -56,6 +63,7 @@ export class Playout {
   /** Frames still to send at once to complete the lead of the current playback run. */
   private leadLeft = 0;
   private roomWaiters: (() => void)[] = [];
+  private readonly lead: number;
 
   constructor(
     private readonly sink: AudioSink,
@@ -65,6 +73,7 @@ export class Playout {
     private readonly marksEchoed = true,
   ) {
     this.frameSamples = (sampleRate * FRAME_MS) / 1000;
+    this.lead = sink.leadFrames ?? LEAD_FRAMES;
   }
 
   get frameSize(): number {
@@ -178,7 +187,7 @@ export class Playout {
     if (this.leadLeft > 0 && this.sendOne()) this.leadLeft--;
     if (this.timer !== undefined) return;
     this.nextAt = this.clock.now();
-    this.leadLeft = LEAD_FRAMES;
+    this.leadLeft = this.lead;
     while (this.leadLeft > 0 && this.sendOne()) this.leadLeft--;
     this.schedule();
   }
@@ -196,7 +205,11 @@ export class Playout {
 
   private tick(): void {
     this.leadLeft = 0;
-    if (this.clock.now() - this.nextAt > FRAME_MS) {
+    const lag = this.clock.now() - this.nextAt;
+    if (lag > FRAME_MS && this.sink.leadFrames !== undefined) {
+      // The sink plays on while this thread was held: refill its lead now; lateness is the sink's to count.
+      for (let missed = Math.floor(lag / FRAME_MS); missed > 0 && this.sendOne(); missed--) this.nextAt += FRAME_MS;
+    } else if (lag > FRAME_MS) {
       engineMetrics.framesLate.inc();
       this.nextAt = this.clock.now();
     }

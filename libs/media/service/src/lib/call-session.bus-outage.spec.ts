@@ -10,6 +10,7 @@ import { LocalBlobStore } from '@parley/storage';
 import { CallsPort } from './calls-port';
 import { CallSession } from './call-session';
 import { until } from './testing/caller-line';
+import { directSocket } from './testing/direct-socket';
 
 const CALL = { id: 'call_1', account_id: 'acc_1', agent_id: 'agt_1', status: 'in_progress', recording_enabled: false, variables: {} } as unknown as callsV1.Call;
 
@@ -50,7 +51,7 @@ function busWhoseListen(behaviour: 'hangs' | 'fails'): Bus {
 async function greetingSent(bus: Bus): Promise<{ session: CallSession; audioFrames: () => number }> {
   const sent: { event: string }[] = [];
   const session = new CallSession(
-    { send: (frame) => void sent.push(JSON.parse(frame) as { event: string }), close: () => undefined },
+    directSocket((frame) => void sent.push(JSON.parse(frame) as { event: string })),
     {
       protocol: new TwilioMediaStreamProtocol(),
       calls,

@@ -11,6 +11,7 @@ import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { AgentsPort, CallsPort } from './calls-port';
 import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
+import { directSocket } from './testing/direct-socket';
 import { until } from './testing/caller-line';
 
 const CALL = { id: 'call_1', account_id: 'acc_1', status: 'in_progress', recording_enabled: true } as callsV1.Call;
@@ -80,14 +81,14 @@ function setup(call: callsV1.Call | undefined = CALL, options: { calls?: FakeCal
   const bus = new InProcessBus();
   const store = new LocalBlobStore(mkdtempSync(join(tmpdir(), 'session-')));
   const session: CallSession = new CallSession(
-    {
+    directSocket(
       // A carrier that has played what it was sent by the time it reads a mark echoes it.
-      send: (frame) => {
+      (frame) => {
         const sent = JSON.parse(frame) as { event: string; mark?: { name: string } };
         if (options.echoMarks && sent.event === 'mark') setTimeout(() => void session.onFrame(frames.mark(sent.mark!.name)), 0);
       },
-      close: (code, reason) => void closes.push([code, reason]),
-    },
+      (code, reason) => void closes.push([code, reason]),
+    ),
     {
       protocol: new TwilioMediaStreamProtocol(),
       calls,

@@ -27,8 +27,15 @@ export interface SessionOutcome {
 
 /** The socket side of a session, so sessions can be driven without a network in tests. */
 export interface StreamSocket {
-  send(frame: string): void;
+  /** A frame of agent audio; returns when it will play (realClock's time). */
+  audio(frame: string): number;
+  /** Sent once the audio before it has been. */
+  mark(frame: string): void;
+  /** Sent at once; audio not yet sent is dropped. Returns until when the dropped audio would have played (realClock's time). */
+  clear(frame: string): number;
   close(code: number, reason: string): void;
+  /** Set when the socket paces audio itself: the frames the engine keeps queued in it (AudioSink.leadFrames). */
+  readonly leadFrames?: number;
 }
 
 export interface CallSessionDeps {
@@ -253,11 +260,17 @@ export class CallSession {
         clock: realClock,
         sink: {
           sendAudio: (frame) => {
-            this.recorder?.write('agent', frame, realClock.now() - this.streamStartedAt);
-            this.socket.send(this.deps.protocol.audio(this.streamId, encodeFromPcm16(frame, this.encoding)));
+            const at = this.socket.audio(this.deps.protocol.audio(this.streamId, encodeFromPcm16(frame, this.encoding)));
+            this.recorder?.write('agent', frame, at - this.streamStartedAt);
           },
-          sendMark: (name) => this.socket.send(this.deps.protocol.mark(this.streamId, name)),
-          sendClear: () => this.socket.send(this.deps.protocol.clear(this.streamId)),
+          sendMark: (name) => this.socket.mark(this.deps.protocol.mark(this.streamId, name)),
+          sendClear: () => {
+            const until = this.socket.clear(this.deps.protocol.clear(this.streamId));
+            // The audio dropped before it played was never heard: the recording says so.
+            const from = realClock.now();
+            if (this.recorder && until > from) this.recorder.write('agent', new Int16Array(Math.round(((until - from) * sampleRate) / 1000)), from - this.streamStartedAt);
+          },
+          leadFrames: this.socket.leadFrames,
         },
         // Numbered as spoken, so a retried append is stored once (unnumbered on a stream without an id to key it).
         onTurn: (turn) => {

@@ -1,12 +1,8 @@
-import { createServer, IncomingMessage, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
-import { WebSocket, WebSocketServer } from 'ws';
 import { MediaStreamProtocol } from '@parley/carrier-core';
 import { serviceLogger } from '@parley/observability';
-import { CallSession, CallSessionDeps, SessionOutcome } from './call-session';
-
-/** Where carriers connect: `/streams/{carrier}` (the calls service puts this URL in the carrier's markup). */
-export const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
+import { engineMetrics, FRAME_MS } from '@parley/voice-engine';
+import { CallSession, CallSessionDeps, SessionOutcome, StreamSocket } from './call-session';
+import { StreamThread } from './stream-thread/stream-thread';
 
 /** What a drain left undone, by call id; `calls`: the calls it had to end. */
 export interface DrainReport {
@@ -23,43 +19,67 @@ function drainReport(outcomes: SessionOutcome[]): DrainReport {
   };
 }
 
+/** Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard. */
+export const STREAM_LEAD_FRAMES = 8;
+
+/** The socket of one stream, as a session sees it: kept on the stream thread, which plays the audio on time. */
+class ThreadSocket implements StreamSocket {
+  readonly leadFrames = STREAM_LEAD_FRAMES;
+  /** When (performance.now ms, realClock's time) the next frame handed over will play. */
+  private playAt = 0;
+
+  constructor(
+    private readonly thread: StreamThread,
+    private readonly id: number,
+  ) {}
+
+  audio(frame: string): number {
+    const at = Math.max(performance.now(), this.playAt);
+    this.playAt = at + FRAME_MS;
+    this.thread.send({ op: 'audio', id: this.id, frame });
+    return at;
+  }
+
+  mark(frame: string): void {
+    this.thread.send({ op: 'mark', id: this.id, frame });
+  }
+
+  clear(frame: string): number {
+    const until = this.playAt;
+    this.playAt = 0;
+    this.thread.send({ op: 'clear', id: this.id, frame });
+    return until;
+  }
+
+  close(code: number, reason: string): void {
+    this.thread.send({ op: 'close', id: this.id, code, reason });
+  }
+}
+
 /**
  * The media worker's WebSocket server: one CallSession per carrier stream, the carrier's protocol picked by the
- * path. Unknown paths are refused at the upgrade (404), before any session exists.
+ * path. Unknown paths are refused at the upgrade (404), before any session exists. The sockets themselves live on
+ * a stream thread (stream-thread/), which paces the agent's audio; sessions, engines and carrier protocols run here.
  */
 export class MediaStreamServer {
   private readonly log = serviceLogger('media-worker');
-  private readonly http: Server;
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private thread: StreamThread;
+  private readonly streams = new Map<number, { session: CallSession; queue: Promise<void> }>();
   private readonly sessions = new Set<CallSession>();
   private draining = false;
+  private listeningOn: { port: number; host: string } | undefined;
 
   constructor(
     private readonly protocols: Record<string, MediaStreamProtocol>,
     private readonly deps: Omit<CallSessionDeps, 'protocol'>,
   ) {
-    this.http = createServer((_req, res) => res.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n'));
-    this.http.on('upgrade', (req: IncomingMessage, socket, head) => {
-      const carrier = STREAM_PATH.exec(req.url ?? '')?.[1];
-      const protocol = carrier ? this.protocols[carrier] : undefined;
-      if (this.draining) {
-        socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
-        return;
-      }
-      if (!protocol) {
-        socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
-        return;
-      }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, protocol));
-    });
+    this.thread = this.startThread();
   }
 
   async listen(port: number, host: string): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.http.once('error', reject);
-      this.http.listen(port, host, () => resolve());
-    });
-    return (this.http.address() as AddressInfo).port;
+    const bound = await this.thread.listen(port, host);
+    this.listeningOn = { port: bound, host };
+    return bound;
   }
 
   /**
@@ -70,7 +90,7 @@ export class MediaStreamServer {
    */
   async close({ graceMs = 0, endMs = 0 }: { graceMs?: number; endMs?: number } = {}): Promise<DrainReport> {
     this.draining = true;
-    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.thread.send({ op: 'drain' });
     const graceOver = Date.now() + graceMs;
     while (this.sessions.size > 0 && Date.now() < graceOver) await new Promise((r) => setTimeout(r, 100));
     const deadline = Date.now() + endMs;
@@ -87,9 +107,7 @@ export class MediaStreamServer {
     } else if (report.calls > 0) {
       this.log.info(report, 'drained: every call ended (shutdown) with its recording stored');
     }
-    for (const client of this.wss.clients) client.close(1001, 'media worker shutting down');
-    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
-    await closed;
+    await this.thread.stop();
     return report;
   }
 
@@ -98,22 +116,49 @@ export class MediaStreamServer {
     return this.sessions.size;
   }
 
-  private accept(ws: WebSocket, protocol: MediaStreamProtocol): void {
-    const session = new CallSession(
-      { send: (frame) => ws.readyState === WebSocket.OPEN && ws.send(frame), close: (code, reason) => ws.close(code, reason) },
-      { ...this.deps, protocol },
+  private startThread(): StreamThread {
+    return new StreamThread(
+      { carriers: Object.keys(this.protocols), maxPayload: 1024 * 1024 },
+      {
+        open: (id, carrier) => this.accept(id, this.protocols[carrier]),
+        // Frames are handled one at a time, in order: a session's state (attach, audio, stop) depends on it.
+        frame: (id, frame) => {
+          const stream = this.streams.get(id);
+          if (!stream) return;
+          const { session } = stream;
+          stream.queue = stream.queue.then(() => session.onFrame(frame)).catch((e) => this.log.error({ err: e, callId: session.callId }, 'media frame failed'));
+        },
+        closed: (id) => this.closed(id),
+        error: (id, message) => this.log.warn({ err: message, callId: this.streams.get(id)?.session.callId }, 'media socket error'),
+        stats: (_sent, late) => engineMetrics.framesLate.inc(late),
+        exit: (error) => this.threadDied(error),
+      },
     );
+  }
+
+  private accept(id: number, protocol: MediaStreamProtocol): void {
+    const session = new CallSession(new ThreadSocket(this.thread, id), { ...this.deps, protocol });
     this.sessions.add(session);
-    // Frames are handled one at a time, in order: a session's state (attach, audio, stop) depends on it.
-    let queue = Promise.resolve();
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) return;
-      const frame = data.toString();
-      queue = queue.then(() => session.onFrame(frame)).catch((e) => this.log.error({ err: e, callId: session.callId }, 'media frame failed'));
-    });
-    ws.on('close', () => {
-      queue = queue.then(() => session.onClose()).finally(() => this.sessions.delete(session));
-    });
-    ws.on('error', (e) => this.log.warn({ err: e, callId: session.callId }, 'media socket error'));
+    this.streams.set(id, { session, queue: Promise.resolve() });
+  }
+
+  private closed(id: number): void {
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    this.streams.delete(id);
+    void stream.queue.then(() => stream.session.onClose()).finally(() => this.sessions.delete(stream.session));
+  }
+
+  /**
+   * The stream thread died: its sockets are gone, so every stream is closed (its call ends as a dropped stream
+   * does), and a new thread takes the port unless the worker is draining.
+   */
+  private threadDied(error: Error): void {
+    this.log.error({ err: error, streams: this.streams.size }, 'stream thread died; its streams are closed');
+    for (const id of [...this.streams.keys()]) this.closed(id);
+    if (this.draining) return;
+    this.thread = this.startThread();
+    const at = this.listeningOn;
+    if (at) void this.thread.listen(at.port, at.host).catch((e) => this.log.error({ err: e }, 'stream thread could not listen again'));
   }
 }

@@ -1,0 +1,217 @@
+/**
+ * The media worker's stream thread: it owns the carrier WebSockets and plays the agent's frames to them one per
+ * 20 ms. It runs in a worker thread of its own so that the main thread's pauses (scavenges of a heap full of calls,
+ * control-plane work, a burst of synthesis) never reach the carrier as late frames: the main thread keeps a small
+ * lead of frames queued here, and this thread, whose heap holds little more than that queue, sends them on time.
+ *
+ * Carrier protocols stay on the main thread (its adapters format and parse the frames); here a frame is a string.
+ * Only node built-ins and `ws` are imported, so the file runs as is in a worker (compiled, or type-stripped in tests).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { parentPort, workerData } from 'node:worker_threads';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { FromThread, StreamThreadData, ToThread } from './messages';
+
+const FRAME_MS = 20;
+/** At most this much of a lateness is made up per frame. */
+const MAX_CATCH_UP_MS = 4;
+const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
+const STATS_EVERY_MS = 1_000;
+
+const data = workerData as StreamThreadData;
+if (!parentPort) throw new Error('playout-thread.ts runs as a worker thread (StreamThread starts it)');
+const main = parentPort;
+const carriers = new Set(data.carriers);
+
+// Events for the main thread, posted together once per turn of this thread's loop.
+let outbox: FromThread[] = [];
+let inbound: { ev: 'frames'; ids: number[]; frames: string[] } | undefined;
+let flushing = false;
+function post(event: FromThread): void {
+  inbound = undefined;
+  outbox.push(event);
+  scheduleFlush();
+}
+function received(id: number, frame: string): void {
+  if (!inbound) {
+    inbound = { ev: 'frames', ids: [], frames: [] };
+    outbox.push(inbound);
+  }
+  inbound.ids.push(id);
+  inbound.frames.push(frame);
+  scheduleFlush();
+}
+function scheduleFlush(): void {
+  if (flushing) return;
+  flushing = true;
+  setImmediate(() => {
+    const events = outbox;
+    outbox = [];
+    inbound = undefined;
+    flushing = false;
+    main.postMessage(events);
+  });
+}
+
+let sent = 0;
+let late = 0;
+
+/** One carrier stream: its socket and the agent's frames (and marks) waiting for their slot. */
+class Stream {
+  private queue: { mark: boolean; frame: string }[] = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** When the next frame is due (performance.now ms). */
+  private nextAt = 0;
+
+  // Plain fields: the file runs type-stripped under the tests, which has no parameter properties.
+  readonly id: number;
+  private readonly ws: WebSocket;
+
+  constructor(id: number, ws: WebSocket) {
+    this.id = id;
+    this.ws = ws;
+  }
+
+  audio(frame: string): void {
+    this.queue.push({ mark: false, frame });
+    if (this.timer) return;
+    const now = performance.now();
+    // Idle past its slot (the answer starts, or synthesis fell behind): a new run starts now.
+    if (now >= this.nextAt) this.nextAt = now;
+    this.play(now);
+  }
+
+  mark(frame: string): void {
+    if (this.timer) this.queue.push({ mark: true, frame });
+    else this.send(frame);
+  }
+
+  clear(frame: string): void {
+    this.reset();
+    this.send(frame);
+  }
+
+  close(code: number, reason: string): void {
+    this.reset();
+    this.ws.close(code, reason);
+  }
+
+  reset(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queue = [];
+    this.head = 0;
+  }
+
+  /** Sends the frame that is due and the marks behind it, then waits for the next slot; idle when none is queued. */
+  private play(now = performance.now()): void {
+    this.timer = undefined;
+    const item = this.queue[this.head];
+    if (!item) return this.reset();
+    if (now < this.nextAt - 1) {
+      this.timer = setTimeout(() => this.play(), Math.round(this.nextAt - now));
+      return;
+    }
+    if (now - this.nextAt > FRAME_MS) {
+      // This thread was held past a whole frame: the grid restarts.
+      late++;
+      this.nextAt = now;
+    }
+    this.head++;
+    this.send(item.frame);
+    sent++;
+    while (this.queue[this.head]?.mark) this.send(this.queue[this.head++].frame);
+    // A slightly late frame is made up a few ms per frame, so the carrier sees no short gap.
+    this.nextAt = Math.max(this.nextAt + FRAME_MS, now + FRAME_MS - MAX_CATCH_UP_MS);
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+      return;
+    }
+    if (this.head >= 64) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.timer = setTimeout(() => this.play(), Math.max(0, Math.round(this.nextAt - performance.now())));
+  }
+
+  private send(frame: string): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(frame);
+  }
+}
+
+const streams = new Map<number, Stream>();
+let nextId = 1;
+let draining = false;
+let closed = Promise.resolve();
+const wss = new WebSocketServer({ noServer: true, maxPayload: data.maxPayload });
+const http = createServer((_req, res) => res.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n'));
+http.on('upgrade', (req: IncomingMessage, socket, head) => {
+  const carrier = STREAM_PATH.exec(req.url ?? '')?.[1];
+  if (draining) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
+  if (!carrier || !carriers.has(carrier)) return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+  wss.handleUpgrade(req, socket, head, (ws) => accept(ws, carrier));
+});
+
+function accept(ws: WebSocket, carrier: string): void {
+  const stream = new Stream(nextId++, ws);
+  streams.set(stream.id, stream);
+  post({ ev: 'open', id: stream.id, carrier });
+  ws.on('message', (frame, isBinary) => {
+    if (!isBinary) received(stream.id, frame.toString());
+  });
+  ws.on('close', () => {
+    stream.reset();
+    streams.delete(stream.id);
+    post({ ev: 'closed', id: stream.id });
+  });
+  ws.on('error', (e) => post({ ev: 'error', id: stream.id, message: e.message }));
+}
+
+/** Refuses new streams; `closed` settles once the listener and every connection it had are closed. */
+function drain(): void {
+  if (draining) return;
+  draining = true;
+  if (http.listening) closed = new Promise((resolve) => http.close(() => resolve()));
+}
+
+const stats = setInterval(() => {
+  if (sent || late) post({ ev: 'stats', sent, late });
+  sent = late = 0;
+}, STATS_EVERY_MS);
+
+main.on('message', (ops: ToThread[]) => {
+  for (const op of ops) {
+    switch (op.op) {
+      case 'audio':
+        streams.get(op.id)?.audio(op.frame);
+        break;
+      case 'mark':
+        streams.get(op.id)?.mark(op.frame);
+        break;
+      case 'clear':
+        streams.get(op.id)?.clear(op.frame);
+        break;
+      case 'close':
+        streams.get(op.id)?.close(op.code, op.reason);
+        break;
+      case 'listen':
+        http.once('error', (e) => post({ ev: 'listen_failed', message: e.message }));
+        http.listen(op.port, op.host, () => post({ ev: 'listening', port: (http.address() as AddressInfo).port }));
+        break;
+      case 'drain':
+        drain();
+        break;
+      case 'stop':
+        drain();
+        clearInterval(stats);
+        for (const stream of streams.values()) stream.close(1001, 'media worker shutting down');
+        wss.close(() => void closed.then(() => post({ ev: 'stopped' })));
+        break;
+    }
+  }
+});
