@@ -1,8 +1,8 @@
-import { DataSource } from 'typeorm';
 import { LIVE, MediaLoadReport } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { InProcessBus } from '@parley/messaging';
 import { CallAdmission, decideAdmission, MediaWorkerLoad } from './call-admission';
+import { CallsRepository } from './calls.repository';
 
 const worker = (load: Partial<MediaWorkerLoad> = {}): MediaWorkerLoad => ({ streams: 0, capacity: 10, event_loop_utilization: 0.2, draining: false, ...load });
 
@@ -35,13 +35,13 @@ describe('decideAdmission: can the media plane carry one more call', () => {
 describe('CallAdmission: refusals before dialling, with Retry-After', () => {
   let pending = 0;
   // The count of placed calls takes a moment, as a query does: set-ups may be recorded while it runs.
-  const dataSource = {
-    query: async () => {
+  const calls = {
+    countPlacedNotAnswered: async () => {
       const seen = pending;
       await new Promise((r) => setTimeout(r, 5));
-      return [{ pending: seen }];
+      return seen;
     },
-  } as unknown as DataSource;
+  } as unknown as CallsRepository;
   const report = (load: Partial<MediaLoadReport> = {}): MediaLoadReport => ({
     worker_id: 'w1',
     streams: 0,
@@ -55,7 +55,7 @@ describe('CallAdmission: refusals before dialling, with Retry-After', () => {
   async function start(config: Partial<ServiceConfig> = {}) {
     const bus = new InProcessBus();
     bus.open();
-    const admission = new CallAdmission(bus, dataSource, Object.assign(new ServiceConfig(), config));
+    const admission = new CallAdmission(bus, calls, Object.assign(new ServiceConfig(), config));
     await admission.onApplicationBootstrap();
     return { bus, admission };
   }

@@ -1,5 +1,4 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { LIVE, MediaLoadReport } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus } from '@parley/messaging';
@@ -7,6 +6,7 @@ import { serviceLogger } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { callAdmissions, callSetupsInFlight, callSetupsWaiting, mediaCapacityFree, mediaWorkersReporting } from './admission-metrics';
+import { CallsRepository } from './calls.repository';
 import { SetupLimiter } from './setup-limiter';
 
 export type RefusalReason = 'setup_queue' | 'deadline' | 'media_capacity' | 'media_load' | 'no_media_worker';
@@ -104,7 +104,7 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
 
   constructor(
     @Inject(BUS) private readonly bus: Bus,
-    private readonly dataSource: DataSource,
+    private readonly calls: CallsRepository,
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {
     this.limiter = new SetupLimiter(config.CALL_SETUP_CONCURRENCY);
@@ -166,7 +166,7 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
   private async decide(): Promise<void> {
     const workers = this.currentWorkers();
     const unrecorded = this.unrecorded;
-    const reserved = workers.length ? (await this.placedNotAnswered()) + unrecorded : 0;
+    const reserved = workers.length ? (await this.calls.countPlacedNotAnswered()) + unrecorded : 0;
     const decision = decideAdmission({ workers, workersEverSeen: this.workersEverSeen, reserved, maxLoad: this.config.MEDIA_WORKER_MAX_LOAD_PERCENT / 100 });
     if (decision.free !== undefined) mediaCapacityFree.set(decision.free);
     if (!decision.admit) throw refusal(decision.reason, decision.detail);
@@ -195,12 +195,6 @@ export class CallAdmission implements OnApplicationBootstrap, OnApplicationShutd
     }
     for (const [state, count] of Object.entries(states)) mediaWorkersReporting.set({ state }, count);
     return current;
-  }
-
-  /** Calls placed (or ringing in) but not answered yet, across every calls replica. */
-  private async placedNotAnswered(): Promise<number> {
-    const [{ pending }] = await this.dataSource.query(`SELECT count(*)::int AS pending FROM calls WHERE status IN ('queued', 'ringing')`);
-    return pending;
   }
 
   private gauges(): void {

@@ -10,6 +10,7 @@ import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
+import { CallsRepository } from './calls.repository';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
@@ -51,8 +52,9 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     const bus = new InProcessBus();
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
-    calls = new CallsDomain(dataSource, relay, bus, config);
-    admission = new CallAdmission(bus, dataSource, config);
+    const repository = new CallsRepository(dataSource);
+    calls = new CallsDomain(repository, relay, bus, config);
+    admission = new CallAdmission(bus, repository, config);
     control = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, config, admission);
   });
 

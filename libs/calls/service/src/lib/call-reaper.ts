@@ -1,11 +1,10 @@
-import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { serviceLogger } from '@parley/observability';
 import { CallsDomain } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity } from './entities';
-import { startPasses } from './periodic-pass';
 
-/** How often the reaper looks for stuck calls: a call is failed at most this long after its limit ran out. */
+/** How often the reaper looks for stuck calls (CallsRunner): a call is failed at most this long after its limit ran out. */
 export const REAPER_PASS_MS = 5_000;
 
 /**
@@ -14,22 +13,13 @@ export const REAPER_PASS_MS = 5_000;
  * media worker died hears the call end instead of dead air.
  */
 @Injectable()
-export class CallReaper implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CallReaper {
   private readonly log = serviceLogger('calls');
-  private stop: (() => void) | undefined;
 
   constructor(
     private readonly calls: CallsDomain,
     private readonly carriers: CarrierRegistry,
   ) {}
-
-  onApplicationBootstrap(): void {
-    this.stop = startPasses('reaper', REAPER_PASS_MS, () => this.runPass());
-  }
-
-  onApplicationShutdown(): void {
-    this.stop?.();
-  }
 
   /** One pass: the calls failed by it, their carrier legs asked to hang up (a leg already gone is no error). */
   async runPass(): Promise<CallEntity[]> {

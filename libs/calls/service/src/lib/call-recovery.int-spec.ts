@@ -10,6 +10,7 @@ import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { CallReaper } from './call-reaper';
 import { CallsDomain } from './calls.domain';
+import { CallsRepository } from './calls.repository';
 import { CarrierReconciler } from './carrier-reconciler';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
@@ -48,12 +49,13 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
     const bus = new InProcessBus();
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
-    calls = new CallsDomain(dataSource, relay, bus, config);
+    const repository = new CallsRepository(dataSource);
+    calls = new CallsDomain(repository, relay, bus, config);
     carriers = CarrierRegistry.fromConfig(config);
     // No agents RPC is needed: status callbacks and carrier look-ups never read the agent.
-    control = new CallControl(calls, carriers, { getService: () => ({}) } as unknown as ClientGrpc, config, new CallAdmission(bus, dataSource, config));
+    control = new CallControl(calls, carriers, { getService: () => ({}) } as unknown as ClientGrpc, config, new CallAdmission(bus, repository, config));
     reaper = new CallReaper(calls, carriers);
-    reconciler = new CarrierReconciler(calls, control, carriers, config);
+    reconciler = new CarrierReconciler(repository, control, carriers, config);
   });
 
   afterAll(async () => {

@@ -5,7 +5,8 @@ import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { CallsDomain, NewCall, TRANSCRIPT_GRACE_MS } from './calls.domain';
+import { CallsDomain, TRANSCRIPT_GRACE_MS } from './calls.domain';
+import { CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 
@@ -41,7 +42,7 @@ describe('calls domain (real PostgreSQL)', () => {
     bus.open();
     await bus.listen(LIVE.callActivity('*').name, (p) => void heard.push(p as CallActivity));
     relay = new OutboxRelay(dataSource, bus);
-    calls = new CallsDomain(dataSource, relay, bus, config);
+    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config);
   });
 
   afterAll(async () => {
@@ -123,6 +124,18 @@ describe('calls domain (real PostgreSQL)', () => {
     const updates = (await outbox(call.id)).filter((e) => e.type === 'call.transcript.updated');
     expect(updates.map((e) => (e.data as { text: string }).text)).toEqual(['Hello?', 'Hi, Ada here.', 'Still there?']);
     await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
+  it('stamps a new call with the database clock, as stored, and returns it as it reads back', async () => {
+    const [{ before }] = await dataSource.query(`SELECT now() AS before`);
+    const call = await calls.insert(newCall({ variables: { name: 'Ada' }, metadata: { crm: '42' }, idempotencyKey: 'key-stamp' }));
+    const [{ after }] = await dataSource.query(`SELECT now() AS after`);
+
+    expect(call.createdAt.getTime()).toBeGreaterThanOrEqual(new Date(before).getTime() - 1);
+    expect(call.createdAt.getTime()).toBeLessThanOrEqual(new Date(after).getTime() + 1);
+    expect(call.updatedAt).toEqual(call.createdAt);
+    expect(await calls.get('acc_1', call.id)).toEqual(call);
+    await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'canceled' }));
   });
 
   it('keeps other accounts out of a call and its transcript', async () => {

@@ -1,53 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
-import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import {
-  CallActivity,
-  CallDirection,
-  callsV1,
-  InjectedCallEvent,
-  LIVE,
-  WebhookEvent,
-  webhookEventSubject,
-  WebhookEventData,
-  WebhookEventType,
-} from '@parley/contracts';
+import { EntityManager } from 'typeorm';
+import { CallActivity, callsV1, InjectedCallEvent, LIVE, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
-import { Bus, enqueueOutbox, OutboxRelay } from '@parley/messaging';
+import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
-import { keysetPage, newId, Page } from '@parley/persistence';
+import { newId, Page } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, EndReason, isLive } from './call-state';
+import { AnalysisClaim, CallFilters, CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { stuckCallTransition } from './stuck-calls';
-
-export interface NewCall {
-  accountId: string;
-  agentId: string;
-  direction: CallDirection;
-  to: string;
-  from: string;
-  status: 'queued' | 'ringing';
-  carrier: string | null;
-  carrierCallId: string | null;
-  recordingEnabled: boolean;
-  variables: Record<string, string>;
-  metadata: Record<string, string>;
-  /** The client's Idempotency-Key of the create (outbound calls); at most one call per key and account. */
-  idempotencyKey?: string | null;
-}
-
-/** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
-const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
-
-export interface CallFilters {
-  agentId?: string;
-  status?: string;
-  direction?: string;
-  createdAfter?: string;
-  createdBefore?: string;
-}
 
 export interface Transition {
   status: CallStatus;
@@ -78,8 +41,6 @@ export const TRANSCRIPT_GRACE_MS = 60_000;
  */
 export const ANALYSIS_WAITS_FOR_MEDIA_MS = 20_000;
 
-const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
-
 /**
  * Call records, the call state machine and the transcript. Every change and the events it causes
  * (`call.started`, `call.ended`, `call.failed`, `call.transcript.updated`, …) commit in one transaction through
@@ -90,7 +51,7 @@ export class CallsDomain {
   private readonly log = serviceLogger('calls');
 
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly repository: CallsRepository,
     private readonly relay: OutboxRelay,
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
@@ -103,53 +64,17 @@ export class CallsDomain {
    * runs last inside the transaction; throwing from it leaves nothing recorded.
    */
   async insert(input: NewCall, beforeCommit?: () => void): Promise<CallEntity> {
-    const call = await this.dataSource.transaction(async (m) => {
+    const call = await this.repository.transaction(async (m) => {
       // Serialise per account so the concurrent-call ceiling holds under parallel requests.
-      await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`calls:${input.accountId}`]);
-      const [{ live }] = await m.query(`SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES}`, [
-        input.accountId,
-      ]);
+      await this.repository.lockAccount(m, input.accountId);
+      const live = await this.repository.countLive(m, input.accountId);
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
-      if (input.idempotencyKey) {
-        await m.query(`UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION}`, [
-          input.accountId,
-          input.idempotencyKey,
-        ]);
-        const taken: unknown[] = await m.query(`SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2`, [input.accountId, input.idempotencyKey]);
-        if (taken.length) throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
+      if (input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey))) {
+        throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
       }
-      // The database's clock, like every later change: the reaper measures a new call's age from it.
-      const [{ now }]: { now: Date }[] = await m.query(`SELECT now() AS now`);
-      const entity = Object.assign(new CallEntity(), {
-        ...input,
-        idempotencyKey: input.idempotencyKey || null,
-        id: newId('call'),
-        endReason: null,
-        failureReason: null,
-        turns: 0,
-        recordingAvailable: false,
-        transcriptAvailable: false,
-        recordingKey: null,
-        recordingContentType: null,
-        recordingDurationSeconds: null,
-        lastMediaAt: null,
-        answeredBy: null,
-        transferredTo: null,
-        createdAt: now,
-        updatedAt: now,
-        answeredAt: null,
-        endedAt: null,
-        summary: null,
-        extracted: null,
-        analysisModel: null,
-        analysedAt: null,
-        analysisAttempts: 0,
-        analysisError: null,
-        analysisDueAt: null,
-      });
-      await m.insert(CallEntity, entity as QueryDeepPartialEntity<CallEntity>);
+      const entity = await this.repository.insert(m, newId('call'), input);
       beforeCommit?.();
       return entity;
     });
@@ -159,39 +84,27 @@ export class CallsDomain {
 
   /** The call an earlier create with this Idempotency-Key made (within the retention); undefined when none. */
   async findByIdempotencyKey(accountId: string, key: string): Promise<CallEntity | undefined> {
-    return (
-      (await this.dataSource
-        .getRepository(CallEntity)
-        .createQueryBuilder('c')
-        .where(`c.account_id = :accountId AND c.idempotency_key = :key AND c.created_at >= now() - ${IDEMPOTENCY_RETENTION}`, { accountId, key })
-        .getOne()) ?? undefined
-    );
+    return (await this.repository.findByIdempotencyKey(accountId, key)) ?? undefined;
   }
 
   async get(accountId: string, id: string): Promise<CallEntity> {
-    const call = await this.dataSource.getRepository(CallEntity).findOneBy({ id, accountId });
+    const call = await this.repository.find(accountId, id);
     if (!call) throw AppError.notFound('call');
     return call;
   }
 
-  /** The call a carrier knows by its own id; undefined when Parley has no such call. */
   /** A call placed through `carrier`, by id alone: for callbacks the carrier signed, which carry no account. */
   async findForCarrier(carrier: string, id: string): Promise<CallEntity | undefined> {
-    return (await this.dataSource.getRepository(CallEntity).findOneBy({ carrier, id })) ?? undefined;
+    return (await this.repository.findForCarrier(carrier, id)) ?? undefined;
   }
 
+  /** The call a carrier knows by its own id; undefined when Parley has no such call. */
   async findByCarrierCall(carrier: string, carrierCallId: string): Promise<CallEntity | undefined> {
-    return (await this.dataSource.getRepository(CallEntity).findOneBy({ carrier, carrierCallId })) ?? undefined;
+    return (await this.repository.findByCarrierCall(carrier, carrierCallId)) ?? undefined;
   }
 
   list(accountId: string, limit: number, after: string, filters: CallFilters): Promise<Page<CallEntity>> {
-    const qb = this.dataSource.getRepository(CallEntity).createQueryBuilder('c').where('c.account_id = :accountId', { accountId });
-    if (filters.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: filters.agentId });
-    if (filters.status) qb.andWhere('c.status = :status', { status: filters.status });
-    if (filters.direction) qb.andWhere('c.direction = :direction', { direction: filters.direction });
-    if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
-    if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
-    return keysetPage(qb, 'c', limit, pagePosition(after));
+    return this.repository.list(accountId, limit, pagePosition(after), filters);
   }
 
   /**
@@ -200,7 +113,7 @@ export class CallsDomain {
    */
   async transition(accountId: string, id: string, decide: (call: CallEntity) => Transition | undefined): Promise<CallEntity> {
     const events: WebhookEvent[] = [];
-    const { call, changed } = await this.dataSource.transaction(async (m) => {
+    const { call, changed } = await this.repository.transaction(async (m) => {
       const { call: current, now } = await this.lockAt(m, accountId, id);
       const next = decide(current);
       if (!next || next.status === current.status) return { call: current, changed: false };
@@ -217,7 +130,7 @@ export class CallsDomain {
         // or, while a media stream is attached, once it stops (see mediaStopped): its last turns are written by then.
         if (wantsAnalysis(current)) current.analysisDueAt = this.mediaAttached(current, now) ? new Date(now.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS) : now;
       }
-      await m.save(CallEntity, current);
+      await this.repository.save(m, current);
       events.push(...(await this.emitFor(m, current)));
       return { call: current, changed: true };
     });
@@ -228,11 +141,11 @@ export class CallsDomain {
   /** Sets fields that are not a state change (carrier call id, transfer, recording, media liveness). */
   async amend(accountId: string, id: string, change: (call: CallEntity, m: EntityManager) => Promise<WebhookEvent[]> | WebhookEvent[]): Promise<CallEntity> {
     const events: WebhookEvent[] = [];
-    const call = await this.dataSource.transaction(async (m) => {
+    const call = await this.repository.transaction(async (m) => {
       const { call: current, now } = await this.lockAt(m, accountId, id);
       events.push(...(await change(current, m)));
       current.updatedAt = now;
-      await m.save(CallEntity, current);
+      await this.repository.save(m, current);
       return current;
     });
     if (events.length) this.afterCommit(call, events);
@@ -244,12 +157,7 @@ export class CallsDomain {
    * ANALYSIS_WAITS_FOR_MEDIA_MS, neither claimed nor rescheduled since: the exact time tells) is due now.
    */
   async mediaStopped(accountId: string, id: string): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE calls SET analysis_due_at = now()
-        WHERE id = $1 AND account_id = $2 AND analysed_at IS NULL AND analysis_error IS NULL
-          AND analysis_due_at = ended_at + make_interval(secs => $3)`,
-      [id, accountId, ANALYSIS_WAITS_FOR_MEDIA_MS / 1000],
-    );
+    await this.repository.analysisDueNowIfWaitingForMedia(accountId, id, ANALYSIS_WAITS_FOR_MEDIA_MS / 1000);
   }
 
   /** A worker reported media within MEDIA_LOST_SECONDS: its stream may still be delivering turns. */
@@ -259,7 +167,7 @@ export class CallsDomain {
 
   /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
   async touchMedia(accountId: string, id: string): Promise<CallEntity> {
-    await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
+    await this.repository.touchMedia(accountId, id);
     return this.get(accountId, id);
   }
 
@@ -276,10 +184,10 @@ export class CallsDomain {
         throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
       }
       const numbered = stream && stream.seq > 0 ? { streamId: stream.id, streamSeq: stream.seq } : { streamId: null, streamSeq: null };
-      if (numbered.streamSeq !== null && (await m.existsBy(CallTurnEntity, { callId: id, ...numbered }))) return [];
+      if (numbered.streamId !== null && (await this.repository.hasTurn(m, id, numbered.streamId, numbered.streamSeq))) return [];
       current.turns += 1;
       current.transcriptAvailable = true;
-      await m.insert(CallTurnEntity, { callId: id, accountId, seq: current.turns, ...fields, ...numbered });
+      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered });
       return [await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined })];
     });
     return call.turns;
@@ -294,16 +202,13 @@ export class CallsDomain {
     id: string,
     result: { summary: string | null; extracted: Record<string, string | number | boolean | null>; model: string },
   ): Promise<WebhookEvent | undefined> {
-    const written = await this.dataSource.transaction(async (m) => {
+    const written = await this.repository.transaction(async (m) => {
       const call = await this.lock(m, accountId, id);
       if (call.analysedAt) return undefined;
       const now = new Date();
-      await m.update(
-        CallEntity,
-        { id, accountId },
-        { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now },
-      );
-      Object.assign(call, { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now });
+      const fields = { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now };
+      await this.repository.update(m, accountId, id, fields);
+      Object.assign(call, fields);
       const event = await this.emit(m, call, 'call.analysed', { summary: result.summary, extracted: result.extracted, model: result.model });
       return { call, event };
     });
@@ -316,20 +221,11 @@ export class CallsDomain {
   /**
    * Claims up to `limit` calls whose analysis is due at `now` (oldest first), skipping rows another worker has
    * locked, and leases each until `leaseUntil` (its `analysis_due_at`): another worker (or this one after a crash)
-   * takes it up again only once the lease ran out. One short statement, no transaction left open. The returned
-   * lease is the claim's fencing token for `rescheduleAnalysis` and `unscheduleAnalysis`.
+   * takes it up again only once the lease ran out. The returned lease is the claim's fencing token for
+   * `rescheduleAnalysis` and `unscheduleAnalysis`.
    */
-  async claimDueAnalyses(now: Date, limit: number, leaseUntil: Date): Promise<AnalysisClaim[]> {
-    if (limit <= 0) return [];
-    const [rows]: [{ id: string; account_id: string; agent_id: string; analysis_due_at: Date }[], number] = await this.dataSource.query(
-      `UPDATE calls SET analysis_due_at = $2
-        WHERE id IN (SELECT id FROM calls
-                      WHERE analysed_at IS NULL AND analysis_due_at IS NOT NULL AND analysis_due_at <= $1 AND analysis_error IS NULL
-                      ORDER BY analysis_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING id, account_id, agent_id, analysis_due_at`,
-      [now, leaseUntil, limit],
-    );
-    return rows.map((r) => ({ callId: r.id, accountId: r.account_id, agentId: r.agent_id, lease: new Date(r.analysis_due_at) }));
+  claimDueAnalyses(now: Date, limit: number, leaseUntil: Date): Promise<AnalysisClaim[]> {
+    return limit > 0 ? this.repository.claimDueAnalyses(now, limit, leaseUntil) : Promise.resolve([]);
   }
 
   /**
@@ -346,16 +242,17 @@ export class CallsDomain {
     maxAttempts: number,
     retryAt: (attempts: number) => Date,
   ): Promise<{ outcome: 'retry' | 'given_up' | 'stale'; attempts: number }> {
-    return this.dataSource.transaction(async (m) => {
+    return this.repository.transaction(async (m) => {
       const call = await this.lock(m, accountId, id);
       if (call.analysedAt || call.analysisError || call.analysisDueAt?.getTime() !== lease.getTime()) {
         return { outcome: 'stale' as const, attempts: call.analysisAttempts };
       }
       const attempts = call.analysisAttempts + 1;
       const giveUp = attempts >= maxAttempts;
-      await m.update(
-        CallEntity,
-        { id, accountId },
+      await this.repository.update(
+        m,
+        accountId,
+        id,
         giveUp ? { analysisAttempts: attempts, analysisError: error.slice(0, 1000), analysisDueAt: null } : { analysisAttempts: attempts, analysisDueAt: retryAt(attempts) },
       );
       return { outcome: giveUp ? ('given_up' as const) : ('retry' as const), attempts };
@@ -367,17 +264,12 @@ export class CallsDomain {
    * (a claim handed back, e.g. on shutdown). Only while `lease` is still the claim's.
    */
   async unscheduleAnalysis(accountId: string, id: string, lease: Date, dueAt: Date | null = null): Promise<void> {
-    await this.dataSource.query(`UPDATE calls SET analysis_due_at = $4 WHERE id = $1 AND account_id = $2 AND analysis_due_at = $3`, [
-      id,
-      accountId,
-      lease,
-      dueAt,
-    ]);
+    await this.repository.rescheduleLeased(accountId, id, lease, dueAt);
   }
 
   async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[] }> {
     const call = await this.get(accountId, id);
-    const turns = await this.dataSource.getRepository(CallTurnEntity).find({ where: { callId: id, accountId }, order: { seq: 'ASC' } });
+    const turns = await this.repository.turns(accountId, id);
     return { call, turns };
   }
 
@@ -404,28 +296,20 @@ export class CallsDomain {
     await this.amend(accountId, id, async (call, m) => {
       recorded = number || (call.direction === 'inbound' ? call.from : call.to);
       if (!recorded) throw AppError.validation([{ field: 'number', message: 'the call has no remote number to record' }]);
-      await m.query(`INSERT INTO do_not_call (account_id, number, call_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [accountId, recorded, call.id]);
+      await this.repository.addDoNotCall(m, accountId, recorded, call.id);
       return [await this.emit(m, call, 'call.opt_out', { number: recorded })];
     });
     return recorded;
   }
 
-  async isDoNotCall(accountId: string, number: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM do_not_call WHERE account_id = $1 AND number = $2`, [accountId, number]);
-    return rows.length > 0;
+  isDoNotCall(accountId: string, number: string): Promise<boolean> {
+    return this.repository.isDoNotCall(accountId, number);
   }
 
-  /** The agent invoked a function (`call.tool.called`). */
-  /** Emits call.tool.called; a numbered report (`stream`) the call has taken already is a retry and emits nothing. */
+  /** The agent invoked a function: emits call.tool.called; a numbered report (`stream`) the call has taken already is a retry and emits nothing. */
   async toolCalled(accountId: string, id: string, data: WebhookEventData['call.tool.called'], stream?: { id: string; seq: number }): Promise<void> {
     await this.amend(accountId, id, async (call, m) => {
-      if (stream && stream.seq > 0) {
-        const taken: unknown[] = await m.query(
-          `INSERT INTO call_tool_calls (call_id, stream_id, stream_seq) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING call_id`,
-          [id, stream.id, stream.seq],
-        );
-        if (!taken.length) return [];
-      }
+      if (stream && stream.seq > 0 && !(await this.repository.claimToolCall(m, id, stream))) return [];
       return [await this.emit(m, call, 'call.tool.called', data)];
     });
   }
@@ -452,20 +336,13 @@ export class CallsDomain {
    */
   async failStuckCalls(): Promise<CallEntity[]> {
     const limits = { stuckSeconds: this.config.CALL_STUCK_SECONDS, mediaLostSeconds: this.config.MEDIA_LOST_SECONDS };
-    const candidates: { id: string; account_id: string; now: Date }[] = await this.dataSource.query(
-      `SELECT id, account_id, now() AS now FROM calls
-        WHERE status IN ${LIVE_STATUSES} AND transferred_to IS NULL
-          AND ((updated_at < now() - make_interval(secs => $1) AND (last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1)))
-            OR (status = 'in_progress' AND last_media_at < now() - make_interval(secs => $2)))
-        ORDER BY updated_at LIMIT 100`,
-      [limits.stuckSeconds, limits.mediaLostSeconds],
-    );
+    const candidates = await this.repository.stuckCandidates(limits);
     const failed: CallEntity[] = [];
     for (const c of candidates) {
       try {
         let condemned = false;
-        const call = await this.transition(c.account_id, c.id, (current) => {
-          const next = stuckCallTransition(current, new Date(c.now), limits);
+        const call = await this.transition(c.accountId, c.id, (current) => {
+          const next = stuckCallTransition(current, c.now, limits);
           condemned = next !== undefined;
           return next;
         });
@@ -475,27 +352,6 @@ export class CallsDomain {
       }
     }
     return failed;
-  }
-
-  /**
-   * Claims up to `limit` live calls with a carrier leg for a look-up at the carrier: their state has not moved for
-   * `afterSeconds`, they were not looked up within `afterSeconds`, and they have no live media (an answered call
-   * whose media worker still beats is known to be up). Oldest first; rows other replicas hold are skipped, and
-   * `carrier_checked_at` is set in the same statement, so each call is looked up at most once per `afterSeconds`.
-   */
-  async claimCarrierChecks(afterSeconds: number, limit: number): Promise<{ id: string; accountId: string; carrier: string; carrierCallId: string }[]> {
-    const [rows]: [{ id: string; account_id: string; carrier: string; carrier_call_id: string }[], number] = await this.dataSource.query(
-      `UPDATE calls SET carrier_checked_at = now()
-        WHERE id IN (SELECT id FROM calls
-                      WHERE status IN ${LIVE_STATUSES} AND carrier IS NOT NULL AND carrier_call_id IS NOT NULL
-                        AND updated_at < now() - make_interval(secs => $1)
-                        AND (carrier_checked_at IS NULL OR carrier_checked_at < now() - make_interval(secs => $1))
-                        AND (status <> 'in_progress' OR last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1))
-                      ORDER BY coalesce(carrier_checked_at, updated_at) LIMIT $2 FOR UPDATE SKIP LOCKED)
-        RETURNING id, account_id, carrier, carrier_call_id`,
-      [afterSeconds, limit],
-    );
-    return rows.map((r) => ({ id: r.id, accountId: r.account_id, carrier: r.carrier, carrierCallId: r.carrier_call_id }));
   }
 
   /** A customer-facing event about the call, into the outbox of transaction `m`. */
@@ -509,7 +365,7 @@ export class CallsDomain {
       account_id: call.accountId,
       agent_id: call.agentId,
     };
-    await enqueueOutbox(m, webhookEventSubject(type), event, event.id);
+    await this.repository.enqueue(m, event as WebhookEvent);
     return event as WebhookEvent;
   }
 
@@ -517,21 +373,11 @@ export class CallsDomain {
     return (await this.lockAt(m, accountId, id)).call;
   }
 
-  /**
-   * The call under its row lock, and the database's clock (`now`) in the same statement: the times a change writes
-   * (`updated_at` above all) are on the clock the reaper and the reconciler compare them with, whatever this
-   * replica's clock says.
-   */
+  /** The call under its row lock, with the database's clock (see CallsRepository.lockAt); 404 when there is none. */
   private async lockAt(m: EntityManager, accountId: string, id: string): Promise<{ call: CallEntity; now: Date }> {
-    const { entities, raw } = await m
-      .getRepository(CallEntity)
-      .createQueryBuilder('c')
-      .addSelect('now()', 'db_now')
-      .setLock('pessimistic_write')
-      .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
-      .getRawAndEntities<{ db_now: Date }>();
-    if (!entities[0]) throw AppError.notFound('call');
-    return { call: entities[0], now: new Date(raw[0].db_now) };
+    const locked = await this.repository.lockAt(m, accountId, id);
+    if (!locked) throw AppError.notFound('call');
+    return locked;
   }
 
   private async emitFor(m: EntityManager, call: CallEntity): Promise<WebhookEvent[]> {
@@ -559,15 +405,6 @@ export class CallsDomain {
   private broadcast(callId: string, activity: CallActivity): void {
     this.bus.broadcast(LIVE.callActivity(callId).name, activity).catch((e) => this.log.warn({ err: e, callId }, 'live broadcast failed'));
   }
-}
-
-/** A call whose post-call analysis is due (claimed by one worker until `lease`). */
-export interface AnalysisClaim {
-  accountId: string;
-  callId: string;
-  agentId: string;
-  /** The claim's `analysis_due_at`: when another worker may take the call up; the claim's fencing token. */
-  lease: Date;
 }
 
 /** Post-call analysis runs for a call that is over and was answered (or has a transcript). */

@@ -9,6 +9,8 @@ import { CallAdmission } from './call-admission';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
+import { CallsRepository } from './calls.repository';
+import { CallsRunner } from './calls.runner';
 import { CallReaper } from './call-reaper';
 import { CarrierReconciler } from './carrier-reconciler';
 import { CarrierRegistry } from './carrier-registry';
@@ -22,12 +24,14 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
   ],
   controllers: [CallsGrpcController],
   providers: [
+    CallsRepository,
     CallsDomain,
     CallControl,
     CallAdmission,
     PostCallAnalysis,
     CallReaper,
     CarrierReconciler,
+    CallsRunner,
     { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) },
     {
       provide: POST_CALL_LLM,

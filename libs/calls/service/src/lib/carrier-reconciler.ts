@@ -1,14 +1,13 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { CarrierError, CarrierStatusUpdate } from '@parley/carrier-core';
 import { ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
 import { CONFIG } from '@parley/runtime';
 import { CallControl } from './call-control';
-import { CallsDomain } from './calls.domain';
+import { CallsRepository } from './calls.repository';
 import { CarrierRegistry } from './carrier-registry';
-import { startPasses } from './periodic-pass';
 
-/** How often the reconciler runs; each pass looks up at most CARRIER_RECONCILE_BATCH calls. */
+/** How often the reconciler runs (CallsRunner); each pass looks up at most CARRIER_RECONCILE_BATCH calls. */
 export const RECONCILE_PASS_MS = 5_000;
 
 /**
@@ -30,25 +29,15 @@ export function reconcileStep(lookup: { update: CarrierStatusUpdate } | { error:
  * replica, each call at most once per CARRIER_RECONCILE_SECONDS.
  */
 @Injectable()
-export class CarrierReconciler implements OnApplicationBootstrap, OnApplicationShutdown {
+export class CarrierReconciler {
   private readonly log = serviceLogger('calls');
-  private stop: (() => void) | undefined;
 
   constructor(
-    private readonly calls: CallsDomain,
+    private readonly calls: CallsRepository,
     private readonly control: CallControl,
     private readonly carriers: CarrierRegistry,
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {}
-
-  onApplicationBootstrap(): void {
-    if (this.carriers.names.length === 0) return;
-    this.stop = startPasses('carrier reconciliation', RECONCILE_PASS_MS, () => this.runPass());
-  }
-
-  onApplicationShutdown(): void {
-    this.stop?.();
-  }
 
   /** One pass; resolves to the number of carrier statuses applied. */
   async runPass(): Promise<number> {

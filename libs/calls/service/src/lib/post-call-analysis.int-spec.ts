@@ -6,7 +6,8 @@ import { FakeLlm, LlmError } from '@parley/llm';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { ANALYSIS_WAITS_FOR_MEDIA_MS, CallsDomain, NewCall, toCallMessage } from './calls.domain';
+import { ANALYSIS_WAITS_FOR_MEDIA_MS, CallsDomain, toCallMessage } from './calls.domain';
+import { CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 import { POST_CALL_CONCURRENCY, POST_CALL_LEASE_MS, POST_CALL_MAX_ATTEMPTS, POST_CALL_RETRY_DELAYS_MS, PostCallAnalysis } from './post-call-analysis';
@@ -76,7 +77,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     bus = new InProcessBus();
     bus.open();
     relay = new OutboxRelay(dataSource, bus, { pollMs: 50 });
-    calls = new CallsDomain(dataSource, relay, bus, config);
+    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config);
     relay.start();
   });
 
@@ -357,7 +358,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
 
     const pass = worker.runDue();
     await new Promise((r) => setTimeout(r, 100));
-    await worker.beforeApplicationShutdown();
+    await worker.stop();
     expect(await pass).toEqual([{ callId: call.id, outcome: 'released' }]);
     const after = await calls.get('acc_1', call.id);
     expect(after).toMatchObject({ analysisAttempts: 0, analysisError: null, analysedAt: null });

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
@@ -8,7 +8,8 @@ import { analysePostCall, ExtractionField, PostCallResult, PostCallSettings } fr
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { AGENTS_GRPC } from './call-control';
-import { AnalysisClaim, CallsDomain } from './calls.domain';
+import { CallsDomain } from './calls.domain';
+import { AnalysisClaim } from './calls.repository';
 
 export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
 /** Optional `() => Date` the worker reads the time from (tests); the wall clock by default. */
@@ -27,7 +28,7 @@ export const POST_CALL_LEASE_MS = POST_CALL_DEADLINE_MS + 20_000;
 export const POST_CALL_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000];
 /** Analyses one worker (one replica of the calls service) runs at once. */
 export const POST_CALL_CONCURRENCY = 4;
-/** How often the worker looks for due calls. */
+/** How often the worker looks for due calls (CallsRunner). */
 export const POST_CALL_POLL_MS = 1_000;
 
 const FIELD_TYPES: readonly ExtractionField['type'][] = ['string', 'number', 'boolean', 'enum'];
@@ -43,7 +44,7 @@ export type AnalysisOutcome = 'analysed' | 'already_done' | 'nothing_to_do' | 'g
 
 /**
  * The post-call worker of the calls service, decoupled from the bus: the transaction that ends an analysable call
- * sets its `analysis_due_at`; every POST_CALL_POLL_MS this worker claims due calls (`FOR UPDATE SKIP LOCKED`, at
+ * sets its `analysis_due_at`; every POST_CALL_POLL_MS (CallsRunner) this worker claims due calls (`FOR UPDATE SKIP LOCKED`, at
  * most POST_CALL_CONCURRENCY in flight, each leased for POST_CALL_LEASE_MS), reads the agent's `post_call` settings
  * from the agents service and the transcript from its own tables, asks the model (no transaction open meanwhile)
  * and writes the summary and typed extraction fields onto the call together with `call.analysed` (one
@@ -52,14 +53,13 @@ export type AnalysisOutcome = 'analysed' | 'already_done' | 'nothing_to_do' | 'g
  * Idempotent: an analysed or given-up call is left alone. The call's status is never touched.
  */
 @Injectable()
-export class PostCallAnalysis implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class PostCallAnalysis {
   private readonly agents: RpcClient<agentsV1.AgentsServiceClient>;
   private readonly log = serviceLogger('calls');
   private readonly clock: () => Date;
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
   private claiming = false;
-  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly calls: CallsDomain,
@@ -72,23 +72,23 @@ export class PostCallAnalysis implements OnApplicationBootstrap, BeforeApplicati
     this.clock = clock ?? (() => new Date());
   }
 
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.runDue().catch((e) => this.log.warn({ err: e }, 'post-call pass failed')), POST_CALL_POLL_MS);
-    this.timer.unref();
-  }
-
   /** Stops claiming; analyses in flight are aborted and their calls handed back (due now, no attempt counted). */
-  async beforeApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
+  async stop(): Promise<void> {
     this.stopping.abort();
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /**
-   * One pass: claims the calls due now (as many as there are free slots) and analyses them concurrently; resolves
-   * with their outcomes once all are done. Passes may overlap: slots already taken are not claimed again.
-   */
+  /** One pass (startDue), resolving with the outcomes once all its analyses are done. */
   async runDue(): Promise<{ callId: string; outcome: AnalysisOutcome }[]> {
+    return Promise.all(await this.startDue());
+  }
+
+  /**
+   * One pass: claims the calls due now (as many as there are free slots) and starts analysing them concurrently;
+   * resolves once they are claimed, with each analysis' outcome to come. A pass does not wait for the analyses of
+   * the one before: slots already taken are not claimed again.
+   */
+  async startDue(): Promise<Promise<{ callId: string; outcome: AnalysisOutcome }>[]> {
     if (this.claiming || this.stopping.signal.aborted) return [];
     const free = POST_CALL_CONCURRENCY - this.inFlight.size;
     if (free <= 0) return [];
@@ -100,14 +100,12 @@ export class PostCallAnalysis implements OnApplicationBootstrap, BeforeApplicati
     } finally {
       this.claiming = false;
     }
-    return Promise.all(
-      claims.map((claim) => {
-        const run = this.analyse(claim).then((outcome) => ({ callId: claim.callId, outcome }));
-        this.inFlight.add(run);
-        void run.finally(() => this.inFlight.delete(run)).catch(() => undefined);
-        return run;
-      }),
-    );
+    return claims.map((claim) => {
+      const run = this.analyse(claim).then((outcome) => ({ callId: claim.callId, outcome }));
+      this.inFlight.add(run);
+      void run.finally(() => this.inFlight.delete(run)).catch(() => undefined);
+      return run;
+    });
   }
 
   /** One attempt at a claimed call; never throws for a failed attempt (it is counted and rescheduled). */

@@ -1,0 +1,326 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { CallDirection, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { enqueueOutbox } from '@parley/messaging';
+import { keysetPage, Page, Position } from '@parley/persistence';
+import { CallEntity, CallTurnEntity } from './entities';
+
+export interface NewCall {
+  accountId: string;
+  agentId: string;
+  direction: CallDirection;
+  to: string;
+  from: string;
+  status: 'queued' | 'ringing';
+  carrier: string | null;
+  carrierCallId: string | null;
+  recordingEnabled: boolean;
+  variables: Record<string, string>;
+  metadata: Record<string, string>;
+  /** The client's Idempotency-Key of the create (outbound calls); at most one call per key and account. */
+  idempotencyKey?: string | null;
+}
+
+export interface CallFilters {
+  agentId?: string;
+  status?: string;
+  direction?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/** A call whose post-call analysis is due (claimed by one worker until `lease`). */
+export interface AnalysisClaim {
+  accountId: string;
+  callId: string;
+  agentId: string;
+  /** The claim's `analysis_due_at`: when another worker may take the call up; the claim's fencing token. */
+  lease: Date;
+}
+
+/** A live call the reaper may fail, and the database's clock when it was picked. */
+export interface StuckCandidate {
+  id: string;
+  accountId: string;
+  now: Date;
+}
+
+export interface CarrierCheck {
+  id: string;
+  accountId: string;
+  carrier: string;
+  carrierCallId: string;
+}
+
+/** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
+const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
+
+const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
+
+/**
+ * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls) and its outbox. Methods that take a
+ * manager run inside the caller's transaction (CallsRepository.transaction); the others run on their own.
+ */
+@Injectable()
+export class CallsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  /** Serialises the transaction with every other one that locks this account (until it ends). */
+  async lockAccount(m: EntityManager, accountId: string): Promise<void> {
+    await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`calls:${accountId}`]);
+  }
+
+  async countLive(m: EntityManager, accountId: string): Promise<number> {
+    const [{ live }] = await m.query(`SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES}`, [accountId]);
+    return live;
+  }
+
+  /** Whether another call holds this Idempotency-Key; a key older than the retention is first taken back from its call. */
+  async idempotencyKeyTaken(m: EntityManager, accountId: string, key: string): Promise<boolean> {
+    await m.query(`UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION}`, [
+      accountId,
+      key,
+    ]);
+    const taken: unknown[] = await m.query(`SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2`, [accountId, key]);
+    return taken.length > 0;
+  }
+
+  /**
+   * Inserts a new call as `id`, stamped with the database's clock (like every later change: the reaper measures a
+   * new call's age from it) in the same statement.
+   */
+  async insert(m: EntityManager, id: string, input: NewCall): Promise<CallEntity> {
+    const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
+      `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
+                          recording_enabled, variables, metadata, idempotency_key, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), now())
+       RETURNING created_at`,
+      [
+        id,
+        input.accountId,
+        input.agentId,
+        input.direction,
+        input.to,
+        input.from,
+        input.status,
+        input.carrier,
+        input.carrierCallId,
+        input.recordingEnabled,
+        JSON.stringify(input.variables),
+        JSON.stringify(input.metadata),
+        input.idempotencyKey || null,
+      ],
+    );
+    return Object.assign(new CallEntity(), {
+      ...input,
+      idempotencyKey: input.idempotencyKey || null,
+      id,
+      endReason: null,
+      failureReason: null,
+      turns: 0,
+      recordingAvailable: false,
+      transcriptAvailable: false,
+      recordingKey: null,
+      recordingContentType: null,
+      recordingDurationSeconds: null,
+      lastMediaAt: null,
+      answeredBy: null,
+      transferredTo: null,
+      createdAt,
+      updatedAt: createdAt,
+      answeredAt: null,
+      endedAt: null,
+      summary: null,
+      extracted: null,
+      analysisModel: null,
+      analysedAt: null,
+      analysisAttempts: 0,
+      analysisError: null,
+      analysisDueAt: null,
+    });
+  }
+
+  /** The call an earlier create with this Idempotency-Key made (within the retention); null when none. */
+  findByIdempotencyKey(accountId: string, key: string): Promise<CallEntity | null> {
+    return this.dataSource
+      .getRepository(CallEntity)
+      .createQueryBuilder('c')
+      .where(`c.account_id = :accountId AND c.idempotency_key = :key AND c.created_at >= now() - ${IDEMPOTENCY_RETENTION}`, { accountId, key })
+      .getOne();
+  }
+
+  find(accountId: string, id: string): Promise<CallEntity | null> {
+    return this.dataSource.getRepository(CallEntity).findOneBy({ id, accountId });
+  }
+
+  /** A call placed through `carrier`, by id alone. */
+  findForCarrier(carrier: string, id: string): Promise<CallEntity | null> {
+    return this.dataSource.getRepository(CallEntity).findOneBy({ carrier, id });
+  }
+
+  findByCarrierCall(carrier: string, carrierCallId: string): Promise<CallEntity | null> {
+    return this.dataSource.getRepository(CallEntity).findOneBy({ carrier, carrierCallId });
+  }
+
+  list(accountId: string, limit: number, after: Position | undefined, filters: CallFilters): Promise<Page<CallEntity>> {
+    const qb = this.dataSource.getRepository(CallEntity).createQueryBuilder('c').where('c.account_id = :accountId', { accountId });
+    if (filters.agentId) qb.andWhere('c.agent_id = :agentId', { agentId: filters.agentId });
+    if (filters.status) qb.andWhere('c.status = :status', { status: filters.status });
+    if (filters.direction) qb.andWhere('c.direction = :direction', { direction: filters.direction });
+    if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
+    if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
+    return keysetPage(qb, 'c', limit, after);
+  }
+
+  /**
+   * The call under its row lock, and the database's clock (`now`) in the same statement: the times a change writes
+   * (`updated_at` above all) are on the clock the reaper and the reconciler compare them with, whatever this
+   * replica's clock says. Null when the account has no such call.
+   */
+  async lockAt(m: EntityManager, accountId: string, id: string): Promise<{ call: CallEntity; now: Date } | null> {
+    const { entities, raw } = await m
+      .getRepository(CallEntity)
+      .createQueryBuilder('c')
+      .addSelect('now()', 'db_now')
+      .setLock('pessimistic_write')
+      .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
+      .getRawAndEntities<{ db_now: Date }>();
+    return entities[0] ? { call: entities[0], now: new Date(raw[0].db_now) } : null;
+  }
+
+  async save(m: EntityManager, call: CallEntity): Promise<void> {
+    await m.save(CallEntity, call);
+  }
+
+  /** Writes only `fields` of the call (a locked one: no other column is rewritten). */
+  async update(m: EntityManager, accountId: string, id: string, fields: QueryDeepPartialEntity<CallEntity>): Promise<void> {
+    await m.update(CallEntity, { id, accountId }, fields);
+  }
+
+  /** A customer-facing event, into the outbox of transaction `m`. */
+  enqueue(m: EntityManager, event: WebhookEvent): Promise<void> {
+    return enqueueOutbox(m, webhookEventSubject(event.type), event, event.id);
+  }
+
+  /**
+   * Makes an analysis that waits for the call's media stream due now: one due `waitSeconds` after the end and neither
+   * claimed nor rescheduled since (the exact time tells).
+   */
+  async analysisDueNowIfWaitingForMedia(accountId: string, id: string, waitSeconds: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE calls SET analysis_due_at = now()
+        WHERE id = $1 AND account_id = $2 AND analysed_at IS NULL AND analysis_error IS NULL
+          AND analysis_due_at = ended_at + make_interval(secs => $3)`,
+      [id, accountId, waitSeconds],
+    );
+  }
+
+  /** Media liveness, without locking or rewriting the row. */
+  async touchMedia(accountId: string, id: string): Promise<void> {
+    await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  }
+
+  hasTurn(m: EntityManager, callId: string, streamId: string, streamSeq: number): Promise<boolean> {
+    return m.existsBy(CallTurnEntity, { callId, streamId, streamSeq });
+  }
+
+  async insertTurn(m: EntityManager, turn: CallTurnEntity): Promise<void> {
+    await m.insert(CallTurnEntity, turn);
+  }
+
+  turns(accountId: string, callId: string): Promise<CallTurnEntity[]> {
+    return this.dataSource.getRepository(CallTurnEntity).find({ where: { callId, accountId }, order: { seq: 'ASC' } });
+  }
+
+  /**
+   * Claims up to `limit` calls whose analysis is due at `now` (oldest first), skipping rows another worker has
+   * locked, and leases each until `leaseUntil` (its `analysis_due_at`). One short statement, no transaction left open.
+   */
+  async claimDueAnalyses(now: Date, limit: number, leaseUntil: Date): Promise<AnalysisClaim[]> {
+    const [rows]: [{ id: string; account_id: string; agent_id: string; analysis_due_at: Date }[], number] = await this.dataSource.query(
+      `UPDATE calls SET analysis_due_at = $2
+        WHERE id IN (SELECT id FROM calls
+                      WHERE analysed_at IS NULL AND analysis_due_at IS NOT NULL AND analysis_due_at <= $1 AND analysis_error IS NULL
+                      ORDER BY analysis_due_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, agent_id, analysis_due_at`,
+      [now, leaseUntil, limit],
+    );
+    return rows.map((r) => ({ callId: r.id, accountId: r.account_id, agentId: r.agent_id, lease: new Date(r.analysis_due_at) }));
+  }
+
+  /** Sets the analysis' due time to `dueAt` while `lease` is still the claim's. */
+  async rescheduleLeased(accountId: string, id: string, lease: Date, dueAt: Date | null): Promise<void> {
+    await this.dataSource.query(`UPDATE calls SET analysis_due_at = $4 WHERE id = $1 AND account_id = $2 AND analysis_due_at = $3`, [
+      id,
+      accountId,
+      lease,
+      dueAt,
+    ]);
+  }
+
+  async addDoNotCall(m: EntityManager, accountId: string, number: string, callId: string): Promise<void> {
+    await m.query(`INSERT INTO do_not_call (account_id, number, call_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [accountId, number, callId]);
+  }
+
+  async isDoNotCall(accountId: string, number: string): Promise<boolean> {
+    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM do_not_call WHERE account_id = $1 AND number = $2`, [accountId, number]);
+    return rows.length > 0;
+  }
+
+  /** Records a numbered tool-call report; false when the call has taken it already. */
+  async claimToolCall(m: EntityManager, callId: string, stream: { id: string; seq: number }): Promise<boolean> {
+    const taken: unknown[] = await m.query(
+      `INSERT INTO call_tool_calls (call_id, stream_id, stream_seq) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING call_id`,
+      [callId, stream.id, stream.seq],
+    );
+    return taken.length > 0;
+  }
+
+  /**
+   * Up to 100 live, untransferred calls that may be stuck (oldest change first): no progress and no media for
+   * `stuckSeconds`, or answered with no media for `mediaLostSeconds`, on the database's clock (returned with each).
+   */
+  async stuckCandidates(limits: { stuckSeconds: number; mediaLostSeconds: number }): Promise<StuckCandidate[]> {
+    const rows: { id: string; account_id: string; now: Date }[] = await this.dataSource.query(
+      `SELECT id, account_id, now() AS now FROM calls
+        WHERE status IN ${LIVE_STATUSES} AND transferred_to IS NULL
+          AND ((updated_at < now() - make_interval(secs => $1) AND (last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1)))
+            OR (status = 'in_progress' AND last_media_at < now() - make_interval(secs => $2)))
+        ORDER BY updated_at LIMIT 100`,
+      [limits.stuckSeconds, limits.mediaLostSeconds],
+    );
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, now: new Date(r.now) }));
+  }
+
+  /**
+   * Claims up to `limit` live calls with a carrier leg for a look-up at the carrier: their state has not moved for
+   * `afterSeconds`, they were not looked up within `afterSeconds`, and they have no live media (an answered call
+   * whose media worker still beats is known to be up). Oldest first; rows other replicas hold are skipped, and
+   * `carrier_checked_at` is set in the same statement, so each call is looked up at most once per `afterSeconds`.
+   */
+  async claimCarrierChecks(afterSeconds: number, limit: number): Promise<CarrierCheck[]> {
+    const [rows]: [{ id: string; account_id: string; carrier: string; carrier_call_id: string }[], number] = await this.dataSource.query(
+      `UPDATE calls SET carrier_checked_at = now()
+        WHERE id IN (SELECT id FROM calls
+                      WHERE status IN ${LIVE_STATUSES} AND carrier IS NOT NULL AND carrier_call_id IS NOT NULL
+                        AND updated_at < now() - make_interval(secs => $1)
+                        AND (carrier_checked_at IS NULL OR carrier_checked_at < now() - make_interval(secs => $1))
+                        AND (status <> 'in_progress' OR last_media_at IS NULL OR last_media_at < now() - make_interval(secs => $1))
+                      ORDER BY coalesce(carrier_checked_at, updated_at) LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, carrier, carrier_call_id`,
+      [afterSeconds, limit],
+    );
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, carrier: r.carrier, carrierCallId: r.carrier_call_id }));
+  }
+
+  /** Calls placed (or ringing in) but not answered yet, across every calls replica. */
+  async countPlacedNotAnswered(): Promise<number> {
+    const [{ pending }] = await this.dataSource.query(`SELECT count(*)::int AS pending FROM calls WHERE status IN ('queued', 'ringing')`);
+    return pending;
+  }
+}
