@@ -9,8 +9,10 @@ import { openServiceDatabase, Sealer } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { consumerName, DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
 import { DbClock } from './db-clock';
+import { DeliveriesRepository } from './deliveries.repository';
 import { DeliveryEngine } from './delivery.engine';
 import { EndpointsDomain } from './endpoints.domain';
+import { EndpointsRepository } from './endpoints.repository';
 import { EndpointEntity } from './entities';
 import { WEBHOOKS_MIGRATIONS } from './migrations';
 import { WebhooksGrpcController } from './webhooks.controllers';
@@ -104,9 +106,14 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     receiver.received.length = 0;
     receiver.status = 200;
     clock = new FakeClock();
-    endpoints = new EndpointsDomain(ds, new Sealer('int-test-secret-key-long-enough-0001', 'webhooks:endpoint-secrets'), policy, clock);
-    engine = new DeliveryEngine(ds, endpoints, policy, clock);
+    const sealer = new Sealer('int-test-secret-key-long-enough-0001', 'webhooks:endpoint-secrets');
+    endpoints = new EndpointsDomain(new EndpointsRepository(ds, clock), new DeliveriesRepository(ds, clock), sealer, policy);
+    engine = engineWith(clock);
   });
+
+  /** An engine whose statements read the time from `time` (the test's fixed clock unless a test says otherwise). */
+  const engineWith = (time: DbClock, hooks?: { webhookUrl: (account: string, agent: string) => Promise<string | undefined> }) =>
+    new DeliveryEngine(new DeliveriesRepository(ds, time), new EndpointsRepository(ds, time), endpoints, policy, hooks as never);
 
   const failures = async (id: string) => (await ds.getRepository(EndpointEntity).findOneByOrFail({ id })).consecutiveFailures;
 
@@ -291,7 +298,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
       expect(await engine.pass({ wait: false })).toBe(0); // the slow one has no free place
     } finally {
       hung.forEach((answer) => answer());
-      await engine.onApplicationShutdown();
+      await engine.drain();
       await new Promise((r) => slow.close(r));
     }
   });
@@ -307,7 +314,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
 
   it("sends an agent's events to its own webhook_url instead of the tenant's endpoints, and other agents' events to the tenant's", async () => {
     const hooks = { webhookUrl: async (_account: string, agent: string) => (agent === 'agt_own' ? `${receiver.url}/agent` : undefined) };
-    engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
+    engine = engineWith(clock, hooks);
     await endpoints.create('acme', { url: `${receiver.url}/tenant` });
     await engine.accept({ ...event('call.started'), agent_id: 'agt_own' });
     await engine.accept({ ...event('call.started'), agent_id: 'agt_other' });
@@ -401,7 +408,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
       await endpoints.update('acme', endpoint.id, { enabled: false });
       await engine.abandonCancelled();
       await waitFor(() => slow.closed() === 3);
-      await engine.onApplicationShutdown();
+      await engine.drain();
 
       expect(await endpoints.get('acme', endpoint.id)).toMatchObject({ enabled: false, consecutiveFailures: 0 });
       expect(await states(endpoint.id)).toEqual({ cancelled: 3 });
@@ -411,7 +418,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
 
       await endpoints.update('acme', endpoint.id, { enabled: true });
       clock.advance(3_600_000);
-      expect(await new DeliveryEngine(ds, endpoints, policy, clock).pass()).toBe(0);
+      expect(await engineWith(clock).pass()).toBe(0);
       expect(slow.held()).toBe(3);
     } finally {
       slow.answer(200);
@@ -430,7 +437,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
 
       await endpoints.delete('acme', endpoint.id);
       await engine.abandonCancelled();
-      await engine.onApplicationShutdown();
+      await engine.drain();
 
       await expect(endpoints.get('acme', endpoint.id)).rejects.toMatchObject({ code: 'not_found' });
       expect((await endpoints.list('acme', 20, '')).items).toEqual([]);
@@ -450,7 +457,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
   it('takes leases and due times from the database clock: a replica whose clock runs an hour ahead neither steals a lease nor retries early', async () => {
     const slow = await holdingReceiver();
     const databaseTime: DbClock = { fixedNow: () => null };
-    const first = new DeliveryEngine(ds, endpoints, policy, databaseTime);
+    const first = engineWith(databaseTime);
     try {
       const { endpoint } = await endpoints.create('acme', { url: slow.url });
       await first.accept(event('call.started'));
@@ -460,11 +467,11 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
       expect(lease.s).toBeGreaterThan(25);
 
       jest.useFakeTimers({ now: Date.now() + 3_600_000, doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
-      const skewed = new DeliveryEngine(ds, endpoints, policy, databaseTime);
+      const skewed = engineWith(databaseTime);
       expect(await skewed.pass()).toBe(0);
 
       slow.answer(503);
-      await first.onApplicationShutdown();
+      await first.drain();
       const [due] = await ds.query(`SELECT EXTRACT(EPOCH FROM next_attempt_at - now())::float AS s FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
       expect(due.s).toBeGreaterThan(0.5);
       expect(await skewed.pass()).toBe(0);
@@ -484,7 +491,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
         return undefined;
       },
     };
-    engine = new DeliveryEngine(ds, endpoints, policy, clock, hooks as never);
+    engine = engineWith(clock, hooks);
     // What the bus transport does with the events consumer's last allowed delivery (libs/platform/messaging).
     const deadLetters = new DeadLetterStore(ds, 'webhook-dispatcher');
     const consumer = consumerName('webhook-dispatcher', STREAMS.webhookEvents.subjects[0]);
@@ -516,7 +523,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(receiver.received).toHaveLength(1);
   });
 
-  const controllerFor = () => new WebhooksGrpcController(endpoints, engine, ds);
+  const controllerFor = () => new WebhooksGrpcController(endpoints, engine, new DeliveriesRepository(ds, clock));
   const historyOf = async (id: string) => (await controllerFor().listDeliveries({ account_id: 'acme', id, limit: 100, after: '' })).data;
   const states = async (id: string): Promise<Record<string, number>> =>
     Object.fromEntries(

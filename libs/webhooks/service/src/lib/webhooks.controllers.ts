@@ -2,8 +2,8 @@ import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { AgentChanged, STREAMS, SUBJECTS, WebhookEvent, webhooksV1 } from '@parley/contracts';
 import { AgentWebhooks } from './agent-webhooks';
-import { DataSource } from 'typeorm';
 import { encodePosition, newId } from '@parley/persistence';
+import { DeliveriesRepository } from './deliveries.repository';
 import { DeliveryEngine } from './delivery.engine';
 import { pageLimit, pagePosition } from '@parley/rpc';
 import { EndpointsDomain, fieldsOf } from './endpoints.domain';
@@ -27,7 +27,7 @@ function toEndpoint(e: EndpointEntity): webhooksV1.Endpoint {
   };
 }
 
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : '');
+const iso = (d: Date | null) => (d ? d.toISOString() : '');
 
 /** Every customer-facing event of the bus (stream PARLEY_WEBHOOK_EVENTS) enters delivery here. */
 @Controller()
@@ -63,7 +63,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
   constructor(
     private readonly endpoints: EndpointsDomain,
     private readonly engine: DeliveryEngine,
-    private readonly dataSource: DataSource,
+    private readonly deliveries: DeliveriesRepository,
   ) {}
 
   async createEndpoint(req: webhooksV1.CreateEndpointRequest): Promise<webhooksV1.CreateEndpointResponse> {
@@ -116,40 +116,27 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
     await this.endpoints.get(req.account_id, req.id, undefined, true);
     const limit = pageLimit(req.limit);
     const after = pagePosition(req.after);
-    const rows: Record<string, unknown>[] = await this.dataSource.query(
-      `(SELECT id, event_id, event_type, attempt, status_code, error, duration_ms, succeeded, next_attempt_at, created_at, test,
-               CASE WHEN succeeded THEN 'succeeded' WHEN aborted THEN 'aborted' ELSE 'failed' END AS outcome
-          FROM delivery_attempts
-         WHERE endpoint_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
-         ORDER BY created_at DESC, id DESC LIMIT $4)
-       UNION ALL
-       (SELECT id, event_id, event_type, attempts, NULL, settle_reason, 0, false, NULL, settled_at, false, state
-          FROM deliveries
-         WHERE endpoint_id = $1 AND state IN ('cancelled', 'skipped') AND ($2::timestamptz IS NULL OR (settled_at, id) < ($2::timestamptz, $3))
-         ORDER BY settled_at DESC, id DESC LIMIT $4)
-       ORDER BY created_at DESC, id DESC LIMIT $4`,
-      [req.id, after?.createdAt ?? null, after?.id ?? '', limit + 1],
-    );
+    const rows = await this.deliveries.history(req.id, limit + 1, after);
     const items = rows.slice(0, limit);
     const last = items.at(-1);
     const hasMore = rows.length > limit;
     return {
       data: items.map((r) => ({
-        id: String(r['id']),
-        event_id: String(r['event_id']),
-        event_type: String(r['event_type']),
-        attempt: Number(r['attempt']),
-        status_code: Number(r['status_code'] ?? 0),
-        error: String(r['error'] ?? ''),
-        duration_ms: Number(r['duration_ms']),
-        succeeded: Boolean(r['succeeded']),
-        created_at: iso(r['created_at'] as Date),
-        next_attempt_at: iso(r['next_attempt_at'] as Date | null),
-        test: Boolean(r['test']),
-        outcome: String(r['outcome']),
+        id: r.id,
+        event_id: r.eventId,
+        event_type: r.eventType,
+        attempt: r.attempt,
+        status_code: r.statusCode,
+        error: r.error,
+        duration_ms: r.durationMs,
+        succeeded: r.succeeded,
+        created_at: iso(r.createdAt),
+        next_attempt_at: iso(r.nextAttemptAt),
+        test: r.test,
+        outcome: r.outcome,
       })),
       has_more: hasMore,
-      next: hasMore && last ? encodePosition({ createdAt: new Date(last['created_at'] as Date), id: String(last['id']) }) : '',
+      next: hasMore && last ? encodePosition({ createdAt: last.createdAt, id: last.id }) : '',
     };
   }
 

@@ -8,8 +8,11 @@ import { parseEgressAllowlist, parseHttpHosts, WebhookUrlRules } from '@parley/e
 import { Sealer } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { CLOCK, databaseClock } from './db-clock';
+import { DeliveriesRepository } from './deliveries.repository';
 import { DeliveryEngine } from './delivery.engine';
+import { DeliveryRunner } from './delivery.runner';
 import { EndpointsDomain, WEBHOOK_URL_RULES } from './endpoints.domain';
+import { EndpointsRepository } from './endpoints.repository';
 import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.controllers';
 
 @Module({
@@ -20,8 +23,11 @@ import { WebhookEventsConsumer, WebhooksGrpcController } from './webhooks.contro
   ],
   controllers: [WebhooksGrpcController, WebhookEventsConsumer],
   providers: [
+    EndpointsRepository,
+    DeliveriesRepository,
     EndpointsDomain,
     DeliveryEngine,
+    DeliveryRunner,
     AgentWebhooks,
     { provide: CLOCK, useValue: databaseClock },
     { provide: Sealer, inject: [CONFIG], useFactory: (c: ServiceConfig) => new Sealer(resolveSecretKey(c), 'webhooks:endpoint-secrets') },
