@@ -196,6 +196,7 @@ async function run(n, vendors, libs) {
     results.measuring = true;
     // Calls per core counts the calls actually carried: a refused or failed call costs the audio process nothing.
     const live = calls.filter((call) => call.stream?.open).length;
+    const sentBefore = await sentPacing(platform.mediaMetricsUrl);
     const from = { ...usageOf(audioPid), at: performance.now() };
     let peakRss = from.rssMb;
     const sampler = setInterval(() => {
@@ -207,6 +208,7 @@ async function run(n, vendors, libs) {
     }, 1000);
     await sleep(SECONDS * 1000);
     results.measuring = false;
+    const sentAfter = await sentPacing(platform.mediaMetricsUrl);
     clearInterval(sampler);
     loop.disable();
     let cpu = NaN;
@@ -224,11 +226,27 @@ async function run(n, vendors, libs) {
     const refusals = await refusalsByReason(platform.callsMetricsUrl);
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
-    return { n, live, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, crashed: platform.exited };
+    const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
+    return { n, live, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, crashed: platform.exited };
   } finally {
     await platform.stop();
     await twilio.stop();
   }
+}
+
+/** The media worker's parley_media_playout_jitter_seconds buckets (cumulative counts by upper bound, ms). */
+async function sentPacing(metricsUrl) {
+  const text = await fetch(metricsUrl)
+    .then((res) => res.text())
+    .catch(() => '');
+  return [...text.matchAll(/^parley_media_playout_jitter_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)].map(([, le, count]) => ({ le: le === '+Inf' ? Infinity : Number(le) * 1000, count: Number(count) }));
+}
+
+/** The bucket bound (ms) under which `q` of the window's observations fall: an upper bound of that percentile. */
+function bucketPercentile(before, after, q) {
+  const counts = after.map((b, i) => ({ le: b.le, count: b.count - (before[i]?.count ?? 0) }));
+  const total = counts.at(-1)?.count ?? 0;
+  return total ? counts.find((b) => b.count >= q * total).le : NaN;
 }
 
 /** Calls admission refused before dialling, by reason (the calls service's parley_call_admissions_total). */
@@ -254,6 +272,7 @@ function report(r) {
   );
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
+  console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
   if (r.refusals.length) console.log(`        refused before dialling (call admission): ${r.refusals.join(', ')}`);
   const reasons = new Map();
   for (const reason of x.failures.values()) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);

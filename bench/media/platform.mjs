@@ -33,8 +33,9 @@ async function until(check, timeoutMs, what) {
 
 /**
  * Starts the platform; `env` adds the vendors' and carrier's settings. Resolves to { baseUrl, mediaPort,
- * callsMetricsUrl, stop, logs, exited } where `exited` lists processes that died (a crash is a finding, not a bench
- * error) and callsMetricsUrl serves the calls service's metrics (call admission).
+ * callsMetricsUrl, mediaMetricsUrl, stop, logs, exited } where `exited` lists processes that died (a crash is a finding, not
+ * a bench error) and callsMetricsUrl / mediaMetricsUrl serve the calls service's (call admission) and the media
+ * worker's metrics (pacing as sent).
  */
 export async function startPlatform({ mode, dist, env: extra, calls }) {
   // Standalone follows bench/api: DATABASE_URL when set, else embedded PostgreSQL. Distributed needs a server.
@@ -143,6 +144,6 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
     throw new Error(`${error.message}\n${text}`);
   }
   // Standalone serves every service's metrics on the gateway's port; distributed, each on its OPS_PORT.
-  const callsMetricsUrl = mode === 'standalone' ? `${baseUrl}/metrics` : `http://127.0.0.1:${ops[SERVICES.indexOf('calls')]}/metrics`;
-  return { baseUrl, mediaPort, callsMetricsUrl, env, stop, logs, exited };
+  const metricsOf = (service) => (mode === 'standalone' ? `${baseUrl}/metrics` : `http://127.0.0.1:${ops[SERVICES.indexOf(service)]}/metrics`);
+  return { baseUrl, mediaPort, callsMetricsUrl: metricsOf('calls'), mediaMetricsUrl: metricsOf('media-worker'), env, stop, logs, exited };
 }

@@ -1,4 +1,4 @@
-import { Counter, Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 
 export const mediaStreamsActive = new Gauge({
   name: 'parley_media_streams_active',
@@ -22,4 +22,10 @@ export const transcriptWrites = new Counter({
   name: 'parley_media_transcript_writes_total',
   help: 'Turns and tool-call reports sent to the calls service, by kind (turn, tool_call) and outcome (written, retried: one failed attempt to be retried, refused, given_up: not written by the flush bound at the end of the call)',
   labelNames: ['kind', 'outcome'] as const,
+});
+
+export const mediaPlayoutJitter = new Histogram({
+  name: 'parley_media_playout_jitter_seconds',
+  help: "|Δ − 20 ms| between consecutive agent frames of a run as the stream thread sent them: the worker's own pacing, before the network",
+  buckets: [0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.02, 0.05, 0.1],
 });

@@ -2,6 +2,7 @@ import { MediaStreamProtocol } from '@parley/carrier-core';
 import { serviceLogger } from '@parley/observability';
 import { engineMetrics, FRAME_MS } from '@parley/voice-engine';
 import { CallSession, CallSessionDeps, SessionOutcome, StreamSocket } from './call-session';
+import { mediaPlayoutJitter } from './media-metrics';
 import { StreamThread } from './stream-thread/stream-thread';
 
 /** What a drain left undone, by call id; `calls`: the calls it had to end. */
@@ -130,7 +131,10 @@ export class MediaStreamServer {
         },
         closed: (id) => this.closed(id),
         error: (id, message) => this.log.warn({ err: message, callId: this.streams.get(id)?.session.callId }, 'media socket error'),
-        stats: (_sent, late) => engineMetrics.framesLate.inc(late),
+        stats: (_sent, late, jitterMs) => {
+          engineMetrics.framesLate.inc(late);
+          for (const ms of jitterMs) mediaPlayoutJitter.observe(ms / 1000);
+        },
         exit: (error) => this.threadDied(error),
       },
     );

@@ -35,6 +35,9 @@ export type FromThread =
   | { ev: 'frames'; ids: number[]; frames: string[] }
   | { ev: 'closed'; id: number }
   | { ev: 'error'; id: number; message: string }
-  /** Since the last stats: frames sent, and of them those later than 20 ms behind their slot. */
-  | { ev: 'stats'; sent: number; late: number }
+  /**
+   * Since the last stats: frames sent, those more than a frame behind their slot, and |Δ − 20 ms| between
+   * consecutive frames of each run as sent.
+   */
+  | { ev: 'stats'; sent: number; late: number; jitterMs: number[] }
   | { ev: 'stopped' };

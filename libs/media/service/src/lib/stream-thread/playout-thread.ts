@@ -16,17 +16,22 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { FromThread, StreamThreadData, ToThread } from './messages';
 
 const FRAME_MS = 20;
+/** The playing streams' shared clock: a frame goes out on the tick nearest its slot. */
+const TICK_MS = 5;
 /** At most this much of a lateness is made up per frame. */
 const MAX_CATCH_UP_MS = 4;
 const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
 const STATS_EVERY_MS = 1_000;
+/** How long carrier frames wait to be passed on together (the caller's audio is that much later to the engine). */
+const BATCH_MS = 4;
 
 const data = workerData as StreamThreadData;
 if (!parentPort) throw new Error('playout-thread.ts runs as a worker thread (StreamThread starts it)');
 const main = parentPort;
 const carriers = new Set(data.carriers);
 
-// Events for the main thread, posted together once per turn of this thread's loop.
+// Events for the main thread, posted together every BATCH_MS: one message per frame would cost both threads more
+// than the frames themselves.
 let outbox: FromThread[] = [];
 let inbound: { ev: 'frames'; ids: number[]; frames: string[] } | undefined;
 let flushing = false;
@@ -47,25 +52,60 @@ function received(id: number, frame: string): void {
 function scheduleFlush(): void {
   if (flushing) return;
   flushing = true;
-  setImmediate(() => {
+  setTimeout(() => {
     const events = outbox;
     outbox = [];
     inbound = undefined;
     flushing = false;
     main.postMessage(events);
-  });
+  }, BATCH_MS);
 }
 
 let sent = 0;
 let late = 0;
+/** |Δ − 20 ms| between consecutive frames of a run, as sent: the pacing this thread achieved. */
+let jitterMs: number[] = [];
+
+/**
+ * Streams with audio queued. One clock ticks for all of them, every TICK_MS while any plays: a wake-up per tick
+ * rather than one per frame per call, which on a busy machine costs more than the sending.
+ */
+const playing = new Set<Stream>();
+let ticker: NodeJS.Timeout | undefined;
+let tickAt = 0;
+
+function keepTicking(): void {
+  if (ticker) return;
+  tickAt = performance.now() + TICK_MS;
+  ticker = setTimeout(tick, TICK_MS);
+}
+
+/** The tick nearest `at`: slots sit on the ticks, so a tick's own jitter never moves a frame to its neighbour. */
+function onGrid(at: number): number {
+  return tickAt + Math.round((at - tickAt) / TICK_MS) * TICK_MS;
+}
+
+function tick(): void {
+  const now = performance.now();
+  for (const stream of playing) stream.onTick(now);
+  if (!playing.size) {
+    ticker = undefined;
+    return;
+  }
+  // On a fixed grid: a late tick does not shift the ones after it.
+  do tickAt += TICK_MS;
+  while (tickAt <= now);
+  ticker = setTimeout(tick, Math.max(0, Math.round(tickAt - performance.now())));
+}
 
 /** One carrier stream: its socket and the agent's frames (and marks) waiting for their slot. */
 class Stream {
   private queue: { mark: boolean; frame: string }[] = [];
   private head = 0;
-  private timer: NodeJS.Timeout | undefined;
   /** When the next frame is due (performance.now ms). */
   private nextAt = 0;
+  /** When the last audio frame went out, while a run goes on (0: the next frame starts a run). */
+  private lastSentAt = 0;
 
   // Plain fields: the file runs type-stripped under the tests, which has no parameter properties.
   readonly id: number;
@@ -78,15 +118,20 @@ class Stream {
 
   audio(frame: string): void {
     this.queue.push({ mark: false, frame });
-    if (this.timer) return;
+    if (playing.has(this)) return;
+    playing.add(this);
+    keepTicking();
     const now = performance.now();
     // Idle past its slot (the answer starts, or synthesis fell behind): a new run starts now.
-    if (now >= this.nextAt) this.nextAt = now;
-    this.play(now);
+    if (now >= this.nextAt) {
+      this.nextAt = now;
+      this.lastSentAt = 0;
+    } else this.nextAt = onGrid(this.nextAt);
+    this.onTick(now);
   }
 
   mark(frame: string): void {
-    if (this.timer) this.queue.push({ mark: true, frame });
+    if (playing.has(this)) this.queue.push({ mark: true, frame });
     else this.send(frame);
   }
 
@@ -101,21 +146,17 @@ class Stream {
   }
 
   reset(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    playing.delete(this);
+    this.lastSentAt = 0;
     this.queue = [];
     this.head = 0;
   }
 
-  /** Sends the frame that is due and the marks behind it, then waits for the next slot; idle when none is queued. */
-  private play(now = performance.now()): void {
-    this.timer = undefined;
+  /** Sends the frame whose slot has come (within half a tick) and the marks behind it; idle once none is queued. */
+  onTick(now: number): void {
     const item = this.queue[this.head];
     if (!item) return this.reset();
-    if (now < this.nextAt - 1) {
-      this.timer = setTimeout(() => this.play(), Math.round(this.nextAt - now));
-      return;
-    }
+    if (now < this.nextAt - TICK_MS / 2) return;
     if (now - this.nextAt > FRAME_MS) {
       // This thread was held past a whole frame: the grid restarts.
       late++;
@@ -124,19 +165,20 @@ class Stream {
     this.head++;
     this.send(item.frame);
     sent++;
+    if (this.lastSentAt) jitterMs.push(Math.abs(now - this.lastSentAt - FRAME_MS));
+    this.lastSentAt = now;
     while (this.queue[this.head]?.mark) this.send(this.queue[this.head++].frame);
     // A slightly late frame is made up a few ms per frame, so the carrier sees no short gap.
-    this.nextAt = Math.max(this.nextAt + FRAME_MS, now + FRAME_MS - MAX_CATCH_UP_MS);
+    this.nextAt = onGrid(Math.max(this.nextAt + FRAME_MS, now + FRAME_MS - MAX_CATCH_UP_MS));
     if (this.head === this.queue.length) {
+      // Idle, keeping its slot: audio queued before that slot continues the run.
+      playing.delete(this);
       this.queue = [];
       this.head = 0;
-      return;
-    }
-    if (this.head >= 64) {
+    } else if (this.head >= 64) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    this.timer = setTimeout(() => this.play(), Math.max(0, Math.round(this.nextAt - performance.now())));
   }
 
   private send(frame: string): void {
@@ -180,8 +222,9 @@ function drain(): void {
 }
 
 const stats = setInterval(() => {
-  if (sent || late) post({ ev: 'stats', sent, late });
+  if (sent || late) post({ ev: 'stats', sent, late, jitterMs });
   sent = late = 0;
+  jitterMs = [];
 }, STATS_EVERY_MS);
 
 main.on('message', (ops: ToThread[]) => {

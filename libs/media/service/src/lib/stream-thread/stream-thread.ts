@@ -10,18 +10,24 @@ export interface StreamThreadEvents {
   frame(id: number, frame: string): void;
   closed(id: number): void;
   error(id: number, message: string): void;
-  /** Since the last report: agent frames sent, and those sent more than one frame late. */
-  stats(sent: number, late: number): void;
+  /** Since the last report: agent frames sent, those sent more than one frame late, and their pacing (ms). */
+  stats(sent: number, late: number, jitterMs: number[]): void;
   /** The thread died (its streams are gone); `error` says why. */
   exit(error: Error): void;
 }
+
+/**
+ * How long what is sent waits to be posted with what follows: the engine keeps STREAM_LEAD_FRAMES queued in the
+ * thread, so its frames can wait; a clear does not.
+ */
+const BATCH_MS = 4;
 
 // Compiled, the thread is the .js beside this file; under the tests, Node runs the .ts source (type stripping).
 const THREAD_FILE = join(__dirname, `playout-thread${__filename.slice(__filename.lastIndexOf('.'))}`);
 
 /**
- * The main thread's handle on the stream thread (playout-thread.ts): what it sends is batched and posted once per
- * turn of the event loop, in order; what it receives is dispatched to `events`.
+ * The main thread's handle on the stream thread (playout-thread.ts): what it sends is batched and posted every
+ * BATCH_MS, in order; what it receives is dispatched to `events`.
  */
 export class StreamThread {
   private readonly worker: Worker;
@@ -29,6 +35,7 @@ export class StreamThread {
   private listening: { resolve: (port: number) => void; reject: (error: Error) => void } | undefined;
   private stopped: (() => void) | undefined;
   private ended = false;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(data: StreamThreadData, private readonly events: StreamThreadEvents) {
     this.worker = new Worker(THREAD_FILE, {
@@ -52,7 +59,12 @@ export class StreamThread {
 
   send(op: ToThread): void {
     if (this.ended) return;
-    if (this.ops.push(op) === 1) setImmediate(() => this.flush());
+    // Batched like the thread's events; a clear goes at once (the caller is talking over the agent).
+    if (this.ops.push(op) === 1) this.timer = setTimeout(() => this.flush(), op.op === 'clear' ? 0 : BATCH_MS);
+    else if (op.op === 'clear') {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.flush(), 0);
+    }
   }
 
   /** Closes every stream and the server, then ends the thread. */
@@ -67,6 +79,7 @@ export class StreamThread {
   }
 
   private flush(): void {
+    clearTimeout(this.timer);
     const ops = this.ops;
     this.ops = [];
     if (!this.ended) this.worker.postMessage(ops);
@@ -84,7 +97,7 @@ export class StreamThread {
       case 'error':
         return this.events.error(event.id, event.message);
       case 'stats':
-        return this.events.stats(event.sent, event.late);
+        return this.events.stats(event.sent, event.late, event.jitterMs);
       case 'listening':
         return this.listening?.resolve(event.port);
       case 'listen_failed':
