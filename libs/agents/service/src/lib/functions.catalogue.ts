@@ -1,16 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '@parley/config';
-
-/** A function the deployment registers for agents to call: the runtime POSTs the arguments to `url`. */
-export interface RegisteredFunction {
-  name: string;
-  description: string;
-  /** JSON Schema (type object) of the arguments. */
-  parameters: Record<string, unknown>;
-  url: string;
-  method?: 'POST' | 'PUT' | 'PATCH' | 'GET';
-  timeout_seconds?: number;
-}
+import type { RegisteredFunction } from '@parley/contracts';
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import { AgentSpec, Capabilities, GroupSpec, INHERITABLE_FIELDS, InheritableField, SealedSecret, SPEC_VERSION, ToolConfig } from './agent-spec';
+import type { EffectiveConfig } from '@parley/contracts';
+import { AgentSpec, Capabilities, GroupSpec, INHERITABLE_FIELDS, SealedSecret, SPEC_VERSION, ToolConfig } from './agent-spec';
 import { Sealer } from '@parley/persistence';
 import { withReadDefaults } from './read-defaults';
 
@@ -134,8 +135,6 @@ function effectiveCapabilities(autonomy: string, capabilities: Capabilities | un
     transfer: c.transfer ?? false,
   };
 }
-
-export type EffectiveConfig = Partial<Pick<AgentSpec, InheritableField>>;
 
 /**
  * The inheritable fields calls use: a member takes each from its group's defaults unless the field is in its
