@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, PartialType, PickType } from '@nestjs/swagger';
+import type { GroupDefaults } from '@parley/contracts';
 import { IsMetadata, IsNested, IsOneOf, IsText, mapSchema, METADATA_LIMITS, Optional } from '../http/validators';
 import { AgentInputDto, ANY_JSON, INHERITABLE_FIELDS, InheritableField } from './agent.dto';
 
@@ -8,7 +9,7 @@ export const GROUP_COLORS = ['slate', 'red', 'orange', 'amber', 'green', 'teal',
  * A group's defaults: exactly the inheritable fields (the values of an agent's `overrides`), with the agent's own
  * documentation and validators.
  */
-export class GroupDefaultsDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) {}
+export class GroupDefaultsDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) implements GroupDefaults {}
 
 export class AgentGroupInputDto {
   @ApiProperty({ description: 'Human label.', minLength: 1, maxLength: 200, example: 'Support line' })

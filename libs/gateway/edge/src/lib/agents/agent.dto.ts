@@ -1,4 +1,44 @@
-import { INHERITABLE_FIELDS, type InheritableField } from '@parley/contracts';
+import {
+  AGENT_MODES,
+  type AgentInput,
+  type AgentDocument,
+  type ApiKeyHint,
+  type ApiKeyInput,
+  AUTONOMY_LEVELS,
+  type Capabilities,
+  CAPTURE_TYPES,
+  CONDITION_OPERATORS,
+  type ConversationSettings,
+  EDGE_TYPES,
+  type EffectiveConfig,
+  EXPRESSION_LOGIC,
+  EXTRACTION_TYPES,
+  type ExtractionField,
+  type Flow,
+  type FlowCondition,
+  type FlowEdge,
+  type FlowExpression,
+  type FlowNode,
+  type FlowRouting,
+  HTTP_METHODS,
+  INHERITABLE_FIELDS,
+  type InheritableField,
+  LANGUAGE_DETECTION,
+  type LanguageEntry,
+  NODE_TYPES,
+  PARAMETER_LOCATIONS,
+  PARAMETER_TYPES,
+  type PostCall,
+  type ToolCalendar,
+  type ToolConfigInput,
+  type ToolConfigOutput,
+  TOOL_KINDS,
+  type ToolParameter,
+  type ToolRequest,
+  type ToolTransfer,
+  VARIABLE_TYPES,
+  VOICEMAIL_ACTIONS,
+} from '@parley/contracts';
 import { ApiProperty, ApiPropertyOptional, ApiPropertyOptions, ApiSchema, OmitType, PartialType, PickType } from '@nestjs/swagger';
 import { Allow } from 'class-validator';
 import {
@@ -21,31 +61,19 @@ import {
   METADATA_LIMITS,
   Optional,
 } from '../http/validators';
+import { notYetActedOn } from '../http/openapi-decorators';
 
 /*
- * The agent model at the gateway: request bodies are checked for SHAPE only (types, enums, ranges, lengths, nested
- * blocks and unknown fields by path). Rules that relate fields to each other or to the deployment (silence hangup
- * longer than the prompt, flow graph integrity, unique language codes, voice_id on later languages, configured
- * provider names, tool name collisions, placeholders, kind-vs-block) belong to the agents service.
+ * The agent model at the gateway: each class implements the contract's type (@parley/contracts), so the compiler
+ * proves they agree, and adds what is HTTP's: validation and documentation. Request bodies are checked for SHAPE only
+ * (types, enums, ranges, lengths, nested blocks and unknown fields by path). Rules that relate fields to each other
+ * or to the deployment (silence hangup longer than the prompt, flow graph integrity, unique language codes, voice_id
+ * on later languages, configured provider names, tool name collisions, placeholders, kind-vs-block) belong to the
+ * agents service. Fields calls do not act on yet are marked with notYetActedOn.
  */
 
-export const AGENT_MODES = ['conversation', 'keypad', 'normal', 'webrtc'] as const;
-export const AUTONOMY_LEVELS = ['agentic', 'simple', 'custom'] as const;
-export const VOICEMAIL_ACTIONS = ['continue', 'hangup', 'message'] as const;
-export const LANGUAGE_DETECTION = ['off', 'follow'] as const;
 export { INHERITABLE_FIELDS, type InheritableField };
 
-export const NODE_TYPES = ['llm', 'static', 'router'] as const;
-export const EDGE_TYPES = ['intent', 'expression', 'always', 'event'] as const;
-export const EXPRESSION_LOGIC = ['and', 'or'] as const;
-export const CONDITION_OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'contains', 'exists', 'not_exists'] as const;
-export const VARIABLE_TYPES = ['string', 'number', 'boolean'] as const;
-export const CAPTURE_TYPES = ['string', 'number', 'integer', 'boolean'] as const;
-export const EXTRACTION_TYPES = ['string', 'number', 'boolean', 'enum'] as const;
-export const TOOL_KINDS = ['calendar_availability', 'book_appointment', 'transfer_call', 'custom_function'] as const;
-export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-export const PARAMETER_TYPES = ['string', 'number', 'integer', 'boolean'] as const;
-export const PARAMETER_LOCATIONS = ['body', 'query', 'path'] as const;
 export const TURN_ROLES = ['user', 'assistant'] as const;
 
 /** Ids of other objects, model names, function names. */
@@ -74,7 +102,7 @@ export const ANY_JSON: ApiPropertyOptions = {
 // Languages
 // ---------------------------------------------------------------------------------------------------------------
 
-export class LanguageEntryDto {
+export class LanguageEntryDto implements LanguageEntry {
   @ApiProperty({
     description:
       'BCP-47 tag or a language name; `hi`, `hi-IN`, `hi_IN` and a language name all normalize to the same region tag. ' +
@@ -147,7 +175,7 @@ export class LanguageEntryDto {
 // Behaviour blocks
 // ---------------------------------------------------------------------------------------------------------------
 
-export class CapabilitiesDto {
+export class CapabilitiesDto implements Capabilities {
   @ApiPropertyOptional({ description: 'Master switch over the functions in `tools`.' })
   @Optional()
   @IsFlag()
@@ -169,21 +197,31 @@ export class CapabilitiesDto {
   @IsZeroOrBetween(1, 10)
   max_tool_rounds?: number;
 
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 0,
-    maximum: 2000,
-    description:
-      'Knowledge lookup time budget within a turn, in milliseconds. 50-2000; 0 means the deployment setting (then 250 ms). ' +
-      'On timeout the turn answers without grounding.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        type: 'integer',
+        minimum: 0,
+        maximum: 2000,
+        description:
+          'Knowledge lookup time budget within a turn, in milliseconds. 50-2000; 0 means the deployment setting (then 250 ms). ' +
+          'On timeout the turn answers without grounding.',
+      },
+      'knowledge grounding',
+    ),
+  )
   @Optional()
   @IsZeroOrBetween(50, 2000)
   retrieval_timeout_ms?: number;
 
-  @ApiPropertyOptional({
-    description: 'Search the bases in `knowledge_base_ids` each turn and offer `search_knowledge_base`. Off: no lookup.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        description: 'Search the bases in `knowledge_base_ids` each turn and offer `search_knowledge_base`. Off: no lookup.',
+      },
+      'knowledge grounding',
+    ),
+  )
   @Optional()
   @IsFlag()
   search_knowledge?: boolean;
@@ -194,7 +232,7 @@ export class CapabilitiesDto {
   transfer?: boolean;
 }
 
-export class ConversationDto {
+export class ConversationDto implements ConversationSettings {
   @ApiPropertyOptional(
     textListSchema(
       { maxItems: 50, maxLength: 200 },
@@ -272,7 +310,7 @@ export class ConversationDto {
 // ---------------------------------------------------------------------------------------------------------------
 
 @ApiSchema({ name: 'FlowConditionDto' })
-export class ConditionDto {
+export class ConditionDto implements FlowCondition {
   @ApiProperty({ description: 'Dotted path into the call variables.', minLength: 1, maxLength: REF, example: 'caller.age' })
   @IsText(REF, { min: 1 })
   variable: string;
@@ -287,7 +325,7 @@ export class ConditionDto {
 }
 
 @ApiSchema({ name: 'FlowExpressionDto' })
-export class ExpressionDto {
+export class ExpressionDto implements FlowExpression {
   @ApiPropertyOptional({
     enum: EXPRESSION_LOGIC,
     default: 'and',
@@ -306,23 +344,34 @@ export class ExpressionDto {
 }
 
 @ApiSchema({ name: 'FlowEdgeDto' })
-export class EdgeDto {
+export class EdgeDto implements FlowEdge {
   @ApiProperty({ description: 'Target node id.', minLength: 1, maxLength: NODE_ID })
   @IsText(NODE_ID, { min: 1 })
   to: string;
 
-  @ApiPropertyOptional({
-    enum: EDGE_TYPES,
-    default: 'intent',
-    description:
-      "`intent`: the model decides from the caller's words. `expression`: evaluated first. `always`: the catch-all. " +
-      '`event`: fires only when an outside system injects the named event.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        enum: EDGE_TYPES,
+        default: 'intent',
+        description:
+          "`intent`: the model decides from the caller's words. `expression`: evaluated first. `always`: the catch-all. " +
+          '`event`: fires only when an outside system injects the named event.',
+      },
+      'the flow runtime',
+      '`intent` and `event` edges are stored and returned but never fire (a keypad menu follows `expression` and `always` edges)',
+    ),
+  )
   @Optional()
   @IsOneOf(EDGE_TYPES)
   type?: (typeof EDGE_TYPES)[number];
 
-  @ApiPropertyOptional({ description: 'Condition sentence; read by the router on intent edges, a label elsewhere.', maxLength: 1000 })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      { description: 'Condition sentence; read by the router on intent edges, a label elsewhere.', maxLength: 1000 },
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsText(1000)
   when?: string;
@@ -338,16 +387,19 @@ export class EdgeDto {
   priority?: number;
 
   @ApiPropertyOptional(
-    mapSchema(
-      CAPTURES,
-      'Values extracted when an intent edge fires, name to JSON type; stored as call variables; all are required for the edge to fire.',
+    notYetActedOn(
+      mapSchema(
+        CAPTURES,
+        'Values extracted when an intent edge fires, name to JSON type; stored as call variables; all are required for the edge to fire.',
+      ),
+      'the flow runtime',
     ),
   )
   @Optional()
   @IsStringMap(CAPTURES)
   capture?: Record<string, (typeof CAPTURE_TYPES)[number]>;
 
-  @ApiPropertyOptional({ description: 'Injected event an `event` edge waits for.', maxLength: 100 })
+  @ApiPropertyOptional(notYetActedOn({ description: 'Injected event an `event` edge waits for.', maxLength: 100 }, 'the flow runtime'))
   @Optional()
   @IsText(100)
   event?: string;
@@ -359,28 +411,44 @@ export class EdgeDto {
 }
 
 @ApiSchema({ name: 'FlowNodeDto' })
-export class NodeDto {
+export class NodeDto implements FlowNode {
   @ApiProperty({ description: 'Unique node name.', minLength: 1, maxLength: NODE_ID, example: 'greet' })
   @IsText(NODE_ID, { min: 1 })
   id: string;
 
-  @ApiPropertyOptional({
-    enum: NODE_TYPES,
-    default: 'llm',
-    description:
-      '`llm`: the model answers under the agent prompt plus the node prompt. `static`: says a fixed line with no model. ' +
-      '`router`: never speaks and moves on in the same turn.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        enum: NODE_TYPES,
+        default: 'llm',
+        description:
+          '`llm`: the model answers under the agent prompt plus the node prompt. `static`: says a fixed line with no model. ' +
+          '`router`: never speaks and moves on in the same turn.',
+      },
+      'the flow runtime',
+      '`llm` and `router` nodes are stored and returned, and a keypad menu reads every node as a `static` one',
+    ),
+  )
   @Optional()
   @IsOneOf(NODE_TYPES)
   type?: (typeof NODE_TYPES)[number];
 
-  @ApiPropertyOptional({ description: 'Node purpose; read by the router as objective when there is no prompt.', maxLength: 2000 })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      { description: 'Node purpose; read by the router as objective when there is no prompt.', maxLength: 2000 },
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsText(2000)
   description?: string;
 
-  @ApiPropertyOptional({ description: "Instructions appended to the agent's system prompt while on this node.", maxLength: 20000 })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      { description: "Instructions appended to the agent's system prompt while on this node.", maxLength: 20000 },
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsText(20000)
   prompt?: string;
@@ -395,37 +463,58 @@ export class NodeDto {
   @IsStringMap(PER_LANGUAGE_LINE)
   say_in?: Record<string, string>;
 
-  @ApiPropertyOptional(mapSchema(PER_LANGUAGE_LINE, 'One example reply per language code, appended to the prompt.'))
+  @ApiPropertyOptional(
+    notYetActedOn(
+      mapSchema(PER_LANGUAGE_LINE, 'One example reply per language code, appended to the prompt.'),
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsStringMap(PER_LANGUAGE_LINE)
   examples?: Record<string, string>;
 
-  @ApiPropertyOptional({ description: 'Forces the model to call this tool on the node until it has run once per visit.', maxLength: REF })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      { description: 'Forces the model to call this tool on the node until it has run once per visit.', maxLength: REF },
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsText(REF)
   tool?: string;
 
   @ApiPropertyOptional(
-    textListSchema({ maxItems: 50, maxLength: REF }, "Tools visible on the node. Absent: all of the agent's; empty: none."),
+    notYetActedOn(
+      textListSchema({ maxItems: 50, maxLength: REF }, "Tools visible on the node. Absent: all of the agent's; empty: none."),
+      'the flow runtime',
+    ),
   )
   @Optional()
   @IsTextList({ maxItems: 50, maxLength: REF })
   tools?: string[];
 
   @ApiPropertyOptional(
-    textListSchema({ maxItems: 20, maxLength: REF }, "Knowledge bases used on this node, overriding the agent's; empty: no grounding."),
+    notYetActedOn(
+      textListSchema({ maxItems: 20, maxLength: REF }, "Knowledge bases used on this node, overriding the agent's; empty: no grounding."),
+      'knowledge grounding',
+    ),
   )
   @Optional()
   @IsTextList({ maxItems: 20, maxLength: REF })
   knowledge_base_ids?: string[];
 
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 0,
-    maximum: 300,
-    default: 0,
-    description: 'Re-prompt after this much silence on the node, in seconds; 0 never.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        type: 'integer',
+        minimum: 0,
+        maximum: 300,
+        default: 0,
+        description: 'Re-prompt after this much silence on the node, in seconds; 0 never.',
+      },
+      'the flow runtime',
+    ),
+  )
   @Optional()
   @IsIntBetween(0, 300)
   repeat_after_silence_seconds?: number;
@@ -437,7 +526,7 @@ export class NodeDto {
 }
 
 @ApiSchema({ name: 'FlowRoutingDto' })
-export class RoutingDto {
+export class RoutingDto implements FlowRouting {
   @ApiPropertyOptional({ description: 'Model override for routing between intent edges.', maxLength: REF })
   @Optional()
   @IsText(REF)
@@ -449,7 +538,7 @@ export class RoutingDto {
   instructions?: string;
 }
 
-export class FlowDto {
+export class FlowDto implements Flow {
   @ApiPropertyOptional({ description: 'Id of the node a call opens on.', maxLength: NODE_ID })
   @Optional()
   @IsText(NODE_ID)
@@ -460,7 +549,7 @@ export class FlowDto {
   @IsNestedList(() => NodeDto, { maxItems: 200 })
   nodes?: NodeDto[];
 
-  @ApiPropertyOptional({ type: RoutingDto, description: 'How the router chooses between intent edges.' })
+  @ApiPropertyOptional(notYetActedOn({ type: RoutingDto, description: 'How the router chooses between intent edges.' }, 'the flow runtime'))
   @Optional()
   @IsNested(() => RoutingDto)
   routing?: RoutingDto;
@@ -481,7 +570,7 @@ export class FlowDto {
 // Post-call analysis
 // ---------------------------------------------------------------------------------------------------------------
 
-export class ExtractionFieldDto {
+export class ExtractionFieldDto implements ExtractionField {
   @ApiProperty({
     description: 'Storage key on the call: letters, digits, underscores; stable once live.',
     pattern: '^[A-Za-z0-9_]{1,64}$',
@@ -514,7 +603,7 @@ export class ExtractionFieldDto {
   options?: string[];
 }
 
-export class PostCallDto {
+export class PostCallDto implements PostCall {
   @ApiPropertyOptional({
     default: true,
     description: 'Write a short neutral summary to the call record. On unless the block is sent with it off.',
@@ -542,14 +631,14 @@ export class PostCallDto {
 // Tool configs
 // ---------------------------------------------------------------------------------------------------------------
 
-export class ApiKeyInputDto {
+export class ApiKeyInputDto implements ApiKeyInput {
   @ApiProperty({ description: 'The credential; sealed on write, read back only as a hint.', minLength: 1, maxLength: 500, writeOnly: true })
   @IsText(500, { min: 1 })
   value: string;
 }
 
 @ApiSchema({ name: 'ToolCalendarDto' })
-export class CalendarDto {
+export class CalendarDto implements ToolCalendar {
   @ApiPropertyOptional({ description: 'Calendar provider.', maxLength: PROVIDER })
   @Optional()
   @IsText(PROVIDER)
@@ -596,7 +685,7 @@ export class CalendarDto {
 }
 
 @ApiSchema({ name: 'ToolTransferDto' })
-export class TransferDto {
+export class TransferDto implements ToolTransfer {
   @ApiProperty({
     description: 'E.164 number or `sip:` URI; fixed, never chosen by the model.',
     minLength: 1,
@@ -616,7 +705,7 @@ export class TransferDto {
 }
 
 @ApiSchema({ name: 'ToolParameterDto' })
-export class ParameterDto {
+export class ParameterDto implements ToolParameter {
   @ApiProperty({ description: 'Argument name: letters, digits, `_`, `-`.', pattern: '^[A-Za-z0-9_-]{1,64}$' })
   @IsText(64, { min: 1, pattern: TOOL_NAME, patternHint: TOOL_NAME_HINT })
   name: string;
@@ -647,7 +736,7 @@ export class ParameterDto {
 }
 
 @ApiSchema({ name: 'ToolRequestDto' })
-export class RequestDto {
+export class RequestDto implements ToolRequest {
   @ApiProperty({
     description:
       'https (http on an internal endpoint); may carry `{{parameter}}` placeholders filled from path arguments, percent-escaped.',
@@ -702,7 +791,7 @@ export class RequestDto {
   parameters?: ParameterDto[];
 }
 
-export class ToolConfigDto {
+export class ToolConfigDto implements ToolConfigInput {
   @ApiProperty({ enum: TOOL_KINDS, description: 'Decides which block (`calendar`, `transfer`, `request`) applies.' })
   @IsOneOf(TOOL_KINDS)
   kind: (typeof TOOL_KINDS)[number];
@@ -744,7 +833,7 @@ export class ToolConfigDto {
 // Agent input
 // ---------------------------------------------------------------------------------------------------------------
 
-export class AgentInputDto {
+export class AgentInputDto implements AgentInput {
   @ApiProperty({ description: 'Human label.', minLength: 1, maxLength: 200, example: 'Front desk' })
   @IsText(200, { min: 1 })
   name: string;
@@ -801,10 +890,16 @@ export class AgentInputDto {
   @IsText(500)
   filler_phrase?: string;
 
-  @ApiPropertyOptional({
-    type: FlowDto,
-    description: 'Conversation flow. Send `{}` to remove. Validated in full; all problems reported together under `flow.<path>`.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        type: FlowDto,
+        description: 'Conversation flow. Send `{}` to remove. Validated in full; all problems reported together under `flow.<path>`.',
+      },
+      'the flow runtime',
+      "stored and returned; calls ignore it outside `keypad` mode (a keypad agent's flow is its menu)",
+    ),
+  )
   @Optional()
   @IsNested(() => FlowDto)
   flow?: FlowDto;
@@ -825,12 +920,17 @@ export class AgentInputDto {
   @IsIntBetween(0, 60)
   keypad_timeout_seconds?: number;
 
-  @ApiPropertyOptional({ description: 'Grounds answers in this knowledge base.', maxLength: REF })
+  @ApiPropertyOptional(notYetActedOn({ description: 'Grounds answers in this knowledge base.', maxLength: REF }, 'knowledge grounding'))
   @Optional()
   @IsText(REF)
   knowledge_base_id?: string;
 
-  @ApiPropertyOptional(textListSchema({ maxItems: 20, maxLength: REF }, 'Knowledge bases answers are grounded in.'))
+  @ApiPropertyOptional(
+    notYetActedOn(
+      textListSchema({ maxItems: 20, maxLength: REF }, 'Knowledge bases answers are grounded in.'),
+      'knowledge grounding',
+    ),
+  )
   @Optional()
   @IsTextList({ maxItems: 20, maxLength: REF })
   knowledge_base_ids?: string[];
@@ -932,12 +1032,17 @@ export class AgentInputDto {
   @IsFlag()
   record_calls?: boolean;
 
-  @ApiPropertyOptional({
-    default: false,
-    description:
-      "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
-      'Needs the clients to send a copy of their microphone over the realtime socket.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        default: false,
+        description:
+          "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
+          'Needs the clients to send a copy of their microphone over the realtime socket.',
+      },
+      'browser-call transcription',
+    ),
+  )
   @Optional()
   @IsFlag()
   transcribe_calls?: boolean;
@@ -990,7 +1095,7 @@ export class AgentInputDto {
 }
 
 /** PATCH: every field optional (absent leaves it alone; `null` is refused); scalars merge, lists and blocks replace. */
-export class AgentPatchDto extends PartialType(AgentInputDto, { skipNullProperties: false }) {}
+export class AgentPatchDto extends PartialType(AgentInputDto, { skipNullProperties: false }) implements Partial<AgentInput> {}
 
 /** Names the controller imported before the full agent model; same classes. */
 export { AgentInputDto as CreateAgentDto, AgentPatchDto as UpdateAgentDto };
@@ -999,24 +1104,24 @@ export { AgentInputDto as CreateAgentDto, AgentPatchDto as UpdateAgentDto };
 // Agent output
 // ---------------------------------------------------------------------------------------------------------------
 
-export class ApiKeyHintDto {
+export class ApiKeyHintDto implements ApiKeyHint {
   @ApiProperty({ description: 'The last few characters of the stored key.', example: '…x7Qa', readOnly: true })
   hint: string;
 }
 
 @ApiSchema({ name: 'ToolCalendarOutputDto' })
-export class CalendarOutputDto extends OmitType(CalendarDto, ['api_key'] as const) {
+export class CalendarOutputDto extends OmitType(CalendarDto, ['api_key'] as const) implements ToolCalendar {
   @ApiPropertyOptional({ type: ApiKeyHintDto, description: 'The stored key, as a hint only.' })
   api_key?: ApiKeyHintDto;
 }
 
 @ApiSchema({ name: 'ToolRequestOutputDto' })
-export class RequestOutputDto extends OmitType(RequestDto, ['secret_header_values'] as const) {
+export class RequestOutputDto extends OmitType(RequestDto, ['secret_header_values'] as const) implements ToolRequest {
   @ApiPropertyOptional({ type: [String], readOnly: true, description: 'Names of the sealed headers: which credentials the tool carries.' })
   secret_header_names?: string[];
 }
 
-export class ToolConfigOutputDto extends OmitType(ToolConfigDto, ['calendar', 'request'] as const) {
+export class ToolConfigOutputDto extends OmitType(ToolConfigDto, ['calendar', 'request'] as const) implements ToolConfigOutput {
   @ApiPropertyOptional({ type: CalendarOutputDto, description: 'For `calendar_availability` and `book_appointment`.' })
   calendar?: CalendarOutputDto;
 
@@ -1025,9 +1130,9 @@ export class ToolConfigOutputDto extends OmitType(ToolConfigDto, ['calendar', 'r
 }
 
 /** The inheritable fields as calls use them. */
-export class EffectiveConfigDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) {}
+export class EffectiveConfigDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) implements EffectiveConfig {}
 
-export class AgentDto extends OmitType(AgentInputDto, ['tool_configs'] as const) {
+export class AgentDto extends OmitType(AgentInputDto, ['tool_configs'] as const) implements AgentDocument {
   @ApiProperty({ example: 'agt_3xQ9…' }) id: string;
   @ApiProperty({ enum: ['agent'] }) object: 'agent';
 

@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseInterceptors } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
-import { agentsV1 } from '@parley/contracts';
+import { agentsV1, readAgent } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
@@ -22,14 +22,8 @@ import { ResourceId } from '../http/resource-id';
 /** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
   if (!a) throw new Error('agents service answered without an agent');
-  return {
-    id: a.id,
-    object: 'agent',
-    ...JSON.parse(a.spec_json),
-    effective: JSON.parse(a.effective_json || '{}'),
-    created_at: a.created_at,
-    updated_at: a.updated_at,
-  };
+  const { spec, effective } = readAgent(a);
+  return { id: a.id, object: 'agent', ...spec, effective, created_at: a.created_at, updated_at: a.updated_at };
 }
 
 @ApiTags('Agents')

@@ -1,11 +1,12 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiExtension, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { Bus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
+import { NOT_YET_SUPPORTED, PARLEY_STATUS } from '../http/openapi-decorators';
 import { Operation } from '../http/operation';
 import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
@@ -224,11 +225,13 @@ export class CallsController {
   @Operation({
     summary: 'Inject an event into a live call',
     description:
-      'Hands a named event with a JSON payload to the running conversation (what an event edge of a flow waits for); it also appears on the call\'s event stream as `call.event`. 409 `conflict` once the call is over.',
+      'Hands a named event with a JSON payload to the running conversation (what an event edge of a flow waits for); it also appears on the call\'s event stream as `call.event`. 409 `conflict` once the call is over. ' +
+      'Not yet acted on: the media worker carrying the call receives the event and drops it, until the flow runtime lands.',
     permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict', 'validation_error', 'idempotency_conflict'],
   })
+  @ApiExtension(PARLEY_STATUS, NOT_YET_SUPPORTED)
   @ApiAcceptedResponse({ type: CallEventDto })
   async inject(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: InjectCallEventDto): Promise<CallEventDto> {
     const payload = body.payload ?? {};

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBearerAuth, ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiResponse, getSchemaPath } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiPropertyOptions, ApiResponse, getSchemaPath } from '@nestjs/swagger';
 import { PROBLEMS, ProblemCode } from '@parley/contracts';
 
 export class FieldProblemDto {
@@ -38,4 +38,22 @@ export function ApiProblems(...codes: ProblemCode[]) {
       }),
     ),
   );
+}
+
+/** The schema extension, and its value, on every field the API accepts but calls do not act on yet. */
+export const PARLEY_STATUS = 'x-parley-status';
+export const NOT_YET_SUPPORTED = 'not-yet-supported';
+
+/**
+ * Documents a field that is validated, stored and returned while calls ignore it (all of it, or the part `ignored`
+ * names): the description says so and until what lands, and the schema carries `x-parley-status: not-yet-supported`.
+ */
+export function notYetActedOn(
+  options: ApiPropertyOptions,
+  until: string,
+  ignored = 'stored and returned, ignored by calls',
+): ApiPropertyOptions {
+  const documented: ApiPropertyOptions = { ...options, description: `${options.description} Not yet acted on: ${ignored} until ${until} lands.` };
+  // @nestjs/swagger copies extension keys into the schema but does not type them.
+  return Object.assign(documented, { [PARLEY_STATUS]: NOT_YET_SUPPORTED });
 }

@@ -1,0 +1,71 @@
+import 'reflect-metadata';
+import { MODULE_METADATA } from '@nestjs/common/constants';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { OpenAPIObject } from '@nestjs/swagger';
+import { Test } from '@nestjs/testing';
+import { GatewayModule } from './gateway.module';
+import { buildOpenApiDocument } from './http/openapi';
+import { NOT_YET_SUPPORTED, PARLEY_STATUS } from './http/openapi-decorators';
+
+interface Schema extends Record<string, unknown> {
+  properties?: Record<string, Schema>;
+  description?: string;
+}
+
+/** The agent fields calls ignore today, where the agent's own schemas carry them. */
+const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls'];
+
+describe('the OpenAPI document the gateway serves', () => {
+  let document: OpenAPIObject;
+
+  beforeAll(async () => {
+    // The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only.
+    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
+    const module = await Test.createTestingModule({ controllers })
+      .useMocker(() => ({}))
+      .compile();
+    const app = module.createNestApplication(new FastifyAdapter());
+    await app.init();
+    document = buildOpenApiDocument(app);
+    await app.close();
+  });
+
+  it('marks exactly the agent fields calls do not act on yet, each saying so in its description', () => {
+    const schemas = document.components?.schemas as Record<string, Schema>;
+    const marked = Object.entries(schemas).flatMap(([name, schema]) =>
+      Object.entries(schema.properties ?? {})
+        .filter(([, property]) => property[PARLEY_STATUS] === NOT_YET_SUPPORTED)
+        .map(([field, property]) => ({ field: `${name}.${field}`, description: property.description })),
+    );
+
+    expect(marked.map((m) => m.field).sort()).toEqual(
+      [
+        ...['AgentInputDto', 'AgentPatchDto', 'AgentDto'].flatMap((dto) => AGENT_FIELDS.map((f) => `${dto}.${f}`)),
+        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'transcribe_calls'].map((f) => `${dto}.${f}`)),
+        'CapabilitiesDto.retrieval_timeout_ms',
+        'CapabilitiesDto.search_knowledge',
+        ...['type', 'when', 'capture', 'event'].map((f) => `FlowEdgeDto.${f}`),
+        ...['type', 'description', 'prompt', 'examples', 'tool', 'tools', 'knowledge_base_ids', 'repeat_after_silence_seconds'].map(
+          (f) => `FlowNodeDto.${f}`,
+        ),
+        'FlowDto.routing',
+      ].sort(),
+    );
+    for (const { field, description } of marked) expect({ field, description }).toEqual({ field, description: expect.stringMatching(/ Not yet acted on: .+ until .+ lands\.$/) });
+  });
+
+  it('names what is ignored when only some values of a field are', () => {
+    const schemas = document.components?.schemas as Record<string, Schema>;
+
+    expect(schemas['FlowNodeDto'].properties?.['type'].description).toContain('Not yet acted on: `llm` and `router` nodes');
+    expect(schemas['FlowEdgeDto'].properties?.['type'].description).toContain('Not yet acted on: `intent` and `event` edges');
+    expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('calls ignore it outside `keypad` mode');
+  });
+
+  it('says that an injected call event reaches the media worker and is dropped', () => {
+    const inject = document.paths['/v1/calls/{id}/events'].post as unknown as Schema;
+
+    expect(inject[PARLEY_STATUS]).toBe(NOT_YET_SUPPORTED);
+    expect(inject.description).toContain('Not yet acted on: the media worker carrying the call receives the event and drops it');
+  });
+});
