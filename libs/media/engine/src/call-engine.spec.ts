@@ -1,10 +1,12 @@
 import { register } from 'prom-client';
 import { parseEgressAllowlist } from '@parley/egress';
 import { FakeLlm } from '@parley/llm';
-import { FakeSpeechToText, FakeTextToSpeech, SpeechError } from '@parley/speech';
+import { FakeSpeechToText, FakeTextToSpeech, SpeechChunk, SpeechError, SynthesisRequest, TextToSpeech } from '@parley/speech';
 import { agentSettings, AgentSettings } from './agent-settings';
-import { CallEngine, EngineHost, EngineOptions, EngineTurn, ToolCallReport } from './call-engine';
+import { CallEngine, EngineHost, EngineOptions, EngineTurn } from './call-engine';
+import { ToolCallReport } from './tool-runner';
 import { ManualClock } from './clock';
+import { LineCache } from './line-cache';
 import { engineMetrics } from './metrics';
 import { AudioSink } from './playout';
 import { FakeCalCom } from './testing/fake-calcom';
@@ -864,5 +866,88 @@ describe('tools in a conversation turn', () => {
       { name: 'record_opt_out', kind: 'record_opt_out', arguments: '{}', ok: true },
       { name: 'end_call', kind: 'end_call', arguments: '{}', ok: true },
     ]);
+  });
+});
+
+describe('fixed lines synthesized ahead', () => {
+  /** A voice whose first audio takes 300 ms (of the test's clock), as a vendor's often does. */
+  class SlowVoice implements TextToSpeech {
+    readonly name = 'fake-tts';
+    readonly asked: [string, number][] = [];
+    private readonly inner = new FakeTextToSpeech();
+
+    constructor(private readonly clock: ManualClock) {}
+
+    async *synthesize(request: SynthesisRequest): AsyncIterable<SpeechChunk> {
+      this.asked.push([request.text, this.clock.now()]);
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, 300));
+      yield* this.inner.synthesize(request);
+    }
+  }
+
+  function call(agent: AgentSettings, lines: LineCache | undefined) {
+    const clock = new ManualClock();
+    const carrier = new FakeCarrier(clock);
+    const voice = new SlowVoice(clock);
+    const turns: EngineTurn[] = [];
+    const engine = new CallEngine(
+      agent,
+      { stt: [new FakeSpeechToText()], tts: [voice], llm: new FakeLlm(), lines },
+      { sink: carrier, clock, onTurn: (t) => void turns.push(t), hangup: () => undefined, transfer: async () => undefined },
+      { sampleRate: RATE, variables: { name: 'Sam' } },
+    );
+    carrier.engine = engine;
+    /** When the first frame at or after `at` went out. */
+    const firstFrameFrom = (at: number) => carrier.log.find((e) => e.kind === 'audio' && e.at >= at)?.at ?? Infinity;
+    return { clock, engine, voice, turns, firstFrameFrom };
+  }
+
+  it('starts the silence prompt within 100 ms of its moment, though the voice takes 300 ms to first audio', async () => {
+    const agent = settings({}, { silence_prompt_seconds: 3, silence_hangup_seconds: 20 });
+    const cached = call(agent, new LineCache());
+    void cached.engine.start();
+    await cached.clock.advance(7000);
+    const due = cached.turns[0].endMs + 3000;
+    expect(cached.turns.map((t) => t.text)).toEqual(['Hello Sam, this is Ada.', 'Are you still there?']);
+    expect(cached.firstFrameFrom(due) - due).toBeLessThanOrEqual(100);
+    // Both lines were asked for when the call started, the greeting first.
+    expect(cached.voice.asked.map(([text]) => text)).toEqual(['Hello Sam, this is Ada.', 'Are you still there?', 'Goodbye.']);
+    expect(cached.voice.asked[0][1]).toBe(0);
+
+    // Synthesized at its moment instead, the prompt starts the voice's 300 ms late.
+    const live = call(agent, undefined);
+    void live.engine.start();
+    await live.clock.advance(7000);
+    const liveDue = live.turns[0].endMs + 3000;
+    expect(live.firstFrameFrom(liveDue) - liveDue).toBeGreaterThanOrEqual(300);
+  });
+
+  it('re-prompts a keypad caller within 100 ms of the timeout', async () => {
+    const agent = settings({
+      mode: 'keypad',
+      no_input: 'Sorry, I did not get that.',
+      keypad_timeout_seconds: 3,
+      max_no_input: 3,
+      flow: { start: 'menu', nodes: [{ id: 'menu', type: 'static', say: 'Press 1 for sales.', edges: [{ to: 'menu', type: 'always' }] }] },
+    });
+    const { clock, engine, turns, firstFrameFrom } = call(agent, new LineCache());
+    void engine.start();
+    await clock.advance(6000);
+    const due = turns[0].endMs + 3000;
+    expect(turns.map((t) => t.text).slice(0, 2)).toEqual(['Press 1 for sales.', 'Sorry, I did not get that.']);
+    expect(firstFrameFrom(due) - due).toBeLessThanOrEqual(100);
+  });
+
+  it('shares the worker’s cache between calls: a line said before is not synthesized again', async () => {
+    const lines = new LineCache();
+    const agent = settings({}, { silence_prompt_seconds: 3, silence_hangup_seconds: 20 });
+    const first = call(agent, lines);
+    void first.engine.start();
+    await first.clock.advance(2000);
+    const second = call(agent, lines);
+    void second.engine.start();
+    await second.clock.advance(6000);
+    expect(second.voice.asked).toEqual([]);
+    expect(second.turns.map((t) => t.text)).toEqual(['Hello Sam, this is Ada.', 'Are you still there?']);
   });
 });

@@ -1,8 +1,10 @@
 export * from './agent-settings';
 export * from './call-engine';
 export * from './clock';
+export * from './line-cache';
 export * from './metrics';
 export * from './playout';
 export * from './sentences';
+export type { ToolCallReport, ToolNetwork } from './tool-runner';
 export * from './vad';
 export * from './tools';

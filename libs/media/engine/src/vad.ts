@@ -80,7 +80,7 @@ export class EnergyVad {
   }
 }
 
-export function rms(frame: Int16Array): number {
+function rms(frame: Int16Array): number {
   if (frame.length === 0) return 0;
   let sum = 0;
   for (let i = 0; i < frame.length; i++) sum += frame[i] * frame[i];

@@ -250,6 +250,9 @@ export class CallSession {
       : [];
     const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
+    // An answering machine may be left the agent's voicemail message on an outbound call: synthesized ahead.
+    const conversation = (agent.spec['conversation'] ?? {}) as { voicemail?: string; voicemail_message?: string };
+    const voicemailMessage = call.direction === 'outbound' && conversation.voicemail === 'message' ? conversation.voicemail_message : undefined;
     const ids = { account_id: call.account_id, call_id: call.id };
     const transcript = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
     this.transcript = transcript;
@@ -303,6 +306,7 @@ export class CallSession {
         startedAt: this.streamStartedAt,
         callId: call.id,
         tools: this.deps.tools,
+        voicemailMessage,
         ...(resume
           ? { resume: { reason: resume, turns: turns.filter((t) => t.role === 'user' || t.role === 'assistant').map((t) => ({ role: t.role as 'user' | 'assistant', text: t.text })) } }
           : {}),

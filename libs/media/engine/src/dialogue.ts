@@ -1,0 +1,31 @@
+import { AgentSettings, LanguageSettings } from './agent-settings';
+import { offeredTools, OfferedTool } from './tools';
+
+/**
+ * What the agent's next reply is made of: its instructions and the tools it may call. The engine asks before each
+ * reply, so turn-taking never depends on where they come from: the agent's one prompt today; a flow runtime that
+ * moves between nodes plugs in here as another implementation.
+ */
+export interface Dialogue {
+  /** The system prompt of the next reply in `language`, variables not yet filled; empty: none. */
+  instructions(language: LanguageSettings): string;
+  /** The tools the next reply may call. */
+  tools(): OfferedTool[];
+}
+
+/** The agent's own prompt (per language) and tool set, the same for every turn. */
+export class AgentDialogue implements Dialogue {
+  private readonly toolset: OfferedTool[];
+
+  constructor(settings: AgentSettings) {
+    this.toolset = settings.mode === 'conversation' ? offeredTools(settings.tools) : [];
+  }
+
+  instructions(language: LanguageSettings): string {
+    return language.systemPrompt;
+  }
+
+  tools(): OfferedTool[] {
+    return this.toolset;
+  }
+}
