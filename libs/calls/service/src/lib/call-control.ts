@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1, callsV1 } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, callsV1, readAgent, VoicemailAction } from '@parley/contracts';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
@@ -82,7 +82,7 @@ interface AgentSettings {
   carrier: string;
   ringSeconds: number;
   /** What to do when an answering machine picks up an outbound call (the agent's conversation.voicemail). */
-  voicemail: 'continue' | 'hangup' | 'message';
+  voicemail: VoicemailAction;
   voicemailMessage: string;
   /** Only agents that talk need the carrier to tell people from machines. */
   converses: boolean;
@@ -404,12 +404,7 @@ export class CallControl {
     try {
       const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
       if (!agent) throw AppError.notFound('agent');
-      const effective = JSON.parse(agent.effective_json || '{}') as { record_calls?: boolean; carrier?: string };
-      const spec = JSON.parse(agent.spec_json || '{}') as {
-        ring_seconds?: number;
-        mode?: string;
-        conversation?: { voicemail?: AgentSettings['voicemail']; voicemail_message?: string };
-      };
+      const { spec, effective } = readAgent(agent);
       return {
         recordCalls: effective.record_calls === true,
         carrier: effective.carrier ?? '',

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1 } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, PostCall, readAgent } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { LlmProvider } from '@parley/llm';
 import { serviceLogger } from '@parley/observability';
@@ -32,13 +32,6 @@ export const POST_CALL_CONCURRENCY = 4;
 export const POST_CALL_POLL_MS = 1_000;
 
 const FIELD_TYPES: readonly ExtractionField['type'][] = ['string', 'number', 'boolean', 'enum'];
-
-/** An agent's `post_call` block as stored in its spec (every member optional). */
-interface PostCallBlock {
-  summary?: boolean;
-  model?: string;
-  extraction?: { name?: unknown; description?: unknown; type?: unknown; options?: unknown }[];
-}
 
 export type AnalysisOutcome = 'analysed' | 'already_done' | 'nothing_to_do' | 'gone' | 'retry' | 'given_up' | 'stale' | 'released';
 
@@ -166,10 +159,10 @@ export class PostCallAnalysis {
 
   /** The agent's post-call settings: summary on unless off; its model, else POST_CALL_MODEL. A deleted agent: the defaults. */
   private async settings(accountId: string, agentId: string): Promise<PostCallSettings> {
-    let block: PostCallBlock = {};
+    let block: PostCall = {};
     try {
       const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
-      if (agent) block = ((JSON.parse(agent.spec_json || '{}') as { post_call?: PostCallBlock }).post_call ?? {}) as PostCallBlock;
+      if (agent) block = readAgent(agent).spec.post_call ?? {};
     } catch (error) {
       if (!(error instanceof AppError && error.code === 'not_found')) throw error;
     }
