@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1 } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, readAgent } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
@@ -30,7 +30,7 @@ export class AgentWebhooks {
     let url: string | undefined;
     try {
       const res = await this.client.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
-      url = (JSON.parse(res.agent?.effective_json || '{}') as { webhook_url?: string }).webhook_url || undefined;
+      url = (res.agent && readAgent(res.agent).effective.webhook_url) || undefined;
     } catch (error) {
       // A deleted agent's events go to the tenant's endpoints.
       if ((error as { code?: string }).code !== 'not_found') throw error;
