@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -59,11 +59,12 @@ describe('API conventions and security', () => {
       const file = join(mkdtempSync(join(tmpdir(), 'openapi-')), 'openapi.json');
       writeFileSync(file, JSON.stringify(openapi));
       const root = resolve(__dirname, '..', '..', '..');
-      const out = execFileSync(join(root, 'node_modules/.bin/redocly'), ['lint', file, '--config', join(root, 'redocly.yaml')], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      expect(out).toBeDefined();
+      // The JSON report, so a failure names the rule and the place instead of only an exit status.
+      const run = spawnSync(join(root, 'node_modules/.bin/redocly'), ['lint', file, '--config', join(root, 'redocly.yaml'), '--format', 'json'], { encoding: 'utf8' });
+      const report = JSON.parse(run.stdout) as { totals: { errors: number }; problems: { severity: string; ruleId: string; message: string }[] };
+      expect(report.problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+      expect(report.totals.errors).toBe(0);
+      expect(run.status).toBe(0);
     });
 
     it('serves an interactive reference from the package, without a CDN', async () => {
