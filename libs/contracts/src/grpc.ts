@@ -42,3 +42,10 @@ export const CALLS_V1: GrpcContract = {
   service: 'CallsService',
   protoFile: 'parley/calls/v1/calls.proto',
 };
+
+/** Commands to the media worker carrying a call (served by every media worker, addressed per call). */
+export const MEDIA_V1: GrpcContract = {
+  package: 'parley.media.v1',
+  service: 'MediaWorkerService',
+  protoFile: 'parley/media/v1/media.proto',
+};

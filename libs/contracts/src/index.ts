@@ -6,5 +6,6 @@ export * as agentsV1 from './gen/parley/agents/v1/agents';
 export * as healthV1 from './gen/grpc/health/v1/health';
 export * as webhooksV1 from './gen/parley/webhooks/v1/webhooks';
 export * as callsV1 from './gen/parley/calls/v1/calls';
+export * as mediaV1 from './gen/parley/media/v1/media';
 export * from './agents';
 export * from './live';

@@ -43,6 +43,7 @@ describe('loadConfig', () => {
     expect(config.SECRET_KEY).toBeUndefined();
     expect(config.OPS_PORT).toBeUndefined();
     expect(config.GRPC_BIND).toBeUndefined();
+    expect(config.MEDIA_GRPC_ADVERTISE_URL).toBeUndefined();
   });
 
   it('converts numeric environment strings to numbers', () => {
@@ -71,6 +72,7 @@ describe('loadConfig', () => {
       BOOTSTRAP_KEYS: `acme:owner:${VALID_KEY}`,
       SECRET_KEY: 'x'.repeat(32),
       GRPC_BIND: '0.0.0.0:50051',
+      MEDIA_GRPC_ADVERTISE_URL: '10.0.3.7:50053',
       LOG_LEVEL: 'silent',
     });
 
@@ -81,6 +83,7 @@ describe('loadConfig', () => {
       BOOTSTRAP_KEYS: `acme:owner:${VALID_KEY}`,
       SECRET_KEY: 'x'.repeat(32),
       GRPC_BIND: '0.0.0.0:50051',
+      MEDIA_GRPC_ADVERTISE_URL: '10.0.3.7:50053',
       LOG_LEVEL: 'silent',
     });
   });
@@ -120,12 +123,13 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'loud',
       NATS_URL: 'http://nats:4222',
       AGENTS_GRPC_URL: 'agents',
+      MEDIA_GRPC_ADVERTISE_URL: 'http://10.0.3.7:50053',
       SECRET_KEY: 'short',
     });
 
     const variables = new Set(error.problems.map((p) => p.split(':')[0]));
     expect([...variables].sort()).toEqual(
-      ['AGENTS_GRPC_URL', 'EMBEDDED_PG_PORT', 'LOG_LEVEL', 'NATS_URL', 'PORT', 'RPC_TIMEOUT_MS', 'SECRET_KEY'].sort(),
+      ['AGENTS_GRPC_URL', 'EMBEDDED_PG_PORT', 'LOG_LEVEL', 'MEDIA_GRPC_ADVERTISE_URL', 'NATS_URL', 'PORT', 'RPC_TIMEOUT_MS', 'SECRET_KEY'].sort(),
     );
   });
 

@@ -170,6 +170,15 @@ export class ServiceConfig {
   @Matches(HOST_PORT, { message: 'MEDIA_GRPC_URL must be host:port' })
   MEDIA_GRPC_URL: string = '127.0.0.1:50053';
 
+  /**
+   * Where the calls service reaches this media worker's own command server (host:port), sent with every stream it
+   * attaches: with several workers, MEDIA_GRPC_URL may name them all (a load-balanced address), this names one
+   * (e.g. the pod's IP). Unset: MEDIA_GRPC_URL.
+   */
+  @IsOptional()
+  @Matches(HOST_PORT, { message: 'MEDIA_GRPC_ADVERTISE_URL must be host:port' })
+  MEDIA_GRPC_ADVERTISE_URL?: string;
+
   @Matches(HOST_PORT, { message: 'WEBHOOKS_GRPC_URL must be host:port' })
   WEBHOOKS_GRPC_URL: string = '127.0.0.1:50054';
 

@@ -163,6 +163,11 @@ export interface AttachMediaRequest {
   stream_token: string;
   carrier: string;
   carrier_call_id: string;
+  /**
+   * host:port where the attaching media worker takes commands (parley.media.v1.MediaWorkerService) for this call:
+   * its MEDIA_GRPC_ADVERTISE_URL. Empty: the call cannot be commanded, only told through heartbeat answers.
+   */
+  command_address: string;
 }
 
 export interface AttachMediaResponse {
@@ -184,7 +189,10 @@ export interface MediaHeartbeatRequest {
 }
 
 export interface MediaHeartbeatResponse {
-  /** False once the call is over: the worker hangs up its side. */
+  /**
+   * False once the call is over: the worker hangs up its side. The fallback for an EndStream command that could
+   * not be delivered (the worker's command address unreachable for a while).
+   */
   live: boolean;
 }
 
