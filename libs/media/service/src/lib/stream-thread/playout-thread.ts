@@ -22,6 +22,8 @@ const TICK_MS = 5;
 const MAX_CATCH_UP_MS = 4;
 const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
 const STATS_EVERY_MS = 1_000;
+/** How long a stopping thread waits for carriers to answer its close frames. */
+const CLOSE_GRACE_MS = 1_000;
 /** How long carrier frames wait to be passed on together (the caller's audio is that much later to the engine). */
 const BATCH_MS = 4;
 
@@ -253,6 +255,10 @@ main.on('message', (ops: ToThread[]) => {
         drain();
         clearInterval(stats);
         for (const stream of streams.values()) stream.close(1001, 'media worker shutting down');
+        // A carrier that does not answer the close handshake is cut off rather than holding the shutdown for ws's 30 s.
+        setTimeout(() => {
+          for (const ws of wss.clients) ws.terminate();
+        }, CLOSE_GRACE_MS).unref();
         wss.close(() => void closed.then(() => post({ ev: 'stopped' })));
         break;
     }

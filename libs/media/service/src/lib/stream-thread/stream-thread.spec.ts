@@ -155,6 +155,19 @@ describe('stream thread', () => {
     await until(() => stats.sent >= 18, 3_000);
   });
 
+  it('stops within about a second even when a carrier never answers its close frame', async () => {
+    const stubborn = new StreamThread({ carriers: ['twilio'], maxPayload: 1024 }, { open: () => undefined, frame: () => undefined, closed: () => undefined, error: () => undefined, stats: () => undefined, exit: () => undefined });
+    const at = await stubborn.listen(0, '127.0.0.1');
+    const ws = new WebSocket(`ws://127.0.0.1:${at}/streams/twilio`);
+    await new Promise((resolve) => ws.once('open', resolve));
+    // A carrier whose end no longer reads: the close handshake never completes.
+    (ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    const startedAt = Date.now();
+    await stubborn.stop();
+    expect(Date.now() - startedAt).toBeLessThan(3_000);
+    ws.terminate();
+  });
+
   it('drains: new streams are refused, live ones go on until stopped, then close with 1001', async () => {
     const { id, line } = await connect();
     thread.send({ op: 'drain' });
