@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// DIAGNOSTIC, not the capacity figure: the conversation engine alone, in one process with in-process fakes — how
+// DIAGNOSTIC, not the capacity figure: the voice engine alone, in one process with in-process fakes — how
 // many simultaneous calls one core carries with outbound frames paced 20 ± 5 ms at p99, the engine's own overhead
 // per turn, and barge-in → clear latency. It leaves out everything around the engine (carrier sockets, JSON and
 // base64, the control plane, vendor sockets); the figure users meet is bench/media.mjs (`npm run bench:media`),
@@ -38,7 +38,7 @@ if (!existsSync(join(DIST, 'media', 'engine', 'src', 'index.js'))) {
   console.error('Build the media worker first: npx nx run media-worker:build');
   process.exit(1);
 }
-const { CallEngine, agentSettings, realClock } = require(join(DIST, 'media', 'engine', 'src', 'index.js'));
+const { VoiceEngine, agentSettings, realClock } = require(join(DIST, 'media', 'engine', 'src', 'index.js'));
 const { FakeSpeechToText, FakeTextToSpeech } = require(join(DIST, 'providers', 'speech', 'src', 'index.js'));
 const { FakeLlm } = require(join(DIST, 'providers', 'llm', 'src', 'index.js'));
 
@@ -119,7 +119,7 @@ function simulatedCall(results) {
     };
     return stream;
   };
-  const engine = new CallEngine(settings, { stt: [stt], tts: [tts], llm }, { sink, clock: realClock, onTurn: () => undefined, hangup: () => undefined, transfer: async () => undefined }, { sampleRate: RATE });
+  const engine = new VoiceEngine(settings, { stt: [stt], tts: [tts], llm }, { sink, clock: realClock, onTurn: () => undefined, hangup: () => undefined, transfer: async () => undefined }, { sampleRate: RATE });
   // Calls are out of phase with one another, as real ones are: no synchronized bursts of turns.
   let t = 20 * Math.floor(Math.random() * 150);
   return {

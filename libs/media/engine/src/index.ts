@@ -1,5 +1,5 @@
 export * from './agent-settings';
-export * from './call-engine';
+export * from './voice-engine';
 export * from './clock';
 export * from './line-cache';
 export * from './metrics';

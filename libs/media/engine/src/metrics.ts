@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 
 const seconds = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5];
 
-/** The conversation engine's metrics (one registry per process, shared by every call on the worker). */
+/** The voice engine's metrics (one registry per process, shared by every call on the worker). */
 export const engineMetrics = {
   callsInProgress: new Gauge({ name: 'parley_engine_calls_in_progress', help: 'Conversations running on this worker (autoscaling signal)' }),
   stageLatency: new Histogram({

@@ -3,7 +3,7 @@ import { MediaWorkerModule } from './lib/media-worker.module';
 
 export { MediaWorkerModule };
 
-/** Terminates carrier audio and runs the conversation engine; stateless: no schema. */
+/** Terminates carrier audio and runs the voice engine; stateless: no schema. */
 export const mediaWorkerService: ServiceDefinition = {
   name: 'media-worker',
   module: MediaWorkerModule,

@@ -1,7 +1,7 @@
 import { SpeechError } from './speech-error';
 
 /**
- * Streaming speech recognition as the conversation engine uses it: one stream per caller turn or per call, fed
+ * Streaming speech recognition as the voice engine uses it: one stream per caller turn or per call, fed
  * 20 ms frames of PCM16 mono, answering with transcripts. Streaming vendors (Deepgram live) transcribe as audio
  * arrives; request/response vendors (OpenAI-compatible transcription) buffer and transcribe on `finalize()`.
  */

@@ -1,5 +1,5 @@
 /**
- * Streaming speech synthesis as the conversation engine uses it: one request per sentence, audio back in chunks
+ * Streaming speech synthesis as the voice engine uses it: one request per sentence, audio back in chunks
  * as the vendor produces it, cancelled at once through the AbortSignal (barge-in).
  */
 export interface SynthesisRequest {

@@ -40,7 +40,7 @@ export function canMove(from: CallStatus, to: CallStatus): boolean {
   return NEXT[from].includes(to);
 }
 
-/** Why the conversation engine may end a call (EndCall reasons beyond the API's hangup and given_up). */
+/** Why the voice engine may end a call (EndCall reasons beyond the API's hangup and given_up). */
 export const ENGINE_END_REASONS: readonly EndReason[] = ['completed', 'silence', 'max_duration', 'no_input', 'voicemail', 'shutdown'];
 
 /** How an API-initiated end is recorded: before the call was answered it is a cancellation. */

@@ -1,7 +1,7 @@
 import { CallActivity, callsV1, LIVE } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
-import { agentSettings, CallEngine, EngineProviders, realClock } from '@parley/voice-engine';
+import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -54,7 +54,7 @@ export interface CallSessionDeps {
 
 /**
  * One carrier media stream, from `start` to `stop`: proves the stream belongs to a live call (the per-call token
- * in the stream parameters), runs the agent's conversation engine on it, keeps the call alive with heartbeats,
+ * in the stream parameters), runs the agent's voice engine on it, keeps the call alive with heartbeats,
  * reports turns (through a TranscriptWriter: in order, retried, flushed before the call is ended or the stream
  * finishes), records both sides when the agent asks for recordings, and closes the stream when the call is
  * ended from elsewhere.
@@ -77,7 +77,7 @@ export class CallSession {
   /** The stream's `start` is settled: frames go straight to the engine, not through a promise each (50 a second). */
   private attached = false;
   private readonly framesIn: ReturnType<typeof mediaFramesIn.labels>;
-  private engine: CallEngine | undefined;
+  private engine: VoiceEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
   private transcript: TranscriptWriter | undefined;
@@ -256,7 +256,7 @@ export class CallSession {
     const ids = { account_id: call.account_id, call_id: call.id };
     const transcript = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
     this.transcript = transcript;
-    this.engine = new CallEngine(
+    this.engine = new VoiceEngine(
       settings,
       this.deps.providers,
       {

@@ -146,7 +146,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
   }
 }
 
-/** Terminates carrier audio streams (and, with the conversation engine, runs the agent); stateless: no schema. */
+/** Terminates carrier audio streams (and, with the voice engine, runs the agent); stateless: no schema. */
 @Module({
   imports: [
     ClientsModule.registerAsync([

@@ -3,7 +3,7 @@ import { parseEgressAllowlist } from '@parley/egress';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech, SpeechChunk, SpeechError, SynthesisRequest, TextToSpeech } from '@parley/speech';
 import { agentSettings, AgentSettings } from './agent-settings';
-import { CallEngine, EngineHost, EngineOptions, EngineTurn } from './call-engine';
+import { VoiceEngine, EngineHost, EngineOptions, EngineTurn } from './voice-engine';
 import { ToolCallReport } from './tool-runner';
 import { ManualClock } from './clock';
 import { LineCache } from './line-cache';
@@ -18,7 +18,7 @@ const FRAME = 160;
 /** A carrier seen from the engine: records what it was sent, plays at real time and echoes marks once played. */
 class FakeCarrier implements AudioSink {
   readonly log: { at: number; kind: 'audio' | 'mark' | 'clear'; name?: string }[] = [];
-  engine!: CallEngine;
+  engine!: VoiceEngine;
   private playedUntil = 0;
 
   constructor(private readonly clock: ManualClock) {}
@@ -83,7 +83,7 @@ function setup(
   const stt = options.stt ?? [new FakeSpeechToText()];
   const tts = options.tts ?? [new FakeTextToSpeech()];
   const llm = options.llm ?? new FakeLlm();
-  const engine = new CallEngine(
+  const engine = new VoiceEngine(
     agent,
     { stt, tts, llm },
     {
@@ -107,7 +107,7 @@ function setup(
   return { clock, carrier, turns, hangups, transfers, stt, tts, llm, engine, feed };
 }
 
-describe('conversation engine', () => {
+describe('voice engine', () => {
   it('speaks the greeting exactly as written, with variables, when the call opens', async () => {
     const { engine, clock, turns, tts, carrier } = setup(settings());
     const started = engine.start();
@@ -470,7 +470,7 @@ describe('a transfer that did not connect', () => {
     const llm = new FakeLlm(['Of course, what else?']);
     const stt = new FakeSpeechToText();
     const turns: EngineTurn[] = [];
-    const engine = new CallEngine(
+    const engine = new VoiceEngine(
       settings(),
       { stt: [stt], tts: [tts], llm },
       { sink: carrier, clock, onTurn: (t) => void turns.push(t), hangup: () => undefined, transfer: async () => undefined },
@@ -890,7 +890,7 @@ describe('fixed lines synthesized ahead', () => {
     const carrier = new FakeCarrier(clock);
     const voice = new SlowVoice(clock);
     const turns: EngineTurn[] = [];
-    const engine = new CallEngine(
+    const engine = new VoiceEngine(
       agent,
       { stt: [new FakeSpeechToText()], tts: [voice], llm: new FakeLlm(), lines },
       { sink: carrier, clock, onTurn: (t) => void turns.push(t), hangup: () => undefined, transfer: async () => undefined },

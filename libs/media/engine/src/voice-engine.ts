@@ -91,7 +91,7 @@ const BUILT_IN = {
  * menu is the keypad mode. What the next reply is made of (prompt, tools) comes from a Dialogue. Fixed lines are
  * synthesized ahead through the worker's LineCache.
  */
-export class CallEngine {
+export class VoiceEngine {
   private readonly playout: Playout;
   private readonly startedAt: number;
   private language: LanguageSettings;
