@@ -1,5 +1,7 @@
 import { FakeTextToSpeech, SpeechChunk, SpeechError } from '@parley/speech';
+import { realClock } from './clock';
 import { LineCache } from './line-cache';
+import { FallbackTextToSpeech } from './tts-fallback';
 
 const line = (text: string, voiceId = 'ada') => ({ text, language: 'en-US', voiceId });
 const read = async (chunks: AsyncIterable<SpeechChunk>) => {
@@ -79,5 +81,18 @@ describe('LineCache', () => {
     expect(chunks).toHaveLength(2);
     await cache.prepare(tts, line('Press 1 for sales, 2 for support.'));
     expect(tts.syntheses.map((s) => s.outcome)).toEqual(['completed']);
+  });
+
+  it('plays a line a fallback voice spoke but does not keep it: the next call asks the first choice again', async () => {
+    const first = new FakeTextToSpeech({ name: 'first' }).failNext(new SpeechError('down', { code: 'connection', provider: 'first' }));
+    const spare = new FakeTextToSpeech({ name: 'spare' });
+    const voice = new FallbackTextToSpeech([first, spare], { clock: realClock, voices: {}, firstAudioTimeoutMs: 1000 });
+    const cache = new LineCache();
+    expect((await read(cache.synthesize(voice, { ...line('Goodbye.'), signal: signal() }))).length).toBeGreaterThan(0);
+    expect(cache.bytes).toBe(0);
+    await read(cache.synthesize(voice, { ...line('Goodbye.'), signal: signal() }));
+    expect(first.syntheses.map((s) => s.outcome)).toEqual(['failed', 'completed']);
+    expect(spare.syntheses).toHaveLength(1);
+    expect(cache.bytes).toBeGreaterThan(0);
   });
 });

@@ -8,6 +8,8 @@ interface Entry {
   bytes: number;
   done: boolean;
   failed?: unknown;
+  /** Produced by another provider than the voice's first choice (its fallback): played, not kept. */
+  standIn?: boolean;
   /** Readers waiting for the next chunk. */
   waiting: (() => void)[];
 }
@@ -20,7 +22,9 @@ export const LINE_CACHE_BYTES = 8 * 1024 * 1024;
  * worker shared by its calls, so a line known in advance starts at its moment instead of after the synthesizer's
  * time to first audio. Keyed by voice (provider and voice id), language, speed, pitch and text; bounded by
  * bytes, least recently used first out. A line still being synthesized is read as it comes (the greeting is
- * asked for when the call starts and played at once); a line whose synthesis failed or gave no audio is not kept.
+ * asked for when the call starts and played at once); a line whose synthesis failed or gave no audio is not kept,
+ * nor one a fallback voice spoke (chunks naming another provider than the voice's): later calls ask the first
+ * choice again rather than hear another voice's line until it is evicted.
  */
 export class LineCache {
   private readonly entries = new Map<string, Entry>();
@@ -69,13 +73,14 @@ export class LineCache {
   private async produce(k: string, entry: Entry, tts: TextToSpeech, request: LineRequest): Promise<void> {
     try {
       for await (const chunk of tts.synthesize({ ...request, signal: new AbortController().signal })) {
+        if ('provider' in chunk && chunk.provider !== tts.name) entry.standIn = true;
         entry.chunks.push(chunk);
         entry.bytes += chunk.pcm.byteLength;
         if (this.entries.get(k) === entry) this.held += chunk.pcm.byteLength;
         wake(entry);
       }
       entry.done = true;
-      if (!entry.chunks.length) this.drop(k, entry);
+      if (!entry.chunks.length || entry.standIn) this.drop(k, entry);
     } catch (error) {
       entry.failed = error;
       this.drop(k, entry);

@@ -2,6 +2,11 @@ import { SpeechChunk, SpeechError, SynthesisRequest, TextToSpeech } from '@parle
 import { Clock } from './clock';
 import { engineMetrics } from './metrics';
 
+/** A chunk as the fallback chain gives it: which provider produced it. */
+export interface ServedChunk extends SpeechChunk {
+  provider: string;
+}
+
 export interface TtsFallbackOptions {
   clock: Clock;
   /** Voice per provider for the providers after the first (the request's voiceId is the first one's). */
@@ -27,7 +32,7 @@ export class FallbackTextToSpeech implements TextToSpeech {
     this.name = providers[0]?.name ?? 'none';
   }
 
-  async *synthesize(request: SynthesisRequest): AsyncIterable<SpeechChunk> {
+  async *synthesize(request: SynthesisRequest): AsyncIterable<ServedChunk> {
     const { clock, firstAudioTimeoutMs: timeoutMs } = this.options;
     const signal = request.signal;
     for (let i = 0; i < this.providers.length && !signal.aborted; i++) {
@@ -45,7 +50,7 @@ export class FallbackTextToSpeech implements TextToSpeech {
           if (!chunk.pcm.length) continue;
           if (!produced) engineMetrics.stageLatency.observe({ stage: 'tts_first_audio' }, (clock.now() - started) / 1000);
           produced = true;
-          yield chunk;
+          yield { pcm: chunk.pcm, sampleRate: chunk.sampleRate, provider: tts.name };
         }
         if (!attempt.signal.aborted || signal.aborted || produced) return;
         throw new SpeechError(`no audio within ${timeoutMs} ms`, { code: 'timeout', provider: tts.name });
