@@ -1,4 +1,4 @@
-import { agentSettings } from './agent-settings';
+import { agentSettings, AgentSpec, RuntimeTools } from './agent-settings';
 
 const defaults = { model: 'default-model', sttProvider: 'deepgram', ttsProvider: 'local', llmProvider: 'openai' };
 
@@ -38,8 +38,11 @@ describe('agent settings for the engine', () => {
   });
 
   it('takes the tool configs from the runtime read (secrets in the clear) over the redacted document', () => {
-    const spec = { tool_configs: [{ kind: 'custom_function', name: 'a', request: { url: 'https://x', secret_header_names: ['K'] } }] };
-    const runtime = { tool_configs: [{ kind: 'custom_function', name: 'a', request: { url: 'https://x', secret_header_values: { K: 'v' } } }], functions: [] };
+    const spec: AgentSpec = { tool_configs: [{ kind: 'custom_function', name: 'a', description: 'A', request: { url: 'https://x', secret_header_names: ['K'] } }] };
+    const runtime: RuntimeTools = {
+      tool_configs: [{ kind: 'custom_function', name: 'a', description: 'A', request: { url: 'https://x', secret_header_values: { K: 'v' } } }],
+      functions: [],
+    };
     expect(agentSettings(spec, {}, defaults, runtime).tools.toolConfigs).toEqual(runtime.tool_configs);
     expect(agentSettings(spec, {}, defaults).tools.toolConfigs).toEqual(spec.tool_configs);
   });

@@ -1,4 +1,5 @@
-import { RegisteredFunction, ToolConfig, ToolSettings } from './tools';
+import type { AgentDocument, AgentMode, AgentRuntimeTools, EffectiveConfig, FlowNode, LanguageDetection } from '@parley/contracts';
+import { ToolConfig, ToolSettings } from './tools';
 
 /**
  * What the engine needs of an agent, with the spec's "0 means default" rules applied once. Built from the agent
@@ -15,24 +16,10 @@ export interface LanguageSettings {
   voices: Record<string, string>;
 }
 
-export interface FlowNode {
-  id: string;
-  type: 'llm' | 'static' | 'router';
-  say?: string;
-  say_in?: Record<string, string>;
-  edges?: FlowEdge[];
-}
-
-export interface FlowEdge {
-  to: string;
-  type?: 'intent' | 'expression' | 'always' | 'event';
-  priority?: number;
-  event?: string;
-  expression?: { logic?: 'and' | 'or'; conditions: { variable: string; operator: string; value?: unknown }[] };
-}
+export type { FlowEdge, FlowNode } from '@parley/contracts';
 
 export interface AgentSettings {
-  mode: 'conversation' | 'keypad' | 'normal' | 'webrtc';
+  mode: AgentMode;
   languages: LanguageSettings[];
   model: string;
   temperature: number | undefined;
@@ -54,56 +41,15 @@ export interface AgentSettings {
   keypadTimeoutSeconds: number;
   maxNoInput: number;
   /** `follow`: move to another configured language when the caller speaks it. */
-  languageDetection: 'off' | 'follow';
+  languageDetection: LanguageDetection;
   noInput: string;
 }
 
-interface Spec {
-  mode?: AgentSettings['mode'];
-  languages?: {
-    code: string;
-    greeting?: string;
-    system_prompt?: string;
-    silence_prompt?: string;
-    stt_provider?: string;
-    tts_provider?: string;
-    voice_id?: string;
-    voices?: Record<string, string>;
-  }[];
-  conversation?: {
-    interrupt_words?: number;
-    interrupt_phrases?: string[];
-    silence_prompt_seconds?: number;
-    silence_hangup_seconds?: number;
-    max_call_seconds?: number;
-  };
-  flow?: { start?: string; nodes?: FlowNode[] };
-  tool_configs?: unknown[];
-  keypad_timeout_seconds?: number;
-  max_no_input?: number;
-  no_input?: string;
-  language_detection?: 'off' | 'follow';
-}
-
-interface Effective {
-  model?: string;
-  models?: Record<string, string>;
-  temperature?: number;
-  max_tokens?: number;
-  speed?: number;
-  pitch?: number;
-  autonomy?: string;
-  capabilities?: { end_call?: boolean; call_functions?: boolean; transfer?: boolean; max_tool_rounds?: number };
-  transfer_number?: string;
-  tools?: string[];
-  filler_phrase?: string;
-}
+/** The agent document as read; every field may be absent (an agent stored before the field existed). */
+export type AgentSpec = Partial<AgentDocument>;
 
 /** What only the media worker's runtime read carries: tool configs with their secrets, registered functions. */
-export interface RuntimeTools {
-  tool_configs?: unknown[];
-  functions?: unknown[];
-}
+export type RuntimeTools = Partial<AgentRuntimeTools>;
 
 /** -1 never, 0 (or absent) the default, else the value. */
 const seconds = (value: number | undefined, fallback: number) => (value === -1 ? undefined : value ? value : fallback);
@@ -113,8 +59,8 @@ const positive = (value: number | undefined) => (value ? value : undefined);
  * `defaults.llmProvider` names the deployment's model provider: an agent's `models[that name]` overrides `model`.
  */
 export function agentSettings(
-  spec: Spec,
-  effective: Effective,
+  spec: AgentSpec,
+  effective: EffectiveConfig,
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string },
   runtime?: RuntimeTools,
 ): AgentSettings {
@@ -158,8 +104,9 @@ export function agentSettings(
       transfer: !custom || caps.transfer === true,
       maxToolRounds: custom && caps.max_tool_rounds ? Math.min(10, Math.max(1, caps.max_tool_rounds)) : 3,
       functionNames: effective.tools ?? [],
-      functions: (runtime?.functions ?? []) as RegisteredFunction[],
-      // The runtime read carries the secrets; the agent document's own list (redacted) serves without it.
+      functions: runtime?.functions ?? [],
+      // The runtime read carries the secrets; the agent document's own list (redacted) serves without it. Narrowed
+      // by kind: the agents service refuses a tool config without its kind's block.
       toolConfigs: (runtime?.tool_configs ?? spec.tool_configs ?? []) as ToolConfig[],
       fillerPhrase: effective.filler_phrase ?? '',
       transferNumber: effective.transfer_number ?? '',

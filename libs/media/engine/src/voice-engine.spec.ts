@@ -2,7 +2,8 @@ import { register } from 'prom-client';
 import { parseEgressAllowlist } from '@parley/egress';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech, SpeechChunk, SpeechError, SynthesisRequest, TextToSpeech } from '@parley/speech';
-import { agentSettings, AgentSettings } from './agent-settings';
+import type { EffectiveConfig, RegisteredFunction, ToolConfigInput } from '@parley/contracts';
+import { agentSettings, AgentSettings, RuntimeTools } from './agent-settings';
 import { VoiceEngine, EngineHost, EngineOptions, EngineTurn } from './voice-engine';
 import { ToolCallReport } from './tool-runner';
 import { ManualClock } from './clock';
@@ -583,7 +584,7 @@ describe('tools in a conversation turn', () => {
 
   const ENGINE: Partial<EngineOptions> = { tools: { egress: parseEgressAllowlist('127.0.0.1').policy }, callId: 'call_1' };
 
-  const orderTool = (url = `${base}/orders/{{order_id}}/status`, extra: Record<string, unknown> = {}) => ({
+  const orderTool = (url = `${base}/orders/{{order_id}}/status`, extra: Partial<ToolConfigInput> = {}): ToolConfigInput => ({
     kind: 'custom_function',
     name: 'order_status',
     description: 'Look up the status of an order.',
@@ -599,7 +600,7 @@ describe('tools in a conversation turn', () => {
     ...extra,
   });
 
-  function toolAgent(effective: Record<string, unknown> = {}, tools: { tool_configs?: unknown[]; functions?: unknown[] } = { tool_configs: [orderTool()] }) {
+  function toolAgent(effective: EffectiveConfig = {}, tools: RuntimeTools = { tool_configs: [orderTool()] }) {
     return agentSettings(
       {
         languages: [{ code: 'en-US', system_prompt: 'You are Ada.', stt_provider: 'fake-stt', tts_provider: 'fake-tts' }],
@@ -667,7 +668,7 @@ describe('tools in a conversation turn', () => {
       cal.slots = { 42: ['2026-03-02T09:00:00.000-05:00', '2026-03-02T09:30:00.000-05:00'] };
     });
     const calendar = { provider: 'cal.com', api_key: { value: 'cal_live_engine_key' }, event_type_id: 42, timezone: 'America/New_York' };
-    const calendarTools = [
+    const calendarTools: ToolConfigInput[] = [
       { kind: 'calendar_availability', name: 'check_times', description: 'Open appointment times.', calendar },
       { kind: 'book_appointment', name: 'book', description: 'Book an appointment.', calendar },
     ];
@@ -752,7 +753,7 @@ describe('tools in a conversation turn', () => {
 
   it('calls a registered function the agent names, POSTing the arguments as JSON', async () => {
     server.answer(200, 'Sunny, 21 degrees');
-    const weather = { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, url: `${base}/weather` };
+    const weather: RegisteredFunction = { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, url: `${base}/weather` };
     const llm = new FakeLlm([{ toolCalls: [call('weather', '{"city":"Oslo"}')] }, 'It is sunny in Oslo.']);
     const h = toolSetup(toolAgent({ tools: ['weather'] }, { tool_configs: [], functions: [weather] }), llm);
     await h.ask('What is the weather in Oslo?');
@@ -819,7 +820,7 @@ describe('tools in a conversation turn', () => {
 
   it('transfers to the configured destination after the webhook, waiting for it at most 3 s', async () => {
     server.hang();
-    const transfer = { kind: 'transfer_call', name: 'to_sales', description: 'Sales', pre_tool_message: { en: 'Putting you through.' }, transfer: { destination: '+15550100200', webhook_url: `${base}/transfer` } };
+    const transfer: ToolConfigInput = { kind: 'transfer_call', name: 'to_sales', description: 'Sales', pre_tool_message: { en: 'Putting you through.' }, transfer: { destination: '+15550100200', webhook_url: `${base}/transfer` } };
     const llm = new FakeLlm([{ toolCalls: [call('to_sales', '{"reason":"wants sales","destination":"+19995550000"}')] }]);
     const h = toolSetup(toolAgent({}, { tool_configs: [transfer] }), llm);
     await h.ask('Sales please.');

@@ -1,79 +1,22 @@
+import type { ApiKeyHint, ApiKeyInput, ToolCalendar, ToolConfigOf, ToolRequest, ToolTransfer } from '@parley/contracts';
 import type { EgressPolicy, Resolver } from '@parley/egress';
 import type { Clock } from '../clock';
 
-/**
- * Tool configuration as the media worker receives it (GetAgentRuntime): the public Tool config shape with the
- * secret headers in the clear under `request.secret_header_values`.
- */
-export interface ToolParameter {
-  name: string;
-  type: 'string' | 'number' | 'integer' | 'boolean';
-  description?: string;
-  required?: boolean;
-  /** Allowed values of a string parameter. */
-  enum?: string[];
-  /** Where the argument goes; default `body`. */
-  in?: 'body' | 'query' | 'path';
-}
-
-export interface CustomFunctionConfig {
-  kind: 'custom_function';
-  name: string;
-  description: string;
-  pre_tool_message?: Record<string, string>;
-  request: {
-    url: string;
-    method?: string;
-    headers?: Record<string, string>;
-    /** Unsealed values (only the media worker's read carries them). */
-    secret_header_values?: Record<string, string>;
-    body_template?: string;
-    timeout_seconds?: number;
-    parameters?: ToolParameter[];
-  };
-}
-
-export interface TransferConfig {
-  kind: 'transfer_call';
-  name: string;
-  description: string;
-  pre_tool_message?: Record<string, string>;
-  transfer: { destination: string; webhook_url?: string };
-}
+export type { RegisteredFunction, ToolParameter } from '@parley/contracts';
 
 /**
- * A Cal.com tool. The runtime read carries the key unsealed as `calendar.api_key.value`; the agent document's own
- * list has only its `hint` (and such a tool is not offered).
+ * A tool config as the engine reads it: from the media worker's runtime read (credentials in the clear:
+ * `calendar.api_key.value`, `request.secret_header_values`) or, without that read, the agent document's redacted
+ * list (`calendar.api_key.hint`: such a calendar tool is not offered).
  */
-export interface CalendarToolConfig {
-  kind: 'calendar_availability' | 'book_appointment';
-  name: string;
-  description: string;
-  pre_tool_message?: Record<string, string>;
-  calendar?: {
-    provider?: string;
-    api_key?: { value?: string; hint?: string };
-    event_type_id?: number;
-    event_type_slug?: string;
-    event_type_title?: string;
-    duration_minutes?: number;
-    /** IANA zone of the caller; empty: the agent's (UTC). */
-    timezone?: string;
-  };
-}
+type ReadToolConfig = ToolConfigOf<ToolCalendar & { api_key?: Partial<ApiKeyInput & ApiKeyHint> }, ToolRequest & { secret_header_values?: Record<string, string> }>;
 
+export type CustomFunctionConfig = ReadToolConfig & { kind: 'custom_function'; request: NonNullable<ReadToolConfig['request']> };
+export type TransferConfig = ReadToolConfig & { kind: 'transfer_call'; transfer: ToolTransfer };
+export type CalendarToolConfig = ReadToolConfig & { kind: 'calendar_availability' | 'book_appointment' };
+
+/** By kind, with the kind's block: the agents service refuses a tool config without it. */
 export type ToolConfig = CustomFunctionConfig | TransferConfig | CalendarToolConfig;
-
-/** A function the deployment registers (FUNCTIONS_FILE): the runtime sends the arguments as JSON to `url`. */
-export interface RegisteredFunction {
-  name: string;
-  description: string;
-  /** JSON Schema (type object) of the arguments. */
-  parameters: Record<string, unknown>;
-  url: string;
-  method?: string;
-  timeout_seconds?: number;
-}
 
 /** What one invocation gives back: the text the model reads, and for the call.tool.called report, the error. */
 export interface ToolOutcome {

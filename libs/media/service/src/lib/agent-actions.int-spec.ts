@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FakeMediaStream, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
-import { callsV1 } from '@parley/contracts';
+import { callsV1, EffectiveConfig, ToolCalendar, ToolConfigOf, ToolRequest } from '@parley/contracts';
 import { parseEgressAllowlist } from '@parley/egress';
 import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
 import { InProcessBus } from '@parley/messaging';
@@ -23,7 +23,7 @@ import {
   OpenAiTextToSpeech,
 } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
-import type { RuntimeTools } from '@parley/voice-engine';
+import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { MediaStreamServer } from './media-stream.server';
 import { CallerLine, until } from './testing/caller-line';
@@ -44,8 +44,8 @@ const EGRESS = parseEgressAllowlist('127.0.0.1').policy;
 // ---- the control plane ------------------------------------------------------------------------------------
 
 interface Agent {
-  spec: Record<string, unknown>;
-  effective: Record<string, unknown>;
+  spec: AgentSpec;
+  effective: EffectiveConfig;
   /** The runtime read (GetAgentRuntime): tool configs with their secrets unsealed. */
   runtime?: RuntimeTools;
 }
@@ -297,7 +297,7 @@ function newCall(id: string, scenario: { variables?: Record<string, string>; rec
 }
 
 /** A conversation agent on Deepgram and ElevenLabs, quiet-line timers off. */
-function conversationAgent(extra: Record<string, unknown> = {}): Record<string, unknown> {
+function conversationAgent(extra: AgentSpec = {}): AgentSpec {
   return {
     mode: 'conversation',
     languages: [{ code: 'en-US', greeting: 'Hello.', system_prompt: 'You are Ada.', stt_provider: 'deepgram', tts_provider: 'elevenlabs', voice_id: 'voice-ada' }],
@@ -306,8 +306,11 @@ function conversationAgent(extra: Record<string, unknown> = {}): Record<string, 
   };
 }
 
-/** An order-lookup custom function: `{{order_id}}` in the path, a secret header, a closed schema. */
-function orderLookup(baseUrl: string, secret: string | undefined): Record<string, unknown> {
+/**
+ * An order-lookup custom function: `{{order_id}}` in the path, a secret header, a closed schema. Without `secret`,
+ * the redacted form the agent document carries; with it, the runtime read's.
+ */
+function orderLookup(baseUrl: string, secret: string | undefined): ToolConfigOf<ToolCalendar, ToolRequest & { secret_header_values?: Record<string, string> }> {
   return {
     kind: 'custom_function',
     name: 'lookup_order',

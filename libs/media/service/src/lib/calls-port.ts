@@ -1,5 +1,5 @@
-import { callsV1 } from '@parley/contracts';
-import type { RuntimeTools } from '@parley/voice-engine';
+import { callsV1, EffectiveConfig } from '@parley/contracts';
+import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
 
 /**
  * What a call session needs from the control plane (gRPC clients in the worker, fakes in unit tests): attach a
@@ -25,5 +25,5 @@ export interface CallsPort {
  * read, the tools it executes with their secrets in the clear (absent: the document's redacted tool configs).
  */
 export interface AgentsPort {
-  getAgent(accountId: string, agentId: string): Promise<{ spec: Record<string, unknown>; effective: Record<string, unknown>; runtime?: RuntimeTools }>;
+  getAgent(accountId: string, agentId: string): Promise<{ spec: AgentSpec; effective: EffectiveConfig; runtime?: RuntimeTools }>;
 }

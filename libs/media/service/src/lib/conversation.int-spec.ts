@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mulawToPcm16, parseWav } from '@parley/audio';
 import { FakeMediaStream, FakeMediaStreamMessage, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
-import { callsV1 } from '@parley/contracts';
+import { callsV1, EffectiveConfig } from '@parley/contracts';
 import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
 import { InProcessBus } from '@parley/messaging';
 import {
@@ -23,7 +23,7 @@ import {
   OpenAiTextToSpeech,
 } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
-import { EnergyVad, SentenceChunker } from '@parley/voice-engine';
+import { AgentSpec, EnergyVad, SentenceChunker } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { MediaStreamServer } from './media-stream.server';
 import { CallerLine, COMFORT_NOISE, until } from './testing/caller-line';
@@ -46,8 +46,8 @@ const MS_PER_CHAR = 40;
 // ---- the control plane ------------------------------------------------------------------------------------
 
 interface Agent {
-  spec: Record<string, unknown>;
-  effective: Record<string, unknown>;
+  spec: AgentSpec;
+  effective: EffectiveConfig;
 }
 
 /** A turn as the calls service received it, with the time (performance.now()) it arrived. */

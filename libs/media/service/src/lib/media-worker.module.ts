@@ -1,6 +1,6 @@
 import { Inject, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1, CALLS_V1, callsV1 } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, CALLS_V1, callsV1, readAgentRuntime } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
@@ -87,14 +87,7 @@ class GrpcAgentsPort implements AgentsPort {
   }
 
   async getAgent(accountId: string, agentId: string) {
-    const res = await this.client.call('getAgentRuntime', (s, md) => s.getAgentRuntime({ account_id: accountId, id: agentId }, md));
-    const agent = res.agent;
-    if (!agent) throw new Error('agents service answered without an agent');
-    return {
-      spec: JSON.parse(agent.spec_json) as Record<string, unknown>,
-      effective: JSON.parse(agent.effective_json) as Record<string, unknown>,
-      runtime: { tool_configs: JSON.parse(res.tool_configs_json || '[]') as unknown[], functions: JSON.parse(res.functions_json || '[]') as unknown[] },
-    };
+    return readAgentRuntime(await this.client.call('getAgentRuntime', (s, md) => s.getAgentRuntime({ account_id: accountId, id: agentId }, md)));
   }
 }
 
