@@ -11,7 +11,7 @@ export interface LiveSubject<P> {
   readonly payload?: P;
 }
 
-/** An event a client injected into a live call (POST /v1/calls/{id}/events), for the conversation to act on. */
+/** An event a client injected into a live call (POST /v1/calls/{id}/events); not acted on by the conversation yet. */
 export interface InjectedCallEvent {
   id: string;
   name: string;
@@ -19,13 +19,14 @@ export interface InjectedCallEvent {
   created_at: string;
 }
 
-/** What happens on one call, as it happens: each status change, each customer-facing event, injected events. */
+/**
+ * What happens on one call, as it happens: each status change, each customer-facing event, injected events. For
+ * observers (event streams); the media worker takes its commands over gRPC (parley.media.v1), not from here.
+ */
 export type CallActivity =
   | { kind: 'status'; call: Call }
   | { kind: 'event'; event: WebhookEvent }
-  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent }
-  /** An answering machine picked up and the agent leaves `message` (its voicemail is `message`). */
-  | { kind: 'voicemail'; call_id: string; message: string };
+  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent };
 
 /** How loaded one media worker is, as it reports itself every `report_every_ms` (call admission reads it). */
 export interface MediaLoadReport {

@@ -1,3 +1,4 @@
+import { MEDIA_V1 } from '@parley/contracts';
 import { ServiceDefinition } from '@parley/runtime';
 import { MediaWorkerModule } from './lib/media-worker.module';
 
@@ -7,5 +8,6 @@ export { MediaWorkerModule };
 export const mediaWorkerService: ServiceDefinition = {
   name: 'media-worker',
   module: MediaWorkerModule,
-  grpc: { contracts: [], url: (c) => c.MEDIA_GRPC_URL },
+  // Its commands (parley.media.v1); the calls service dials each worker at the address it advertised.
+  grpc: { contracts: [MEDIA_V1], url: (c) => c.MEDIA_GRPC_URL },
 };

@@ -14,18 +14,32 @@ import { CallsRepository } from './calls.repository';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
+import { FakeMediaWorkers } from './testing/fake-media-workers';
 
 /** The agents service as the calls service sees it: agent agt_1 of accounts acc_1 and acc_3; agt_slow answers in 300 ms. */
 const AGENT = { effective_json: '{"record_calls":true}', spec_json: '{"ring_seconds":45}' };
+/** agt_vm leaves a message on answering machines. */
+const VOICEMAIL_AGENT = { effective_json: '{}', spec_json: '{"conversation":{"voicemail":"message","voicemail_message":"Please call us back."}}' };
 const agents = {
   getService: () => ({
     getAgent: (req: { account_id: string; id: string }) =>
       req.id === 'agt_slow'
         ? of({ agent: AGENT }).pipe(delay(300))
+        : req.id === 'agt_vm'
+          ? of({ agent: VOICEMAIL_AGENT })
         : of({ agent: ['acc_1', 'acc_3'].includes(req.account_id) && req.id === 'agt_1' ? AGENT : undefined }),
     locateAgent: () => of({ account_id: 'acc_1' }),
   }),
 } as unknown as ClientGrpc;
+
+/** Waits for a command sent after a commit (never awaited by the change that caused it). */
+async function until(check: () => boolean, ms = 2_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   let db: TestDatabase;
@@ -33,6 +47,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   let relay: OutboxRelay;
   let control: CallControl;
   let calls: CallsDomain;
+  const workers = new FakeMediaWorkers();
   let admission: CallAdmission;
   const twilio = new FakeTwilioServer();
   const config = new ServiceConfig();
@@ -53,7 +68,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
     const repository = new CallsRepository(dataSource);
-    calls = new CallsDomain(repository, relay, bus, config);
+    calls = new CallsDomain(repository, relay, bus, config, workers.commands);
     admission = new CallAdmission(bus, repository, config);
     control = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, config, admission);
   });
@@ -82,6 +97,60 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     await expect(control.attachMedia(token, 'twilio', 'CAsomeoneelse')).rejects.toMatchObject({ code: 'unauthenticated' });
     await expect(control.attachMedia(`${token}x`, 'twilio', dial.callSid!)).rejects.toMatchObject({ code: 'unauthenticated' });
     expect(await control.attachMedia(token, 'twilio', dial.callSid!)).toMatchObject({ call: { status: 'in_progress' }, resume: '' });
+  });
+
+  /** A call placed and answered on a stream attached by the worker that takes commands at `worker`. */
+  async function attachedCall(to: string, worker: string, agentId = 'agt_1') {
+    const call = await control.placeOutbound('acc_1', { agentId, to });
+    const dial = twilio.lastCall;
+    const token = /name="token" value="([^"]+)"/.exec(dial?.twiml ?? '')?.[1] ?? '';
+    await control.attachMedia(token, 'twilio', dial?.callSid ?? '', worker);
+    return calls.get('acc_1', call.id);
+  }
+
+  const signedWebhook = (kind: 'status' | 'amd', params: Record<string, string>) => {
+    const url = `https://parley.example/carriers/twilio/${kind}`;
+    return control.handleWebhook({ carrier: 'twilio', kind, url, headers: signedTwilioWebhook(url, params, twilio.authToken).headers, params, agent_id: '' });
+  };
+
+  it('commands the worker holding the stream to close it, however the call ends: the API, the carrier, the stream’s stop', async () => {
+    const byApi = await attachedCall('+15550100030', '10.0.0.1:50053');
+    expect(byApi).toMatchObject({ status: 'in_progress', mediaWorker: '10.0.0.1:50053' });
+    await control.end('acc_1', byApi.id, 'hangup');
+    await until(() => workers.about(byApi.id).length > 0);
+    expect(workers.about(byApi.id)).toEqual([{ address: '10.0.0.1:50053', command: 'end_stream', req: { call_id: byApi.id, reason: 'hangup' } }]);
+
+    const byCarrier = await attachedCall('+15550100031', '10.0.0.2:50053');
+    expect(await signedWebhook('status', twilio.statusCallbackParams(byCarrier.carrierCallId ?? '', 'completed'))).toMatchObject({ status_code: 204 });
+    await until(() => workers.about(byCarrier.id).length > 0);
+    expect(workers.about(byCarrier.id)).toEqual([{ address: '10.0.0.2:50053', command: 'end_stream', req: { call_id: byCarrier.id, reason: 'completed' } }]);
+
+    // The stream stopped: its worker no longer holds it and says so; the call is ended all the same.
+    const byStop = await attachedCall('+15550100032', '10.0.0.3:50053');
+    workers.notHeld.add(byStop.id);
+    expect(await control.mediaHeartbeat('acc_1', byStop.id, true)).toBe(false);
+    expect(await calls.get('acc_1', byStop.id)).toMatchObject({ status: 'ended', endReason: 'completed' });
+    expect(workers.about(byStop.id)).toEqual([]);
+  });
+
+  it('ends a call whose worker cannot be reached all the same: its stream is left to the heartbeat answer', async () => {
+    const call = await attachedCall('+15550100033', '10.0.0.9:50053');
+    workers.gone.add('10.0.0.9:50053');
+
+    expect(await control.end('acc_1', call.id, 'hangup')).toMatchObject({ status: 'ended', endReason: 'hangup' });
+    expect(await control.mediaHeartbeat('acc_1', call.id, false)).toBe(false);
+    expect(workers.about(call.id)).toEqual([]);
+  });
+
+  it('commands the worker holding the stream to leave the voicemail message when a machine answers', async () => {
+    const call = await attachedCall('+15550100034', '10.0.0.4:50053', 'agt_vm');
+    const params = { AccountSid: twilio.accountSid, CallSid: call.carrierCallId ?? '', AnsweredBy: 'machine_end_beep', MachineDetectionDuration: '2500' };
+
+    expect(await signedWebhook('amd', params)).toMatchObject({ status_code: 204 });
+
+    expect(workers.about(call.id)).toEqual([{ address: '10.0.0.4:50053', command: 'leave_voicemail', req: { call_id: call.id, message: 'Please call us back.' } }]);
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'in_progress', answeredBy: 'machine' });
+    await control.end('acc_1', call.id, 'voicemail');
   });
 
   it('finds a call whose carrier id was never recorded through the call id on its signed callback URL, and records it', async () => {

@@ -281,8 +281,11 @@ export class CallControl {
     throw AppError.notFound('carrier webhook');
   }
 
-  /** The media worker presents a stream's token; the call it names becomes answered and its media live. */
-  async attachMedia(token: string, carrierName: string, carrierCallId: string): Promise<{ call: CallEntity; resume: string }> {
+  /**
+   * The media worker presents a stream's token; the call it names becomes answered and its media live, and the
+   * worker's `commandAddress` is where commands about the call go from now on (the latest stream's worker).
+   */
+  async attachMedia(token: string, carrierName: string, carrierCallId: string, commandAddress = ''): Promise<{ call: CallEntity; resume: string }> {
     const claims = this.streamTokens.verify(token);
     if (!claims) throw new AppError('unauthenticated', 'The media stream token is invalid or expired.');
     const call = await this.calls.get(claims.account_id, claims.call_id);
@@ -297,7 +300,7 @@ export class CallControl {
         return [];
       });
     }
-    await this.calls.touchMedia(call.accountId, call.id);
+    await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
     const attached = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
     return { call: attached, resume: claims.resume ?? '' };
   }
@@ -362,8 +365,9 @@ export class CallControl {
 
   /**
    * The carrier's verdict on who answered. A machine on a live call: `hangup` ends it at once (`voicemail`),
-   * `message` has the media worker speak voicemail_message and hang up, `continue` carries on (the call will end
-   * `voicemail`). The verdict is recorded either way.
+   * `message` commands the media worker to speak voicemail_message and hang up, `continue` carries on (the call will
+   * end `voicemail`). The verdict is recorded either way. A `message` command that cannot be delivered (no stream
+   * attached yet, the worker unreachable) is logged and counted; the conversation then carries on as `continue`.
    */
   private async applyMachineDetection(carrier: CarrierAdapter, verdict: MachineDetection, hint?: string): Promise<void> {
     const found = await this.callOfCallback(carrier, verdict.carrierCallId, hint);
@@ -375,7 +379,7 @@ export class CallControl {
     if (verdict.answeredBy !== 'machine' || !isLive(call.status)) return;
     const agent = await this.agentSettings(call.accountId, call.agentId).catch(() => undefined);
     if (agent?.voicemail === 'hangup') await this.end(call.accountId, call.id, 'voicemail');
-    else if (agent?.voicemail === 'message') this.calls.leaveVoicemail(call.id, agent.voicemailMessage);
+    else if (agent?.voicemail === 'message') await this.calls.leaveVoicemail(call, agent.voicemailMessage);
   }
 
   private async answerInbound(carrier: CarrierAdapter, agentId: string, params: Record<string, string>) {

@@ -15,6 +15,7 @@ import { CarrierReconciler } from './carrier-reconciler';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
+import { FakeMediaWorkers } from './testing/fake-media-workers';
 
 /**
  * The calls service's recovery loops on a real PostgreSQL against a fake Twilio: the reaper (media worker gone,
@@ -25,6 +26,7 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
   let dataSource: DataSource;
   let relay: OutboxRelay;
   let calls: CallsDomain;
+  const workers = new FakeMediaWorkers();
   let carriers: CarrierRegistry;
   let control: CallControl;
   let reaper: CallReaper;
@@ -50,7 +52,7 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
     const repository = new CallsRepository(dataSource);
-    calls = new CallsDomain(repository, relay, bus, config);
+    calls = new CallsDomain(repository, relay, bus, config, workers.commands);
     carriers = CarrierRegistry.fromConfig(config);
     // No agents RPC is needed: status callbacks and carrier look-ups never read the agent.
     control = new CallControl(calls, carriers, { getService: () => ({}) } as unknown as ClientGrpc, config, new CallAdmission(bus, repository, config));

@@ -9,6 +9,7 @@ import { CallsDomain, TRANSCRIPT_GRACE_MS } from './calls.domain';
 import { CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
+import { FakeMediaWorkers } from './testing/fake-media-workers';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
 
@@ -32,6 +33,7 @@ describe('calls domain (real PostgreSQL)', () => {
   let dataSource: DataSource;
   let bus: InProcessBus;
   let calls: CallsDomain;
+  const workers = new FakeMediaWorkers();
   let relay: OutboxRelay;
   const heard: CallActivity[] = [];
 
@@ -42,7 +44,7 @@ describe('calls domain (real PostgreSQL)', () => {
     bus.open();
     await bus.listen(LIVE.callActivity('*').name, (p) => void heard.push(p as CallActivity));
     relay = new OutboxRelay(dataSource, bus);
-    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config);
+    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config, workers.commands);
   });
 
   afterAll(async () => {

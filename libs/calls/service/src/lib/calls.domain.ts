@@ -10,6 +10,7 @@ import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, EndReason, isLive } from './call-state';
 import { AnalysisClaim, CallFilters, CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
+import { CommandOutcome, MediaCommands } from './media-commands';
 import { stuckCallTransition } from './stuck-calls';
 
 export interface Transition {
@@ -44,7 +45,9 @@ export const ANALYSIS_WAITS_FOR_MEDIA_MS = 20_000;
 /**
  * Call records, the call state machine and the transcript. Every change and the events it causes
  * (`call.started`, `call.ended`, `call.failed`, `call.transcript.updated`, …) commit in one transaction through
- * the outbox, so webhooks never miss one; after commit the change is broadcast live for event streams.
+ * the outbox, so webhooks never miss one; after commit the change is broadcast live for event streams (observers).
+ * Every end of a call, however it came (API, carrier, the agent, the reaper, a drain), is a `transition` to a final
+ * state: once committed, the media worker holding the call's stream is commanded to close it (MediaCommands).
  */
 @Injectable()
 export class CallsDomain {
@@ -55,6 +58,7 @@ export class CallsDomain {
     private readonly relay: OutboxRelay,
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
+    private readonly media: MediaCommands,
   ) {}
 
   /**
@@ -134,7 +138,10 @@ export class CallsDomain {
       events.push(...(await this.emitFor(m, current)));
       return { call: current, changed: true };
     });
-    if (changed) this.afterCommit(call, events);
+    if (changed) {
+      this.afterCommit(call, events);
+      if (!isLive(call.status)) void this.media.endStream(call);
+    }
     return call;
   }
 
@@ -163,6 +170,11 @@ export class CallsDomain {
   /** A worker reported media within MEDIA_LOST_SECONDS: its stream may still be delivering turns. */
   private mediaAttached(call: CallEntity, now: Date): boolean {
     return call.lastMediaAt !== null && now.getTime() - call.lastMediaAt.getTime() < this.config.MEDIA_LOST_SECONDS * 1000;
+  }
+
+  /** A media stream attached, on the worker that takes commands at `mediaWorker` (null: none given). */
+  async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<void> {
+    await this.repository.attachMedia(accountId, id, mediaWorker);
   }
 
   /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
@@ -314,12 +326,15 @@ export class CallsDomain {
     });
   }
 
-  /** Asks the media worker running the call to leave `message` on the answering machine, then hang up. */
-  leaveVoicemail(callId: string, message: string): void {
-    this.broadcast(callId, { kind: 'voicemail', call_id: callId, message });
+  /** Commands the media worker running the call to leave `message` on the answering machine, then hang up. */
+  leaveVoicemail(call: CallEntity, message: string): Promise<CommandOutcome> {
+    return this.media.leaveVoicemail(call, message);
   }
 
-  /** Passes a client's event to whoever runs the live call (the media worker listens on the call's activity). */
+  /**
+   * A client's event for the live call, broadcast for observers (event streams). Not handed to the media worker:
+   * nothing there acts on events yet (its InjectEvent answers UNIMPLEMENTED until a flow runtime does).
+   */
   async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<InjectedCallEvent> {
     const call = await this.get(accountId, id);
     if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);

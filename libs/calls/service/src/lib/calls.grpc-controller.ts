@@ -63,7 +63,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
-    const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id);
+    const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
     return { call: toCallMessage(call), resume };
   }
 

@@ -14,6 +14,7 @@ import { CallsRunner } from './calls.runner';
 import { CallReaper } from './call-reaper';
 import { CarrierReconciler } from './carrier-reconciler';
 import { CarrierRegistry } from './carrier-registry';
+import { grpcMediaWorkerDialer, MEDIA_WORKER_DIALER, MediaCommands } from './media-commands';
 import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-call-analysis';
 
 @Module({
@@ -32,6 +33,8 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
     CallReaper,
     CarrierReconciler,
     CallsRunner,
+    MediaCommands,
+    { provide: MEDIA_WORKER_DIALER, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcMediaWorkerDialer(c.RPC_TIMEOUT_MS) },
     { provide: CarrierRegistry, inject: [CONFIG], useFactory: (c: ServiceConfig) => CarrierRegistry.fromConfig(c) },
     {
       provide: POST_CALL_LLM,

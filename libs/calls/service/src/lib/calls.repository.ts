@@ -129,6 +129,7 @@ export class CallsRepository {
       recordingContentType: null,
       recordingDurationSeconds: null,
       lastMediaAt: null,
+      mediaWorker: null,
       answeredBy: null,
       transferredTo: null,
       createdAt,
@@ -218,6 +219,11 @@ export class CallsRepository {
           AND analysis_due_at = ended_at + make_interval(secs => $3)`,
       [id, accountId, waitSeconds],
     );
+  }
+
+  /** A media stream attached: media liveness, and the worker that holds it (where commands about the call go). */
+  async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<void> {
+    await this.dataSource.query(`UPDATE calls SET last_media_at = now(), media_worker = $3 WHERE id = $1 AND account_id = $2`, [id, accountId, mediaWorker]);
   }
 
   /** Media liveness, without locking or rewriting the row. */

@@ -28,6 +28,8 @@ export class CallEntity {
   @Column({ name: 'recording_key', type: 'text', nullable: true }) recordingKey: string | null;
   @Column({ name: 'recording_content_type', type: 'text', nullable: true }) recordingContentType: string | null;
   @Column({ name: 'recording_duration_seconds', type: 'double precision', nullable: true }) recordingDurationSeconds: number | null;
+  /** host:port of the media worker that attached the call's latest stream: where its commands go (MediaCommands). */
+  @Column({ name: 'media_worker', type: 'text', nullable: true }) mediaWorker: string | null;
   /** Last sign of life from the media stream; the stuck-call reaper counts from it. */
   @Column({ name: 'last_media_at', type: 'timestamptz', precision: 3, nullable: true }) lastMediaAt: Date | null;
   /** Where the carrier put the caller through, once transferred. */

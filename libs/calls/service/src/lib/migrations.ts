@@ -229,6 +229,19 @@ export class CreateCallToolCalls1764100000350 implements MigrationInterface {
   }
 }
 
+/** Where the media worker carrying the call takes commands (AttachMediaRequest.command_address), set on attach. */
+export class AddCallMediaWorker1764300000360 implements MigrationInterface {
+  name = 'AddCallMediaWorker1764300000360';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS media_worker text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS media_worker`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -242,4 +255,5 @@ export const CALLS_MIGRATIONS = [
   AddCallIdempotencyKey1764000000330,
   CreateCallToolCalls1764100000350,
   BusDeadLetters1764200000000,
+  AddCallMediaWorker1764300000360,
 ];

@@ -10,6 +10,7 @@ import { ANALYSIS_WAITS_FOR_MEDIA_MS, CallsDomain, toCallMessage } from './calls
 import { CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
+import { FakeMediaWorkers } from './testing/fake-media-workers';
 import { POST_CALL_CONCURRENCY, POST_CALL_LEASE_MS, POST_CALL_MAX_ATTEMPTS, POST_CALL_RETRY_DELAYS_MS, PostCallAnalysis } from './post-call-analysis';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 50, POST_CALL_MODEL: 'post-call-default', PUBLIC_URL: 'https://parley.example' });
@@ -67,6 +68,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
   let bus: InProcessBus;
   let relay: OutboxRelay;
   let calls: CallsDomain;
+  const mediaWorkers = new FakeMediaWorkers();
   /** The workers' clock: the wall clock until a test sets it (to reach a back-off or a lease's end). */
   let fixed: Date | undefined;
   const clock = () => fixed ?? new Date();
@@ -77,7 +79,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     bus = new InProcessBus();
     bus.open();
     relay = new OutboxRelay(dataSource, bus, { pollMs: 50 });
-    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config);
+    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config, mediaWorkers.commands);
     relay.start();
   });
 

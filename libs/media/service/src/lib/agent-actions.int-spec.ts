@@ -9,7 +9,6 @@ import { FakeMediaStream, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProt
 import { callsV1, EffectiveConfig, ToolCalendar, ToolConfigOf, ToolRequest } from '@parley/contracts';
 import { parseEgressAllowlist } from '@parley/egress';
 import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
-import { InProcessBus } from '@parley/messaging';
 import {
   callerSpeechMulaw,
   DeepgramSpeechToText,
@@ -203,15 +202,12 @@ async function placeCall(scenario: Scenario) {
 
   const carrier = new TwilioCarrier({ accountSid: twilio.accountSid, authToken: twilio.authToken, apiBaseUrl: twilioUrl });
   const control = new FakeControlPlane({ spec: scenario.spec, effective: scenario.effective ?? {}, runtime: scenario.runtime }, carrier);
-  const bus = new InProcessBus();
-  bus.open();
   const dir = mkdtempSync(join(tmpdir(), 'parley-agent-actions-'));
   const media = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },
     {
       calls: control,
       agents: control,
-      bus,
       recordings: new LocalBlobStore(dir),
       providers: {
         stt: [
@@ -236,7 +232,6 @@ async function placeCall(scenario: Scenario) {
     if (live.stream?.open) await live.stream.stop();
     await media.close();
     await Promise.all(Object.values(vendors).map((v: { stop(): Promise<void> }) => v.stop()));
-    await bus.close();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -2,9 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
-import { callsV1, LIVE } from '@parley/contracts';
+import { callsV1 } from '@parley/contracts';
 import { FakeLlm } from '@parley/llm';
-import { InProcessBus } from '@parley/messaging';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { CallSession } from './call-session';
@@ -39,8 +38,6 @@ function greetingCall() {
     recordToolCall: async () => undefined,
     recordOptOut: async () => undefined,
   };
-  const bus = new InProcessBus();
-  bus.open();
   let audio = 0;
   const session: CallSession = new CallSession(
     directSocket((frame) => {
@@ -52,13 +49,12 @@ function greetingCall() {
       protocol: new TwilioMediaStreamProtocol(),
       calls,
       agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: GREETING }] }, effective: {} }) },
-      bus,
       recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'hang-up-'))),
       providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech({ msPerChar: 10 })], llm: new FakeLlm() },
       defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
     },
   );
-  return { session, turns, bus, audioSent: () => audio };
+  return { session, turns, audioSent: () => audio };
 }
 
 describe('a caller hanging up in the middle of an answer', () => {
@@ -77,10 +73,10 @@ describe('a caller hanging up in the middle of an answer', () => {
   });
 
   it('stores it too when the call is ended elsewhere first and the stream closes after', async () => {
-    const { session, turns, bus, audioSent } = greetingCall();
+    const { session, turns, audioSent } = greetingCall();
     await session.onFrame(stream('start'));
     await until(() => audioSent() > 60, 'over a second of the greeting played');
-    await bus.broadcast(LIVE.callActivity(CALL.id).name, { kind: 'status', call: { ...CALL, status: 'ended' } });
+    session.endStream('hangup');
     await session.onClose();
 
     expect(turns.map((t) => [t.turn?.role, t.turn?.interrupted])).toEqual([['assistant', true]]);

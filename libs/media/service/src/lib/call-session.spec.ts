@@ -1,10 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callsV1, LIVE } from '@parley/contracts';
+import { callsV1 } from '@parley/contracts';
 import { parseWav, pcm16ToMulaw } from '@parley/audio';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
-import { InProcessBus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
@@ -19,8 +18,10 @@ const CALL = { id: 'call_1', account_id: 'acc_1', status: 'in_progress', recordi
 class FakeCalls implements CallsPort {
   readonly heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   readonly recordings: callsV1.RecordingReadyRequest[] = [];
+  readonly attached: callsV1.AttachMediaRequest[] = [];
   constructor(private readonly call: callsV1.Call | undefined) {}
   async attachMedia(req: callsV1.AttachMediaRequest) {
+    this.attached.push(req);
     if (!this.call || req.stream_token !== 'good-token') throw new Error('unauthenticated');
     return { call: this.call, resume: '' };
   }
@@ -78,7 +79,6 @@ const frames = {
 function setup(call: callsV1.Call | undefined = CALL, options: { calls?: FakeCalls; deps?: Partial<CallSessionDeps>; echoMarks?: boolean } = {}) {
   const closes: [number, string][] = [];
   const calls = options.calls ?? new FakeCalls(call);
-  const bus = new InProcessBus();
   const store = new LocalBlobStore(mkdtempSync(join(tmpdir(), 'session-')));
   const session: CallSession = new CallSession(
     directSocket(
@@ -93,14 +93,13 @@ function setup(call: callsV1.Call | undefined = CALL, options: { calls?: FakeCal
       protocol: new TwilioMediaStreamProtocol(),
       calls,
       agents,
-      bus,
       recordings: store,
       providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
       defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
       ...options.deps,
     },
   );
-  return { session, closes, calls, bus, store };
+  return { session, closes, calls, store };
 }
 
 /**
@@ -164,12 +163,20 @@ describe('a carrier media stream session', () => {
     expect(calls.heartbeats).toHaveLength(1);
   });
 
-  it('hangs up its side when the call is ended elsewhere', async () => {
-    const { session, closes, bus } = setup();
-    bus.open();
+  it('hangs up its side when the call is ended elsewhere (the EndStream command), and holds the call no more', async () => {
+    const { session, closes } = setup();
     await session.onFrame(frames.start('good-token'));
-    await bus.broadcast(LIVE.callActivity('call_1').name, { kind: 'status', call: { ...CALL, status: 'ended' } });
-    expect(closes).toEqual([[1000, 'call ended']]);
+    expect(session.holdsStream).toBe(true);
+    session.endStream('hangup');
+    expect(closes).toEqual([[1000, 'call ended: hangup']]);
+    await session.onClose();
+    expect(session.holdsStream).toBe(false);
+  });
+
+  it('sends the address where it takes commands when it attaches the stream', async () => {
+    const { session, calls } = setup(CALL, { deps: { commandAddress: '10.0.3.7:50053' } });
+    await session.onFrame(frames.start('good-token'));
+    expect(calls.attached).toEqual([expect.objectContaining({ stream_token: 'good-token', command_address: '10.0.3.7:50053' })]);
     await session.onClose();
   });
 

@@ -1,9 +1,8 @@
-import { CallActivity, callsV1, LIVE } from '@parley/contracts';
+import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
 import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
-import { Bus } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
 import type { EgressPolicy } from '@parley/egress';
@@ -42,7 +41,8 @@ export interface CallSessionDeps {
   protocol: MediaStreamProtocol;
   calls: CallsPort;
   agents: AgentsPort;
-  bus: Bus;
+  /** Where this worker takes commands (MediaWorkerService), sent with every stream it attaches; absent: none. */
+  commandAddress?: string;
   recordings: BlobStore;
   providers: EngineProviders;
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
@@ -57,7 +57,8 @@ export interface CallSessionDeps {
  * in the stream parameters), runs the agent's voice engine on it, keeps the call alive with heartbeats,
  * reports turns (through a TranscriptWriter: in order, retried, flushed before the call is ended or the stream
  * finishes), records both sides when the agent asks for recordings, and closes the stream when the call is
- * ended from elsewhere.
+ * ended from elsewhere: on the calls service's EndStream command (`endStream`), or, when that command could not be
+ * delivered, on the next heartbeat's answer that the call is over.
  */
 export class CallSession {
   private readonly log = serviceLogger('media-worker');
@@ -65,7 +66,6 @@ export class CallSession {
   private streamId = '';
   private recorder: CallRecorder | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
-  private stopListening: (() => void) | undefined;
   private finished = false;
   private finishing: Promise<void> | undefined;
   /** The call is known to be over (ended by this worker or elsewhere). */
@@ -96,6 +96,30 @@ export class CallSession {
 
   get callId(): string | undefined {
     return this.call?.id;
+  }
+
+  /** Attached to a call and not finished: commands about the call are this session's. */
+  get holdsStream(): boolean {
+    return this.call !== undefined && !this.finished;
+  }
+
+  /**
+   * The call is over, ended elsewhere (the calls service's EndStream command): close the carrier stream now. The
+   * session then finishes as for any closed stream (the turns being spoken are written, the recording stored).
+   */
+  endStream(reason: string): void {
+    this.over = true;
+    this.socket.close(1000, reason ? `call ended: ${reason}` : 'call ended');
+  }
+
+  /**
+   * An answering machine took the call (the LeaveVoicemail command): the agent stops, speaks `message`, then ends
+   * the call `voicemail`. False when no conversation runs on this stream to speak it.
+   */
+  leaveVoicemail(message: string): boolean {
+    if (!this.engine) return false;
+    void this.engine.leaveVoicemail(message).catch((e: unknown) => this.log.warn({ err: e, callId: this.call?.id }, 'voicemail message failed'));
+    return true;
   }
 
   /** One frame from the carrier. */
@@ -189,6 +213,7 @@ export class CallSession {
         stream_token: event.parameters['token'] ?? '',
         carrier,
         carrier_call_id: event.carrierCallId,
+        command_address: this.deps.commandAddress ?? '',
       });
       this.call = attached.call;
       resume = attached.resume;
@@ -208,29 +233,7 @@ export class CallSession {
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
-    this.listenForActivity(call);
     await this.startEngine(call, event.format.sampleRate, resume);
-  }
-
-  /**
-   * Hears the call's activity (ended elsewhere, voicemail) without holding the conversation up: subscribing waits
-   * for the bus, which may be reconnecting (a NATS restart), and the agent must speak meanwhile. Until the
-   * subscription stands, the heartbeats still close the stream of a call that ended.
-   */
-  private listenForActivity(call: callsV1.Call): void {
-    void this.deps.bus
-      .listen(LIVE.callActivity(call.id).name, (payload) => {
-        const activity = payload as CallActivity;
-        if (activity.kind === 'status' && (activity.call.status === 'ended' || activity.call.status === 'failed')) {
-          this.over = true;
-          this.socket.close(1000, `call ${activity.call.status}`);
-        }
-        if (activity.kind === 'voicemail') void this.engine?.leaveVoicemail(activity.message);
-      })
-      .then(
-        (stop) => (this.finished ? stop() : (this.stopListening = stop)),
-        (error: unknown) => this.log.warn({ err: error, callId: call.id }, 'call activity not heard; heartbeats still end the stream'),
-      );
   }
 
   private async startEngine(call: callsV1.Call, sampleRate: number, resume: string): Promise<void> {
@@ -315,6 +318,10 @@ export class CallSession {
     void this.engine.start().catch((e) => this.log.error({ err: e, callId: call.id }, 'conversation failed'));
   }
 
+  /**
+   * Liveness for the reaper. An answer that the call is over closes the stream: the fallback when the EndStream
+   * command did not reach this worker (at most MEDIA_HEARTBEAT_SECONDS late).
+   */
   private async beat(stopped: boolean): Promise<void> {
     const call = this.call;
     if (!call) return;
@@ -335,7 +342,6 @@ export class CallSession {
 
   private async finishOnce(why: 'stop' | 'closed'): Promise<void> {
     clearInterval(this.heartbeat);
-    this.stopListening?.();
     const call = this.call;
     if (!call) return;
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });

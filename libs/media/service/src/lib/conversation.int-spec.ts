@@ -7,7 +7,6 @@ import { mulawToPcm16, parseWav } from '@parley/audio';
 import { FakeMediaStream, FakeMediaStreamMessage, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { callsV1, EffectiveConfig } from '@parley/contracts';
 import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
-import { InProcessBus } from '@parley/messaging';
 import {
   callerSpeechMulaw,
   DeepgramSpeechToText,
@@ -188,8 +187,6 @@ async function placeCall(scenario: Scenario) {
 
   const carrier = new TwilioCarrier({ accountSid: twilio.accountSid, authToken: twilio.authToken, apiBaseUrl: twilioUrl });
   const control = new FakeControlPlane({ spec: scenario.spec, effective: scenario.effective ?? {} }, carrier);
-  const bus = new InProcessBus();
-  bus.open();
   const dir = mkdtempSync(join(tmpdir(), 'parley-conversation-'));
   const store = new LocalBlobStore(dir);
   const media = new MediaStreamServer(
@@ -197,7 +194,7 @@ async function placeCall(scenario: Scenario) {
     {
       calls: control,
       agents: control,
-      bus,
+      commandAddress: '127.0.0.1:50053',
       recordings: store,
       providers: {
         stt: [
@@ -223,7 +220,6 @@ async function placeCall(scenario: Scenario) {
     if (live.stream?.open) await live.stream.stop();
     await media.close();
     await Promise.all(Object.values(vendors).map((v: { stop(): Promise<void> }) => v.stop()));
-    await bus.close();
     rmSync(dir, { recursive: true, force: true });
   };
   cleanups.push(close);
@@ -382,7 +378,8 @@ describe('a phone conversation over the media worker (Twilio stream, real adapte
 
     // The call was placed with TwiML streaming to the media server, carrying the call's token.
     expect(c.twilio.calls[0].twiml).toContain(`<Stream url="${c.streamUrl}">`);
-    expect(c.control.attached).toEqual([{ stream_token: c.token, carrier: 'twilio', carrier_call_id: c.sid }]);
+    // It says where it takes commands about the call (EndStream, LeaveVoicemail).
+    expect(c.control.attached).toEqual([{ stream_token: c.token, carrier: 'twilio', carrier_call_id: c.sid, command_address: '127.0.0.1:50053' }]);
     expect(c.control.agentReads).toEqual([expect.objectContaining({ accountId: 'acc_1', agentId: 'agent_ada' })]);
     // ElevenLabs was asked for exactly the greeting, on the agent's voice, as raw PCM.
     expect(spokenTexts(c.elevenLabs, 'text')).toEqual([greeting]);

@@ -5,7 +5,6 @@ import WebSocket from 'ws';
 import { callsV1 } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { FakeLlm } from '@parley/llm';
-import { InProcessBus } from '@parley/messaging';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { CallsPort } from './calls-port';
@@ -44,14 +43,11 @@ describe('media stream server', () => {
     recordToolCall: async () => undefined,
     recordOptOut: async () => undefined,
   };
-  const bus = new InProcessBus();
-  bus.open();
   const server = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },
     {
       calls,
       agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }) },
-      bus,
       recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'drain-'))),
       providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
       defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },

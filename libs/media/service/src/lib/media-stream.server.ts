@@ -117,6 +117,12 @@ export class MediaStreamServer {
     return this.sessions.size;
   }
 
+  /** The session whose open stream carries `callId` (what a command about the call acts on); undefined when none. */
+  sessionOf(callId: string): CallSession | undefined {
+    for (const session of this.sessions) if (session.callId === callId && session.holdsStream) return session;
+    return undefined;
+  }
+
   private startThread(): StreamThread {
     return new StreamThread(
       { carriers: Object.keys(this.protocols), maxPayload: 1024 * 1024 },

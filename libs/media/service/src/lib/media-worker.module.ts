@@ -1,4 +1,4 @@
-import { Inject, Injectable, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1, CALLS_V1, callsV1, readAgentRuntime } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
@@ -14,6 +14,7 @@ import { EngineProviders } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { MediaLoadReporter } from './media-load-reporter';
 import { MediaStreamServer } from './media-stream.server';
+import { MediaWorkerGrpcController, SESSION_DIRECTORY, SessionDirectory } from './media-worker.grpc-controller';
 import { speechProviders } from './speech-providers';
 
 const CALLS_GRPC = 'CALLS_GRPC';
@@ -91,9 +92,12 @@ class GrpcAgentsPort implements AgentsPort {
   }
 }
 
-/** Opens the carrier-facing WebSocket server with the service and closes it first on shutdown. */
+/**
+ * Opens the carrier-facing WebSocket server with the service and drains it on shutdown, before the service's gRPC
+ * server closes: commands about the calls still running (EndStream, LeaveVoicemail) reach them while they drain.
+ */
 @Injectable()
-class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdown {
+class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationShutdown, SessionDirectory {
   private readonly server: MediaStreamServer;
   private readonly providers: EngineProviders;
   private readonly load: MediaLoadReporter;
@@ -111,7 +115,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
       {
         calls: new GrpcCallsPort(calls, config.RPC_TIMEOUT_MS),
         agents: new GrpcAgentsPort(agents, config.RPC_TIMEOUT_MS),
-        bus,
+        commandAddress: config.MEDIA_GRPC_ADVERTISE_URL ?? config.MEDIA_GRPC_URL,
         recordings: createBlobStore(config),
         providers: this.providers,
         defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts, llmProvider: this.providers.llm.name },
@@ -133,7 +137,11 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
     this.load.start();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  sessionOf(callId: string) {
+    return this.server.sessionOf(callId);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
     this.load.stop();
     await this.server.close({ graceMs: this.config.CALL_DRAIN_SECONDS * 1000, endMs: drainEndMs(this.config) });
   }
@@ -147,6 +155,7 @@ class MediaStreamListener implements OnApplicationBootstrap, OnApplicationShutdo
       { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
     ]),
   ],
-  providers: [MediaStreamListener],
+  controllers: [MediaWorkerGrpcController],
+  providers: [MediaStreamListener, { provide: SESSION_DIRECTORY, useExisting: MediaStreamListener }],
 })
 export class MediaWorkerModule {}
