@@ -13,7 +13,7 @@ interface Schema extends Record<string, unknown> {
 }
 
 /** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls'];
+const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'mode', 'autonomy', 'ring_seconds'];
 
 describe('the OpenAPI document the gateway serves', () => {
   let document: OpenAPIObject;
@@ -41,7 +41,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(marked.map((m) => m.field).sort()).toEqual(
       [
         ...['AgentInputDto', 'AgentPatchDto', 'AgentDto'].flatMap((dto) => AGENT_FIELDS.map((f) => `${dto}.${f}`)),
-        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'transcribe_calls'].map((f) => `${dto}.${f}`)),
+        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'transcribe_calls', 'autonomy'].map((f) => `${dto}.${f}`)),
         'CapabilitiesDto.retrieval_timeout_ms',
         'CapabilitiesDto.search_knowledge',
         ...['type', 'when', 'capture', 'event'].map((f) => `FlowEdgeDto.${f}`),
@@ -60,6 +60,8 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(schemas['FlowNodeDto'].properties?.['type'].description).toContain('Not yet acted on: `llm` and `router` nodes');
     expect(schemas['FlowEdgeDto'].properties?.['type'].description).toContain('Not yet acted on: `intent` and `event` edges');
     expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('calls ignore it outside `keypad` mode');
+    expect(schemas['AgentInputDto'].properties?.['mode'].description).toContain('Not yet acted on: `webrtc` is stored and returned');
+    expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain('Not yet acted on: `simple` is stored and returned');
   });
 
   it('says that an injected call event reaches the media worker and is dropped', () => {

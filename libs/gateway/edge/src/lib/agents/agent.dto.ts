@@ -843,26 +843,38 @@ export class AgentInputDto implements AgentInput {
   @IsText(2000)
   description?: string;
 
-  @ApiPropertyOptional({
-    enum: AGENT_MODES,
-    default: 'conversation',
-    description:
-      '`conversation`: listens and answers with a model. `keypad`: answers only configured keypresses, no recognizer, no model. ' +
-      '`normal`: reads the greeting then puts the caller through to `transfer_number`, no AI. ' +
-      '`webrtc`: introduces two browsers, audio runs directly between them.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        enum: AGENT_MODES,
+        default: 'conversation',
+        description:
+          '`conversation`: listens and answers with a model. `keypad`: answers only configured keypresses, no recognizer, no model. ' +
+          '`normal`: reads the greeting then puts the caller through to `transfer_number`, no AI. ' +
+          '`webrtc`: introduces two browsers, audio runs directly between them.',
+      },
+      'browser calls between people',
+      '`webrtc` is stored and returned, and a call to such an agent gets no conversation,',
+    ),
+  )
   @Optional()
   @IsOneOf(AGENT_MODES)
   mode?: (typeof AGENT_MODES)[number];
 
-  @ApiPropertyOptional({
-    enum: AUTONOMY_LEVELS,
-    default: 'agentic',
-    description:
-      'Meaningful only in `conversation` mode. ' +
-      '`agentic`: a model that searches knowledge bases before answering and calls tools in `tools`. ' +
-      '`simple`: no model; a person takes the call in a browser. `custom`: a model limited to what `capabilities` switches on.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        enum: AUTONOMY_LEVELS,
+        default: 'agentic',
+        description:
+          'Meaningful only in `conversation` mode. ' +
+          '`agentic`: a model that searches knowledge bases before answering and calls tools in `tools`. ' +
+          '`simple`: no model; a person takes the call in a browser. `custom`: a model limited to what `capabilities` switches on.',
+      },
+      'human operators in browsers',
+      '`simple` is stored and returned, and such an agent answers with a model as `agentic` does,',
+    ),
+  )
   @Optional()
   @IsOneOf(AUTONOMY_LEVELS)
   autonomy?: (typeof AUTONOMY_LEVELS)[number];
@@ -1047,15 +1059,20 @@ export class AgentInputDto implements AgentInput {
   @IsFlag()
   transcribe_calls?: boolean;
 
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 0,
-    maximum: 300,
-    default: 30,
-    description:
-      'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
-      'Read by `webrtc` agents and by `simple` agents on an inbound call.',
-  })
+  @ApiPropertyOptional(
+    notYetActedOn(
+      {
+        type: 'integer',
+        minimum: 0,
+        maximum: 300,
+        default: 30,
+        description:
+          'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
+          'Read by `webrtc` agents and by `simple` agents on an inbound call.',
+      },
+      'browser calls between people and human operators',
+    ),
+  )
   @Optional()
   @IsIntBetween(0, 300)
   ring_seconds?: number;
