@@ -34,11 +34,11 @@ import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:pe
 
 const require = createRequire(import.meta.url);
 const DIST = join(import.meta.dirname, '..', 'dist', 'apps', 'media-worker', 'libs');
-if (!existsSync(join(DIST, 'media', 'engine', 'src', 'index.js'))) {
+if (!existsSync(join(DIST, 'media', 'voice-engine', 'src', 'index.js'))) {
   console.error('Build the media worker first: npx nx run media-worker:build');
   process.exit(1);
 }
-const { VoiceEngine, agentSettings, realClock } = require(join(DIST, 'media', 'engine', 'src', 'index.js'));
+const { VoiceEngine, agentSettings, realClock } = require(join(DIST, 'media', 'voice-engine', 'src', 'index.js'));
 const { FakeSpeechToText, FakeTextToSpeech } = require(join(DIST, 'providers', 'speech', 'src', 'index.js'));
 const { FakeLlm } = require(join(DIST, 'providers', 'llm', 'src', 'index.js'));
 

@@ -28,6 +28,6 @@ export function loadLibs(dist) {
     speech: require(join(libs, 'providers', 'speech', 'src', 'index.js')),
     llm: require(join(libs, 'providers', 'llm', 'src', 'index.js')),
     audio: require(join(libs, 'media', 'audio', 'src', 'index.js')),
-    engine: require(join(libs, 'media', 'engine', 'src', 'index.js')),
+    engine: require(join(libs, 'media', 'voice-engine', 'src', 'index.js')),
   };
 }
