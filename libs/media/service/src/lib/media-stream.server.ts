@@ -91,7 +91,8 @@ export class MediaStreamServer {
    */
   async close({ graceMs = 0, endMs = 0 }: { graceMs?: number; endMs?: number } = {}): Promise<DrainReport> {
     this.draining = true;
-    this.thread.send({ op: 'drain' });
+    // Once this resolves no stream is accepted: a carrier connecting now is refused, not attached to a closing worker.
+    await this.thread.drain();
     const graceOver = Date.now() + graceMs;
     while (this.sessions.size > 0 && Date.now() < graceOver) await new Promise((r) => setTimeout(r, 100));
     const deadline = Date.now() + endMs;

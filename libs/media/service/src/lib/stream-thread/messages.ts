@@ -21,7 +21,7 @@ export type ToThread =
   /** Sent at once; the audio and marks still queued are dropped. */
   | { op: 'clear'; id: number; frame: string }
   | { op: 'close'; id: number; code: number; reason: string }
-  /** Refuse new streams (503 at the upgrade) and stop listening; live streams go on. */
+  /** Refuse new streams (503 at the upgrade) and stop listening; live streams go on. Answered with `draining`. */
   | { op: 'drain' }
   /** Close every stream (1001) and the server; answered with `stopped`. */
   | { op: 'stop' };
@@ -40,4 +40,5 @@ export type FromThread =
    * consecutive frames of each run as sent.
    */
   | { ev: 'stats'; sent: number; late: number; jitterMs: number[] }
+  | { ev: 'draining' }
   | { ev: 'stopped' };

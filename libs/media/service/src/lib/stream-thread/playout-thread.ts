@@ -250,6 +250,7 @@ main.on('message', (ops: ToThread[]) => {
         break;
       case 'drain':
         drain();
+        post({ ev: 'draining' });
         break;
       case 'stop':
         drain();

@@ -170,8 +170,7 @@ describe('stream thread', () => {
 
   it('drains: new streams are refused, live ones go on until stopped, then close with 1001', async () => {
     const { id, line } = await connect();
-    thread.send({ op: 'drain' });
-    await new Promise((r) => setTimeout(r, 50));
+    await thread.drain();
     expect([503, undefined]).toContain(await upgradeStatus(`ws://127.0.0.1:${port}/streams/twilio`));
     thread.send({ op: 'audio', id, frame: 'still live' });
     await until(() => line.received.length === 1);

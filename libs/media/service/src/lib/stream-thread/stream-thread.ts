@@ -34,6 +34,7 @@ export class StreamThread {
   private ops: ToThread[] = [];
   private listening: { resolve: (port: number) => void; reject: (error: Error) => void } | undefined;
   private stopped: (() => void) | undefined;
+  private drained: (() => void) | undefined;
   private ended = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -65,6 +66,16 @@ export class StreamThread {
       clearTimeout(this.timer);
       this.timer = setTimeout(() => this.flush(), 0);
     }
+  }
+
+  /** Resolves once the thread refuses new streams (live ones go on). */
+  drain(): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.drained = resolve;
+      this.send({ op: 'drain' });
+      this.flush();
+    });
   }
 
   /** Closes every stream and the server, then ends the thread. */
@@ -102,6 +113,8 @@ export class StreamThread {
         return this.listening?.resolve(event.port);
       case 'listen_failed':
         return this.listening?.reject(new Error(event.message));
+      case 'draining':
+        return this.drained?.();
       case 'stopped':
         return this.stopped?.();
     }
@@ -111,6 +124,7 @@ export class StreamThread {
     if (this.ended) return;
     this.ended = true;
     this.listening?.reject(error);
+    this.drained?.();
     this.stopped?.();
     this.events.exit(error);
   }
