@@ -140,6 +140,26 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     expect(() => stripe.webhooks.constructEvent(tampered, delivered.signature, secret, 300)).toThrow();
   }, 60_000);
 
+  it('closes the carrier stream of a call ended through the API on the media worker’s EndStream command, not on the carrier', async () => {
+    const call = (await api.post('/v1/calls', { agent_id: agentId, to: '+15550100040' })).body;
+    await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
+    const media = await twilio.connectMediaStream(call.carrier_call_id);
+    await waitFor(() => events(call.id).find((e) => e.event.type === 'call.started'));
+    // Twilio's own stop is late: the stream closes only if the worker is told.
+    twilio.streamsOutliveCalls = true;
+    try {
+      const endedAt = Date.now();
+      expect((await api.post(`/v1/calls/${call.id}/end`)).body).toMatchObject({ status: 'ended', end_reason: 'hangup' });
+      // Closed by the worker with the command's reason, well before a heartbeat (10 s) could have said the call is over.
+      expect(await media.closed).toEqual({ code: 1000, reason: 'call ended: hangup' });
+      expect(Date.now() - endedAt).toBeLessThan(5_000);
+    } finally {
+      twilio.streamsOutliveCalls = false;
+    }
+    const metrics = await (await fetch(`${platform.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/parley_media_commands_total\{command="end_stream",outcome="delivered"\} [1-9]/);
+  });
+
   it('records the caller, tells webhooks, serves the file to key holders and through an expiring signed link', async () => {
     const call = (await api.post('/v1/calls', { agent_id: agentId, to: '+15550100003' })).body;
     const sid = call.carrier_call_id;

@@ -343,6 +343,19 @@ describe('FakeTwilioServer media streams', () => {
     expect(() => stream.sendDtmf('1')).toThrow(/socket is closed/);
   });
 
+  it('keeps the stream open after its call ended while told that Twilio’s stop is late', async () => {
+    const first = await connect();
+    twilioServer.streamsOutliveCalls = true;
+    try {
+      twilioServer.setCallStatus(first.sid, 'completed');
+      expect(first.stream.open).toBe(true);
+      expect(first.server.of('stop')).toHaveLength(0);
+    } finally {
+      twilioServer.streamsOutliveCalls = false;
+    }
+    await first.stream.stop();
+  });
+
   it('stops the stream when the call ends or is redirected', async () => {
     const first = await connect();
     twilioServer.setCallStatus(first.sid, 'completed');

@@ -132,6 +132,11 @@ export class FakeTwilioServer {
   readonly callResources = new Map<string, FakeTwilioCall>();
   /** Every media stream opened, in order. */
   readonly mediaStreams: FakeMediaStream[] = [];
+  /**
+   * Set: a call's streams stay open after it ended, as if Twilio's `stop` were late, so a test sees who else
+   * closes them (the media worker on a command, or on a heartbeat's answer).
+   */
+  streamsOutliveCalls = false;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly failures: FakeTwilioFailure[] = [];
@@ -204,7 +209,7 @@ export class FakeTwilioServer {
     if (isOver(status) && !call.end_time) call.end_time = now;
     call.status = status;
     call.date_updated = now;
-    if (isOver(status)) this.endMediaStreams(sid);
+    if (isOver(status) && !this.streamsOutliveCalls) this.endMediaStreams(sid);
     return call;
   }
 
