@@ -223,7 +223,7 @@ export class CallControl {
 
   /**
    * Ends a live call: from the API (`hangup`; `canceled` before answer), give-up (`no_answer`), or the
-   * conversation engine with its own reason (`completed`, `silence`, `max_duration`, …).
+   * voice engine with its own reason (`completed`, `silence`, `max_duration`, …).
    */
   async end(accountId: string, id: string, reason: 'hangup' | 'given_up' | EndReason): Promise<CallEntity> {
     const call = await this.calls.get(accountId, id);
