@@ -173,6 +173,17 @@ describe('a carrier media stream session', () => {
     expect(session.holdsStream).toBe(false);
   });
 
+  it('closes as a drain does when the end it asked for while shutting down comes back as EndStream', async () => {
+    const calls = new FakeCalls(CALL);
+    const { session, closes } = setup(CALL, { calls });
+    // The calls service commands the worker while it records the worker's own end.
+    calls.endCall = async () => session.endStream('shutdown');
+    await session.onFrame(frames.start('good-token'));
+    await session.shutdown(Date.now() + 1_000);
+    expect(closes).toEqual([[1001, 'media worker shutting down']]);
+    expect(session.outcome).toMatchObject({ ended: true });
+  });
+
   it('sends the address where it takes commands when it attaches the stream', async () => {
     const { session, calls } = setup(CALL, { deps: { commandAddress: '10.0.3.7:50053' } });
     await session.onFrame(frames.start('good-token'));

@@ -109,6 +109,8 @@ export class CallSession {
    */
   endStream(reason: string): void {
     this.over = true;
+    // A session shutting down ended the call itself and closes the stream as a drain does (1001).
+    if (this.deadline) return;
     this.socket.close(1000, reason ? `call ended: ${reason}` : 'call ended');
   }
 
