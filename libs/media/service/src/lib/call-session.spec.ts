@@ -184,6 +184,28 @@ describe('a carrier media stream session', () => {
     expect(session.outcome).toMatchObject({ ended: true });
   });
 
+  it('leaves a voicemail message commanded while the stream is still attaching, then ends the call voicemail', async () => {
+    const calls = new FakeCalls(CALL);
+    const ended: callsV1.EndCallRequest[] = [];
+    const port: CallsPort = calls;
+    port.endCall = async (req) => void ended.push(req);
+    let agentRead: (() => void) | undefined;
+    const slowAgent: AgentsPort = {
+      getAgent: () => new Promise((resolve) => (agentRead = () => resolve({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }))),
+    };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: slowAgent } });
+
+    const attaching = session.onFrame(frames.start('good-token'));
+    const left = session.leaveVoicemail('Please call us back.');
+    (await until(() => agentRead, 'the agent asked for'))();
+    await attaching;
+
+    expect(await left).toBe(true);
+    await until(() => ended.length > 0, 'the call ended');
+    expect(ended).toEqual([{ account_id: 'acc_1', id: 'call_1', reason: 'voicemail' }]);
+    await session.onClose();
+  });
+
   it('sends the address where it takes commands when it attaches the stream', async () => {
     const { session, calls } = setup(CALL, { deps: { commandAddress: '10.0.3.7:50053' } });
     await session.onFrame(frames.start('good-token'));

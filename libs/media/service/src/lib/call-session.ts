@@ -116,9 +116,11 @@ export class CallSession {
 
   /**
    * An answering machine took the call (the LeaveVoicemail command): the agent stops, speaks `message`, then ends
-   * the call `voicemail`. False when no conversation runs on this stream to speak it.
+   * the call `voicemail`. A command that arrives while the stream is still attaching waits for its engine. False
+   * when no conversation runs on this stream to speak it.
    */
-  leaveVoicemail(message: string): boolean {
+  async leaveVoicemail(message: string): Promise<boolean> {
+    await this.attaching;
     if (!this.engine) return false;
     void this.engine.leaveVoicemail(message).catch((e: unknown) => this.log.warn({ err: e, callId: this.call?.id }, 'voicemail message failed'));
     return true;

@@ -6,7 +6,7 @@ function worker(speaks = true) {
   const told: string[] = [];
   const session = {
     endStream: (reason: string) => void told.push(`end:${reason}`),
-    leaveVoicemail: (message: string) => {
+    leaveVoicemail: async (message: string) => {
       if (speaks) told.push(`voicemail:${message}`);
       return speaks;
     },
@@ -15,9 +15,9 @@ function worker(speaks = true) {
   return { controller: new MediaWorkerGrpcController(sessions), told };
 }
 
-const code = (run: () => unknown) => {
+const code = async (run: () => unknown) => {
   try {
-    run();
+    await run();
   } catch (error) {
     return error instanceof AppError ? error.code : 'other';
   }
@@ -33,33 +33,33 @@ describe('the media worker’s commands', () => {
     expect(told).toEqual(['end:hangup']);
   });
 
-  it('has the agent leave the voicemail message on the call it names', () => {
+  it('has the agent leave the voicemail message on the call it names', async () => {
     const { controller, told } = worker();
 
-    expect(controller.leaveVoicemail({ call_id: 'call_1', message: 'Please call us back.' })).toEqual({});
+    expect(await controller.leaveVoicemail({ call_id: 'call_1', message: 'Please call us back.' })).toEqual({});
 
     expect(told).toEqual(['voicemail:Please call us back.']);
   });
 
-  it('answers NOT_FOUND for a call whose stream it does not hold, and touches no other call', () => {
+  it('answers NOT_FOUND for a call whose stream it does not hold, and touches no other call', async () => {
     const { controller, told } = worker();
 
-    expect(code(() => controller.endStream({ call_id: 'call_2', reason: 'hangup' }))).toBe('not_found');
-    expect(code(() => controller.leaveVoicemail({ call_id: 'call_2', message: 'x' }))).toBe('not_found');
-    expect(code(() => controller.injectEvent({ call_id: 'call_2', event_id: 'cev_1', name: 'paid', payload_json: '{}' }))).toBe('not_found');
+    expect(await code(() => controller.endStream({ call_id: 'call_2', reason: 'hangup' }))).toBe('not_found');
+    expect(await code(() => controller.leaveVoicemail({ call_id: 'call_2', message: 'x' }))).toBe('not_found');
+    expect(await code(() => controller.injectEvent({ call_id: 'call_2', event_id: 'cev_1', name: 'paid', payload_json: '{}' }))).toBe('not_found');
     expect(told).toEqual([]);
   });
 
-  it('refuses a voicemail message on a stream where no conversation runs to speak it', () => {
+  it('refuses a voicemail message on a stream where no conversation runs to speak it', async () => {
     const { controller } = worker(false);
 
-    expect(code(() => controller.leaveVoicemail({ call_id: 'call_1', message: 'x' }))).toBe('conflict');
+    expect(await code(() => controller.leaveVoicemail({ call_id: 'call_1', message: 'x' }))).toBe('conflict');
   });
 
-  it('refuses injected events as not implemented instead of dropping them', () => {
+  it('refuses injected events as not implemented instead of dropping them', async () => {
     const { controller, told } = worker();
 
-    expect(code(() => controller.injectEvent({ call_id: 'call_1', event_id: 'cev_1', name: 'paid', payload_json: '{}' }))).toBe('not_implemented');
+    expect(await code(() => controller.injectEvent({ call_id: 'call_1', event_id: 'cev_1', name: 'paid', payload_json: '{}' }))).toBe('not_implemented');
     expect(told).toEqual([]);
   });
 });

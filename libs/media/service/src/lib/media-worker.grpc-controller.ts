@@ -25,8 +25,8 @@ export class MediaWorkerGrpcController implements mediaV1.MediaWorkerServiceCont
     return {};
   }
 
-  leaveVoicemail(req: mediaV1.LeaveVoicemailRequest): mediaV1.LeaveVoicemailResponse {
-    if (!this.held(req.call_id).leaveVoicemail(req.message)) throw new AppError('conflict', 'No conversation runs on this call’s stream to speak the message.');
+  async leaveVoicemail(req: mediaV1.LeaveVoicemailRequest): Promise<mediaV1.LeaveVoicemailResponse> {
+    if (!(await this.held(req.call_id).leaveVoicemail(req.message))) throw new AppError('conflict', 'No conversation runs on this call’s stream to speak the message.');
     return {};
   }
 
