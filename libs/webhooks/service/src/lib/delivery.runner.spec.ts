@@ -1,16 +1,6 @@
 import { DeliveryEngine } from './delivery.engine';
 import { DeliveryRunner } from './delivery.runner';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(5);
-  }
-}
-
 /** An engine whose passes claim `claims` in turn (then nothing), with the hook the runner listens on. */
 function fakeEngine(claims: number[]) {
   let workArrived: () => void = () => undefined;
@@ -22,18 +12,29 @@ function fakeEngine(claims: number[]) {
   return { engine, arrive: () => workArrived() };
 }
 
+// Fake timers: the runner's timing is asserted exactly, whatever the load on the machine running the tests.
 describe('DeliveryRunner', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   it('passes at once on start and right after a pass that claimed something, then idles until work arrives', async () => {
     const { engine, arrive } = fakeEngine([3]);
     const runner = new DeliveryRunner(engine as unknown as DeliveryEngine);
     runner.onApplicationBootstrap();
     try {
-      await waitFor(() => engine.pass.mock.calls.length === 2, 100);
-      // The second pass claimed nothing: the loop would idle for 200 ms, but work that arrives cuts the wait short.
-      await sleep(20);
+      await jest.advanceTimersByTimeAsync(10);
+      expect(engine.pass).toHaveBeenCalledTimes(2);
+      // The second pass claimed nothing: the loop idles for 200 ms…
+      await jest.advanceTimersByTimeAsync(140);
+      expect(engine.pass).toHaveBeenCalledTimes(2);
+      // …but work that arrives cuts the wait short.
       arrive();
-      await waitFor(() => engine.pass.mock.calls.length === 3, 100);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(engine.pass).toHaveBeenCalledTimes(3);
       expect(engine.pass).toHaveBeenCalledWith({ wait: false });
+      // Idle again, a pass every 200 ms.
+      await jest.advanceTimersByTimeAsync(200);
+      expect(engine.pass).toHaveBeenCalledTimes(4);
     } finally {
       await runner.onApplicationShutdown();
     }
@@ -43,12 +44,13 @@ describe('DeliveryRunner', () => {
     const { engine, arrive } = fakeEngine([]);
     const runner = new DeliveryRunner(engine as unknown as DeliveryEngine);
     runner.onApplicationBootstrap();
-    await waitFor(() => engine.pass.mock.calls.length === 1, 100);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(engine.pass).toHaveBeenCalledTimes(1);
     await runner.onApplicationShutdown();
     expect(engine.drain).toHaveBeenCalledTimes(1);
 
     arrive();
-    await sleep(300);
+    await jest.advanceTimersByTimeAsync(1_000);
     expect(engine.pass).toHaveBeenCalledTimes(1);
   });
 });
