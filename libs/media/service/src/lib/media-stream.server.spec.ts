@@ -59,6 +59,9 @@ describe('media stream server', () => {
     port = await server.listen(0, '127.0.0.1');
   });
 
+  // Ends the server's stream thread even when a test failed before its drain (a live thread keeps jest running).
+  afterAll(() => server.close());
+
   it('refuses paths of carriers it does not speak', async () => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/streams/carrier-pigeon`);
     const status = await new Promise<number | undefined>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode)).on('error', () => resolve(undefined)));

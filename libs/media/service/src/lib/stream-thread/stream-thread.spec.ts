@@ -23,8 +23,12 @@ interface Carrier {
   stop(): Promise<number>;
 }
 
+/** Every carrier thread started, ended after each test whatever its outcome (a live thread keeps jest from exiting). */
+const carriers = new Set<Worker>();
+
 function carrier(url: string): Promise<Carrier> {
   const worker = new Worker(CARRIER, { eval: true, workerData: { url, ws: require.resolve('ws') } });
+  carriers.add(worker);
   const received: Carrier['received'] = [];
   let closed!: (code: number) => void;
   const c: Carrier = {
@@ -82,6 +86,10 @@ describe('stream thread', () => {
     port = await thread.listen(0, '127.0.0.1');
   });
 
+  afterEach(async () => {
+    await Promise.all([...carriers].map((w) => w.terminate()));
+    carriers.clear();
+  });
   afterAll(() => thread.stop());
 
   async function connect(): Promise<{ id: number; line: Carrier }> {
@@ -141,14 +149,15 @@ describe('stream thread', () => {
   it('keeps the carrier on time while the main thread is held', async () => {
     const { id, line } = await connect();
     for (let i = 0; i < 8; i++) thread.send({ op: 'audio', id, frame: `a${i}` });
-    // The hand-over is posted at the end of this turn; then this thread is held for 120 ms, as by a long scavenge.
-    await new Promise((r) => setImmediate(r));
-    const heldUntil = Date.now() + 120;
-    while (Date.now() < heldUntil);
+    await until(() => line.received.length >= 1);
+    // This thread is held for 120 ms, as by a long scavenge: the stream thread plays on meanwhile.
+    const now = () => performance.timeOrigin + performance.now();
+    const heldFrom = now();
+    while (now() < heldFrom + 120);
+    const heldTo = now();
     await until(() => line.received.length === 8);
-    // Played on through the hold: no gap anywhere near the 120 ms it lasted.
-    expect(Math.max(...gapsOf(line.received.map((r) => r.at)))).toBeLessThan(60);
-    await line.stop();
+    const duringHold = line.received.filter((r) => r.at > heldFrom && r.at < heldTo);
+    expect(duringHold.length).toBeGreaterThanOrEqual(3);
   });
 
   it('reports the frames it sent', async () => {

@@ -21,6 +21,8 @@ export interface StreamThreadEvents {
  * thread, so its frames can wait; a clear does not.
  */
 const BATCH_MS = 4;
+/** The longest a stop waits for the thread to close its sockets (it cuts off carriers after 1 s). */
+const STOP_BOUND_MS = 3_000;
 
 // Compiled, the thread is the .js beside this file; under the tests, Node runs the .ts source (type stripping).
 const THREAD_FILE = join(__dirname, `playout-thread${__filename.slice(__filename.lastIndexOf('.'))}`);
@@ -81,10 +83,14 @@ export class StreamThread {
   /** Closes every stream and the server, then ends the thread. */
   async stop(): Promise<void> {
     if (this.ended) return;
+    let bound: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.stopped = resolve;
       this.send({ op: 'stop' });
+      // The thread closes its sockets within about a second; past STOP_BOUND_MS it is ended regardless.
+      bound = setTimeout(resolve, STOP_BOUND_MS);
     });
+    clearTimeout(bound);
     this.ended = true;
     await this.worker.terminate();
   }
