@@ -9,3 +9,4 @@ export * as callsV1 from './gen/parley/calls/v1/calls';
 export * as mediaV1 from './gen/parley/media/v1/media';
 export * from './agents';
 export * from './live';
+export * from './transcript';

@@ -1,3 +1,4 @@
+import { TranscriptTurn } from '@parley/contracts';
 import { ChatMessage, LlmProvider, ToolCall } from '@parley/llm';
 import { SpeechChunk, SpeechToText, TextToSpeech } from '@parley/speech';
 import { AgentSettings, fillVariables, FlowNode, LanguageSettings } from './agent-settings';
@@ -16,14 +17,7 @@ import { OfferedTool } from './tools';
 import { FallbackTextToSpeech } from './tts-fallback';
 import { TurnDetector, UserTurn } from './turn-detector';
 
-export interface EngineTurn {
-  role: 'user' | 'assistant';
-  text: string;
-  language: string;
-  startMs: number;
-  endMs: number;
-  interrupted: boolean;
-}
+export type EngineTurn = TranscriptTurn;
 
 /** What the engine asks of whoever hosts the call (the media worker's session, or a test). */
 export interface EngineHost {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, InjectedCallEvent, LIVE, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, InjectedCallEvent, LIVE, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -19,13 +19,7 @@ export interface Transition {
   failureReason?: string;
 }
 
-export interface TurnInput {
-  role: 'user' | 'assistant';
-  text: string;
-  language: string;
-  startMs: number;
-  endMs: number;
-  interrupted: boolean;
+export interface TurnInput extends TranscriptTurn {
   /** The media stream the turn was spoken on and its number there (from 1); absent: an unnumbered turn. */
   stream?: { id: string; seq: number };
 }
