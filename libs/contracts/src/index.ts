@@ -10,3 +10,4 @@ export * as mediaV1 from './gen/parley/media/v1/media';
 export * from './agents';
 export * from './live';
 export * from './transcript';
+export * from './realtime';
