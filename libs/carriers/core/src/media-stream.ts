@@ -27,7 +27,15 @@ export type MediaStreamEvent =
   | { type: 'dtmf'; digit: string }
   /** A mark Parley sent came back: the audio sent before it has been played to the caller (or was cleared). */
   | { type: 'mark'; name: string }
-  | { type: 'stop' };
+  | { type: 'stop' }
+  /** The stream must be refused before anything is attached (say, a browser presenting an API key): `refusal` names why. */
+  | { type: 'refuse'; refusal: string; message: string };
+
+/** What a session tells the far end beside audio, on protocols that carry it (a browser's); carriers ignore it. */
+export type StreamNotice =
+  | { type: 'call-start'; callId: string; agentId: string; direction: string; sampleRate: number }
+  | { type: 'transcript'; role: 'user' | 'assistant'; text: string; language: string; startMs: number; endMs: number; interrupted: boolean }
+  | { type: 'call-end'; reason: string };
 
 export interface MediaFormat {
   /** `mulaw` (G.711 μ-law), `alaw` or `pcm16` (signed 16-bit little endian). */
@@ -48,4 +56,13 @@ export interface MediaStreamProtocol {
   mark(streamId: string, name: string): string;
   /** A frame dropping every buffered, unplayed frame at once (barge-in); pending marks come back. */
   clear(streamId: string): string;
+  /** A frame telling the far end `notice`; absent on carriers, which have no use for it. */
+  notice?(streamId: string, notice: StreamNotice): string;
+  /**
+   * The close code and reason refusing a stream for `refusal` (a RealtimeRefusal the calls service named, `refused`
+   * otherwise); absent: 1008 with a generic reason (a carrier only logs it).
+   */
+  refusal?(refusal: string, message: string): { code: number; reason: string };
+  /** How long a stream may stay open without `start` before it is closed as unreadable; absent: no limit. */
+  readonly startTimeoutMs?: number;
 }

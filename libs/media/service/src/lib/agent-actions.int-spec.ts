@@ -205,6 +205,7 @@ async function placeCall(scenario: Scenario) {
   const dir = mkdtempSync(join(tmpdir(), 'parley-agent-actions-'));
   const media = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },
+    {},
     {
       calls: control,
       agents: control,

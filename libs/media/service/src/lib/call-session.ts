@@ -1,5 +1,5 @@
 import { callsV1 } from '@parley/contracts';
-import { MediaStreamEvent, MediaStreamProtocol } from '@parley/carrier-core';
+import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
 import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
@@ -33,6 +33,8 @@ export interface StreamSocket {
   /** Sent at once; audio not yet sent is dropped. Returns until when the dropped audio would have played (realClock's time). */
   clear(frame: string): number;
   close(code: number, reason: string): void;
+  /** Sent at once, ahead of queued audio (a notice for a browser); absent where the protocol has no notices. */
+  text?(frame: string): void;
   /** Set when the socket paces audio itself: the frames the engine keeps queued in it (AudioSink.leadFrames). */
   readonly leadFrames?: number;
 }
@@ -87,11 +89,21 @@ export class CallSession {
    */
   private reportSeq = 0;
 
+  /** Closes a stream that never said `start` (protocols with a start timeout: a browser that connected and went quiet). */
+  private startTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly socket: StreamSocket,
     private readonly deps: CallSessionDeps,
   ) {
     this.framesIn = mediaFramesIn.labels({ carrier: deps.protocol.carrier });
+    const timeoutMs = deps.protocol.startTimeoutMs;
+    if (timeoutMs) {
+      this.startTimer = setTimeout(() => {
+        if (!this.attaching) this.refuse('bad_request', `no start within ${timeoutMs / 1000} s`);
+      }, timeoutMs);
+      this.startTimer.unref();
+    }
   }
 
   get callId(): string | undefined {
@@ -111,6 +123,7 @@ export class CallSession {
     this.over = true;
     // A session shutting down ended the call itself and closes the stream as a drain does (1001).
     if (this.deadline) return;
+    this.notify({ type: 'call-end', reason });
     this.socket.close(1000, reason ? `call ended: ${reason}` : 'call ended');
   }
 
@@ -137,7 +150,12 @@ export class CallSession {
     }
     if (!event) return;
     switch (event.type) {
+      case 'refuse':
+        if (!this.attaching) this.refuse(event.refusal, event.message);
+        return;
       case 'start':
+        if (this.attaching) return;
+        clearTimeout(this.startTimer);
         this.attaching = this.attach(event).finally(() => (this.attached = true));
         return this.attaching;
       case 'audio':
@@ -193,12 +211,14 @@ export class CallSession {
         },
       );
     }
+    this.notify({ type: 'call-end', reason: 'shutdown' });
     this.socket.close(1001, 'media worker shutting down');
     await this.onClose();
   }
 
   /** The socket closed (by either side, or the network). */
   async onClose(): Promise<void> {
+    clearTimeout(this.startTimer);
     await this.attaching?.catch(() => undefined);
     await this.finish('closed');
   }
@@ -222,10 +242,9 @@ export class CallSession {
       this.call = attached.call;
       resume = attached.resume;
     } catch (error) {
-      mediaStreamsTotal.inc({ carrier, outcome: 'refused' });
-      this.log.warn({ err: error, carrierCallId: event.carrierCallId }, 'media stream refused');
-      this.finished = true;
-      this.socket.close(CLOSE_REFUSED, 'stream not accepted');
+      const refusal = error instanceof AppError && typeof error.extra?.['refusal'] === 'string' ? error.extra['refusal'] : 'refused';
+      this.log.warn({ err: error, carrierCallId: event.carrierCallId, refusal }, 'media stream refused');
+      this.refuse(refusal, error instanceof AppError ? error.message : 'stream not accepted');
       return;
     }
     mediaStreamsTotal.inc({ carrier, outcome: 'attached' });
@@ -237,7 +256,22 @@ export class CallSession {
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
+    this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
     await this.startEngine(call, event.format.sampleRate, resume);
+  }
+
+  /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */
+  private refuse(refusal: string, message: string): void {
+    mediaStreamsTotal.inc({ carrier: this.deps.protocol.carrier, outcome: 'refused' });
+    clearTimeout(this.startTimer);
+    this.finished = true;
+    const close = this.deps.protocol.refusal?.(refusal, message) ?? { code: CLOSE_REFUSED, reason: 'stream not accepted' };
+    this.socket.close(close.code, close.reason);
+  }
+
+  /** Tells the far end `notice`, on protocols that carry notices (a browser's); a no-op on carriers. */
+  private notify(notice: StreamNotice): void {
+    if (this.deps.protocol.notice && this.socket.text) this.socket.text(this.deps.protocol.notice(this.streamId, notice));
   }
 
   private async startEngine(call: callsV1.Call, sampleRate: number, resume: string): Promise<void> {
@@ -284,6 +318,7 @@ export class CallSession {
         },
         // Numbered as spoken, so a retried append is stored once (unnumbered on a stream without an id to key it).
         onTurn: (turn) => {
+          this.notify({ type: 'transcript', role: turn.role, text: turn.text, language: turn.language, startMs: turn.startMs, endMs: turn.endMs, interrupted: turn.interrupted });
           const req = {
             ...ids,
             ...this.nextReport(),
@@ -332,7 +367,10 @@ export class CallSession {
     try {
       const live = await this.deps.calls.heartbeat({ account_id: call.account_id, call_id: call.id, stopped });
       if (!live) this.over = true;
-      if (!live && !stopped) this.socket.close(1000, 'call over');
+      if (!live && !stopped) {
+        this.notify({ type: 'call-end', reason: '' });
+        this.socket.close(1000, 'call over');
+      }
     } catch (error) {
       this.log.warn({ err: error, callId: call.id }, 'media heartbeat failed');
     }
@@ -355,7 +393,11 @@ export class CallSession {
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
     await this.saveRecording(call);
     await this.beat(true);
-    if (why === 'stop') this.socket.close(1000, 'stream stopped');
+    if (why === 'stop') {
+      // The far end hung up (a browser's `hangup`): an answered call ends `completed`, as a carrier's hang-up does.
+      this.notify({ type: 'call-end', reason: 'completed' });
+      this.socket.close(1000, 'stream stopped');
+    }
   }
 
   private async saveRecording(call: callsV1.Call): Promise<void> {

@@ -191,6 +191,7 @@ async function placeCall(scenario: Scenario) {
   const store = new LocalBlobStore(dir);
   const media = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },
+    {},
     {
       calls: control,
       agents: control,

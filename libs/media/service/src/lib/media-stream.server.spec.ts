@@ -45,6 +45,7 @@ describe('media stream server', () => {
   };
   const server = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },
+    {},
     {
       calls,
       agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }) },

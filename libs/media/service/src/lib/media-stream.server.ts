@@ -45,6 +45,10 @@ class ThreadSocket implements StreamSocket {
     this.thread.send({ op: 'mark', id: this.id, frame });
   }
 
+  text(frame: string): void {
+    this.thread.send({ op: 'text', id: this.id, frame });
+  }
+
   clear(frame: string): number {
     const until = this.playAt;
     this.playAt = 0;
@@ -59,7 +63,7 @@ class ThreadSocket implements StreamSocket {
 
 /**
  * The media worker's WebSocket server: one CallSession per carrier stream, the carrier's protocol picked by the
- * path. Unknown paths are refused at the upgrade (404), before any session exists. The sockets themselves live on
+ * path (`/streams/{carrier}`, or one of `paths`, such as the browsers' `/realtime`). Unknown paths are refused at the upgrade (404), before any session exists. The sockets themselves live on
  * a stream thread (stream-thread/), which paces the agent's audio; sessions, engines and carrier protocols run here.
  */
 export class MediaStreamServer {
@@ -72,6 +76,8 @@ export class MediaStreamServer {
 
   constructor(
     private readonly protocols: Record<string, MediaStreamProtocol>,
+    /** Paths served besides `/streams/{carrier}`, each with its protocol's name; such a protocol has no `/streams/` path. */
+    private readonly paths: Record<string, string>,
     private readonly deps: Omit<CallSessionDeps, 'protocol'>,
   ) {
     this.thread = this.startThread();
@@ -126,7 +132,7 @@ export class MediaStreamServer {
 
   private startThread(): StreamThread {
     return new StreamThread(
-      { carriers: Object.keys(this.protocols), maxPayload: 1024 * 1024 },
+      { carriers: Object.keys(this.protocols).filter((c) => !Object.values(this.paths).includes(c)), paths: this.paths, maxPayload: 1024 * 1024 },
       {
         open: (id, carrier) => this.accept(id, this.protocols[carrier]),
         // Frames are handled one at a time, in order: a session's state (attach, audio, stop) depends on it.

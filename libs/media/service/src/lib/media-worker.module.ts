@@ -2,6 +2,8 @@ import { BeforeApplicationShutdown, Inject, Injectable, Module, OnApplicationBoo
 import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
 import { AGENTS_V1, agentsV1, CALLS_V1, callsV1, readAgentRuntime } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
+import { browserMediaProtocol } from '@parley/carrier-web';
+import { REALTIME_PATH } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
 import { Bus } from '@parley/messaging';
@@ -111,7 +113,9 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
     const [stt, tts] = [config.STT_PROVIDERS.split(',')[0], config.TTS_PROVIDERS.split(',')[0]];
     this.providers = speechProviders(config);
     this.server = new MediaStreamServer(
-      { twilio: new TwilioMediaStreamProtocol() },
+      // Browsers are carriers too: web calls on the realtime socket, the dev phone's legs at /streams/dev.
+      { twilio: new TwilioMediaStreamProtocol(), dev: browserMediaProtocol('dev'), web: browserMediaProtocol('web') },
+      { [REALTIME_PATH]: 'web' },
       {
         calls: new GrpcCallsPort(calls, config.RPC_TIMEOUT_MS),
         agents: new GrpcAgentsPort(agents, config.RPC_TIMEOUT_MS),

@@ -7,6 +7,8 @@
 export interface StreamThreadData {
   /** The carriers whose paths (`/streams/{carrier}`) are accepted; others are refused 404 at the upgrade. */
   carriers: string[];
+  /** Further paths served, each with the protocol (carrier) its streams speak, e.g. `/realtime` → `web`. */
+  paths: Record<string, string>;
   /** Largest frame accepted from a carrier, in bytes. */
   maxPayload: number;
 }
@@ -21,6 +23,8 @@ export type ToThread =
   /** Sent at once; the audio and marks still queued are dropped. */
   | { op: 'clear'; id: number; frame: string }
   | { op: 'close'; id: number; code: number; reason: string }
+  /** Sent at once, ahead of queued audio (an event for a browser: a transcript turn, the call's end). */
+  | { op: 'text'; id: number; frame: string }
   /** Refuse new streams (503 at the upgrade) and stop listening; live streams go on. Answered with `draining`. */
   | { op: 'drain' }
   /** Close every stream (1001) and the server; answered with `stopped`. */

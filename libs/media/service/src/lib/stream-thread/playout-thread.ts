@@ -31,6 +31,7 @@ const data = workerData as StreamThreadData;
 if (!parentPort) throw new Error('playout-thread.ts runs as a worker thread (StreamThread starts it)');
 const main = parentPort;
 const carriers = new Set(data.carriers);
+const paths = new Map(Object.entries(data.paths));
 
 // Events for the main thread, posted together every BATCH_MS: one message per frame would cost both threads more
 // than the frames themselves.
@@ -142,6 +143,10 @@ class Stream {
     this.send(frame);
   }
 
+  text(frame: string): void {
+    this.send(frame);
+  }
+
   close(code: number, reason: string): void {
     this.reset();
     this.ws.close(code, reason);
@@ -195,9 +200,11 @@ let closed = Promise.resolve();
 const wss = new WebSocketServer({ noServer: true, maxPayload: data.maxPayload });
 const http = createServer((_req, res) => res.writeHead(426, { 'content-type': 'text/plain' }).end('WebSocket only\n'));
 http.on('upgrade', (req: IncomingMessage, socket, head) => {
-  const carrier = STREAM_PATH.exec(req.url ?? '')?.[1];
+  const url = req.url ?? '';
+  const named = STREAM_PATH.exec(url)?.[1];
+  const carrier = named && carriers.has(named) ? named : paths.get(url.split('?')[0]);
   if (draining) return void socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n\r\n');
-  if (!carrier || !carriers.has(carrier)) return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+  if (!carrier) return void socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   wss.handleUpgrade(req, socket, head, (ws) => accept(ws, carrier));
 });
 
@@ -243,6 +250,9 @@ main.on('message', (ops: ToThread[]) => {
         break;
       case 'close':
         streams.get(op.id)?.close(op.code, op.reason);
+        break;
+      case 'text':
+        streams.get(op.id)?.text(op.frame);
         break;
       case 'listen':
         http.once('error', (e) => post({ ev: 'listen_failed', message: e.message }));

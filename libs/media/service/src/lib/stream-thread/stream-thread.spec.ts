@@ -82,7 +82,7 @@ describe('stream thread', () => {
         throw error;
       },
     };
-    thread = new StreamThread({ carriers: ['twilio'], maxPayload: 1024 }, events);
+    thread = new StreamThread({ carriers: ['twilio'], paths: {}, maxPayload: 1024 }, events);
     port = await thread.listen(0, '127.0.0.1');
   });
 
@@ -165,7 +165,7 @@ describe('stream thread', () => {
   });
 
   it('stops within about a second even when a carrier never answers its close frame', async () => {
-    const stubborn = new StreamThread({ carriers: ['twilio'], maxPayload: 1024 }, { open: () => undefined, frame: () => undefined, closed: () => undefined, error: () => undefined, stats: () => undefined, exit: () => undefined });
+    const stubborn = new StreamThread({ carriers: ['twilio'], paths: {}, maxPayload: 1024 }, { open: () => undefined, frame: () => undefined, closed: () => undefined, error: () => undefined, stats: () => undefined, exit: () => undefined });
     const at = await stubborn.listen(0, '127.0.0.1');
     const ws = new WebSocket(`ws://127.0.0.1:${at}/streams/twilio`);
     await new Promise((resolve) => ws.once('open', resolve));

@@ -5,6 +5,7 @@ export function directSocket(send: (frame: string) => void, close: (code: number
   return {
     audio: (frame) => (send(frame), performance.now()),
     mark: send,
+    text: send,
     clear: (frame) => (send(frame), performance.now()),
     close,
   };
