@@ -23,6 +23,15 @@ export class SignedTokens<C extends object> {
 
   /** The claims of a genuine, unexpired token; undefined for anything else (forged, expired, garbled). */
   verify(token: string, now = Date.now()): C | undefined {
+    const read = this.read(token, now);
+    return read && !read.expired ? read.claims : undefined;
+  }
+
+  /**
+   * The claims of a genuine token and whether it has expired; undefined for a forged or garbled one. For a
+   * refusal that tells an expired token from a forged one (a browser told to fetch a new token, or not).
+   */
+  read(token: string, now = Date.now()): { claims: C; expired: boolean } | undefined {
     const [body, mac, extra] = token.split('.');
     if (!body || !mac || extra !== undefined) return undefined;
     const expected = Buffer.from(this.mac(body));
@@ -30,9 +39,10 @@ export class SignedTokens<C extends object> {
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
     try {
       const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as C & { exp?: unknown };
-      if (typeof claims.exp !== 'number' || claims.exp * 1000 <= now) return undefined;
+      if (typeof claims.exp !== 'number') return undefined;
+      const expired = claims.exp * 1000 <= now;
       delete claims.exp;
-      return claims;
+      return { claims, expired };
     } catch {
       return undefined;
     }

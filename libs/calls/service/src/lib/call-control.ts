@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1, callsV1, readAgent, VoicemailAction } from '@parley/contracts';
+import { AgentMode, AGENTS_V1, agentsV1, callsV1, readAgent, VoicemailAction } from '@parley/contracts';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
@@ -77,7 +77,7 @@ function saysNothingWasDialled(error: unknown): unknown {
   return refusedBeforeDialling(error.message, 1);
 }
 
-interface AgentSettings {
+export interface AgentSettings {
   recordCalls: boolean;
   carrier: string;
   ringSeconds: number;
@@ -86,6 +86,7 @@ interface AgentSettings {
   voicemailMessage: string;
   /** Only agents that talk need the carrier to tell people from machines. */
   converses: boolean;
+  mode: AgentMode;
 }
 
 /**
@@ -404,7 +405,8 @@ export class CallControl {
     return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call) });
   }
 
-  private async agentSettings(accountId: string, agentId: string, field?: string): Promise<AgentSettings> {
+  /** What placing a call needs of the agent; `field` names the request field to blame when there is no such agent. */
+  async agentSettings(accountId: string, agentId: string, field?: string): Promise<AgentSettings> {
     try {
       const { agent } = await this.agents.call('getAgent', (s, md) => s.getAgent({ account_id: accountId, id: agentId }, md));
       if (!agent) throw AppError.notFound('agent');
@@ -416,6 +418,7 @@ export class CallControl {
         voicemail: spec.conversation?.voicemail ?? 'continue',
         voicemailMessage: spec.conversation?.voicemail_message ?? '',
         converses: (spec.mode ?? 'conversation') === 'conversation',
+        mode: spec.mode ?? 'conversation',
       };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {

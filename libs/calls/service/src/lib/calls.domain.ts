@@ -167,6 +167,11 @@ export class CallsDomain {
   }
 
   /** A media stream attached, on the worker that takes commands at `mediaWorker` (null: none given). */
+  /** Marks a browser token as used; false when it was already (each opens one connection). */
+  redeemRealtimeToken(jti: string, callId: string): Promise<boolean> {
+    return this.repository.redeemRealtimeToken(jti, callId);
+  }
+
   async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<void> {
     await this.repository.attachMedia(accountId, id, mediaWorker);
   }

@@ -5,6 +5,9 @@ import { CallControl } from './call-control';
 import { ENGINE_END_REASONS, EndReason } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallTurnEntity } from './entities';
+import { MintedToken, WEB_CARRIER, WebCalls } from './web-calls';
+
+const toToken = (t: MintedToken): callsV1.RealtimeToken => ({ token: t.token, expires_at: t.expiresAt.toISOString(), role: t.role });
 
 const { CallsServiceControllerMethods } = callsV1;
 
@@ -23,6 +26,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   constructor(
     private readonly calls: CallsDomain,
     private readonly control: CallControl,
+    private readonly web: WebCalls,
   ) {}
 
   async createCall(req: callsV1.CreateCallRequest): Promise<callsV1.CreateCallResponse> {
@@ -36,6 +40,21 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       answerWithinMs: req.answer_within_ms,
     });
     return { call: toCallMessage(call) };
+  }
+
+  async createWebCall(req: callsV1.CreateWebCallRequest): Promise<callsV1.CreateWebCallResponse> {
+    const { call, token } = await this.web.place(req.account_id, {
+      agentId: req.agent_id,
+      variables: req.variables,
+      metadata: req.metadata,
+      idempotencyKey: req.idempotency_key || undefined,
+    });
+    return { call: toCallMessage(call), token: toToken(token) };
+  }
+
+  async mintCallToken(req: callsV1.MintCallTokenRequest): Promise<callsV1.MintCallTokenResponse> {
+    const { call, token } = await this.web.mint(req.account_id, req.id, (req.role || 'caller') as 'caller');
+    return { call: toCallMessage(call), token: toToken(token) };
   }
 
   async getCall(req: callsV1.GetCallRequest): Promise<callsV1.GetCallResponse> {
@@ -63,6 +82,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
+    // A browser's token (web calls) is redeemed once; a carrier's stream token names its call.
+    if (req.carrier === WEB_CARRIER) return { call: toCallMessage(await this.web.join(req.stream_token, req.carrier_call_id, req.command_address)), resume: '' };
     const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
     return { call: toCallMessage(call), resume };
   }

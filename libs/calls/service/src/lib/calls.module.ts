@@ -7,6 +7,7 @@ import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
 import { AGENTS_GRPC, CallControl } from './call-control';
+import { WebCalls } from './web-calls';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
 import { CallsRepository } from './calls.repository';
@@ -28,6 +29,7 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
     CallsRepository,
     CallsDomain,
     CallControl,
+    WebCalls,
     CallAdmission,
     PostCallAnalysis,
     CallReaper,

@@ -278,6 +278,16 @@ export class CallsRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Records realtime token `jti` as redeemed; false when it was already. Redemptions older than a day are dropped on
+   * the way (a token's window is 60 s, so an old row can never match again).
+   */
+  async redeemRealtimeToken(jti: string, callId: string): Promise<boolean> {
+    await this.dataSource.query(`DELETE FROM realtime_tokens WHERE redeemed_at < now() - interval '1 day'`);
+    const taken: unknown[] = await this.dataSource.query(`INSERT INTO realtime_tokens (jti, call_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING jti`, [jti, callId]);
+    return taken.length > 0;
+  }
+
   /** Records a numbered tool-call report; false when the call has taken it already. */
   async claimToolCall(m: EntityManager, callId: string, stream: { id: string; seq: number }): Promise<boolean> {
     const taken: unknown[] = await m.query(

@@ -242,6 +242,24 @@ export class AddCallMediaWorker1764300000360 implements MigrationInterface {
   }
 }
 
+/** Realtime tokens redeemed (WebCalls.join): a token opens one connection; rows outlive the tokens' 60 s window. */
+export class CreateRealtimeTokens1764400000370 implements MigrationInterface {
+  name = 'CreateRealtimeTokens1764400000370';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE IF NOT EXISTS realtime_tokens (
+      jti text PRIMARY KEY,
+      call_id text NOT NULL,
+      redeemed_at timestamptz(3) NOT NULL DEFAULT now()
+    )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS realtime_tokens_redeemed ON realtime_tokens (redeemed_at)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS realtime_tokens`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -256,4 +274,5 @@ export const CALLS_MIGRATIONS = [
   CreateCallToolCalls1764100000350,
   BusDeadLetters1764200000000,
   AddCallMediaWorker1764300000360,
+  CreateRealtimeTokens1764400000370,
 ];

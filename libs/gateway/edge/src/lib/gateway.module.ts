@@ -12,6 +12,7 @@ import { AgentsController } from './agents/agents.controller';
 import { CallsClient, CALLS_GRPC } from './calls/calls.client';
 import { CallsController } from './calls/calls.controller';
 import { RecordingLinksController } from './calls/recording-links.controller';
+import { RealtimeTokensController } from './calls/realtime-tokens.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
 import { AgentGroupsController } from './agents/agent-groups.controller';
@@ -58,6 +59,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     AgentsController,
     CallsController,
     RecordingLinksController,
+    RealtimeTokensController,
     CarrierWebhooksController,
     AgentGroupsController,
     FunctionsController,

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IsIn, IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
@@ -134,3 +134,48 @@ export class CallListDto {
 }
 
 export { CALL_STATUSES };
+
+export class CreateRealtimeTokenDto {
+  @ApiProperty({ description: 'The agent the browser talks to: a `conversation` or `keypad` agent.', example: 'agt_…' })
+  @IsString()
+  @Length(1, 200)
+  agent_id: string;
+
+  @ApiPropertyOptional({ description: 'Values for the agent’s {{variables}}.', type: 'object', additionalProperties: { type: 'string' } })
+  @IsOptional()
+  @IsMetadata()
+  variables?: Record<string, string>;
+
+  @ApiPropertyOptional({ description: 'Stored on the call record.', type: 'object', additionalProperties: { type: 'string' } })
+  @IsOptional()
+  @IsMetadata()
+  metadata?: Record<string, string>;
+}
+
+export class CallTokenDto {
+  @ApiPropertyOptional({
+    enum: ['caller'],
+    default: 'caller',
+    description: 'Who joins: `caller`, the person on a web call nobody has joined yet. Operators and listeners on phone calls are not supported yet.',
+  })
+  @IsOptional()
+  @IsIn(['caller'])
+  role?: 'caller';
+}
+
+export class RealtimeTokenDto {
+  @ApiProperty({ enum: ['realtime_token'] }) object: 'realtime_token';
+  @ApiProperty({
+    description:
+      'Give it to one browser: it opens the realtime socket at `url` once, within 60 s (checked at connect), for this call and role only. ' +
+      'It carries no secret and is never an API key.',
+    example: 'rtk_eyJqdGkiOi….3q2-7w',
+  })
+  token: string;
+  @ApiProperty({ description: 'The realtime socket to open with it (MEDIA_PUBLIC_URL + /realtime).', example: 'wss://media.example.com/realtime' })
+  url: string;
+  @ApiProperty({ example: 'call_…' }) call_id: string;
+  @ApiProperty({ enum: ['caller'] }) role: string;
+  @ApiProperty({ format: 'date-time', description: 'When the window to connect closes.' }) expires_at: string;
+  @ApiProperty({ type: () => CallDto, description: 'The call, `queued` until the browser connects.' }) call: CallDto;
+}

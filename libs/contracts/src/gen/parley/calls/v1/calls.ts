@@ -87,6 +87,53 @@ export interface CreateCallResponse {
   call: Call | undefined;
 }
 
+/**
+ * A web call: a browser talks to the agent over the realtime socket. The call is recorded `queued` (direction
+ * `web`) and a token to join it is minted; the call is answered when the browser connects with it.
+ */
+export interface CreateWebCallRequest {
+  account_id: string;
+  agent_id: string;
+  variables: { [key: string]: string };
+  metadata: { [key: string]: string };
+  idempotency_key: string;
+}
+
+export interface CreateWebCallRequest_VariablesEntry {
+  key: string;
+  value: string;
+}
+
+export interface CreateWebCallRequest_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+/** A browser token: single-purpose (one call, one role), redeemable once, within its window (checked at connect). */
+export interface RealtimeToken {
+  token: string;
+  /** When the window to connect closes, RFC 3339. */
+  expires_at: string;
+  /** caller (the person on a web call). */
+  role: string;
+}
+
+export interface CreateWebCallResponse {
+  call: Call | undefined;
+  token: RealtimeToken | undefined;
+}
+
+export interface MintCallTokenRequest {
+  account_id: string;
+  id: string;
+  role: string;
+}
+
+export interface MintCallTokenResponse {
+  call: Call | undefined;
+  token: RealtimeToken | undefined;
+}
+
 export interface GetCallRequest {
   account_id: string;
   id: string;
@@ -325,6 +372,10 @@ export interface RecordToolCallResponse {
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
+  createWebCall(request: CreateWebCallRequest, metadata?: Metadata): Observable<CreateWebCallResponse>;
+
+  mintCallToken(request: MintCallTokenRequest, metadata?: Metadata): Observable<MintCallTokenResponse>;
+
   getCall(request: GetCallRequest, metadata?: Metadata): Observable<GetCallResponse>;
 
   listCalls(request: ListCallsRequest, metadata?: Metadata): Observable<ListCallsResponse>;
@@ -362,6 +413,16 @@ export interface CallsServiceController {
     request: CreateCallRequest,
     metadata?: Metadata,
   ): Promise<CreateCallResponse> | Observable<CreateCallResponse> | CreateCallResponse;
+
+  createWebCall(
+    request: CreateWebCallRequest,
+    metadata?: Metadata,
+  ): Promise<CreateWebCallResponse> | Observable<CreateWebCallResponse> | CreateWebCallResponse;
+
+  mintCallToken(
+    request: MintCallTokenRequest,
+    metadata?: Metadata,
+  ): Promise<MintCallTokenResponse> | Observable<MintCallTokenResponse> | MintCallTokenResponse;
 
   getCall(
     request: GetCallRequest,
@@ -438,6 +499,8 @@ export function CallsServiceControllerMethods() {
   return function (constructor: Function) {
     const grpcMethods: string[] = [
       "createCall",
+      "createWebCall",
+      "mintCallToken",
       "getCall",
       "listCalls",
       "endCall",

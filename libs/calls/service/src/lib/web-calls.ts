@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { REALTIME_TOKEN_PREFIX, REALTIME_TOKEN_TTL_SECONDS, RealtimeRefusal, RealtimeRole, RealtimeTokenClaims } from '@parley/contracts';
+import { resolveSecretKey, ServiceConfig } from '@parley/config';
+import { SignedTokens } from '@parley/persistence';
+import { AppError } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+import { CallAdmission } from './call-admission';
+import { CallControl } from './call-control';
+import { isLive } from './call-state';
+import { CallsDomain } from './calls.domain';
+import { CallEntity } from './entities';
+
+/** The carrier name of a web call: the browser on the realtime socket is the call's far end. */
+export const WEB_CARRIER = 'web';
+
+export interface NewWebCall {
+  agentId: string;
+  variables?: Record<string, string>;
+  metadata?: Record<string, string>;
+  idempotencyKey?: string;
+}
+
+export interface MintedToken {
+  token: string;
+  expiresAt: Date;
+  role: RealtimeRole;
+}
+
+/** Agent modes a person can talk to from a browser today (`webrtc` and people-taken calls come with rendezvous). */
+const WEB_MODES = ['conversation', 'keypad'];
+
+const refused = (refusal: RealtimeRefusal, message: string) =>
+  new AppError(refusal === 'call_over' ? 'conflict' : 'unauthenticated', message, undefined, { refusal });
+
+/**
+ * Web calls: a browser talks to an agent over the realtime socket, with a short-lived token instead of an API key.
+ * Placing one records the call (`queued`, direction `web`, carrier `web`) and mints its token; the browser's
+ * connection redeems the token once, within its window (REALTIME_TOKEN_TTL_SECONDS, checked at connect), and
+ * answers the call. Tokens are signed with a key of their own derived from SECRET_KEY and carry no secret.
+ */
+@Injectable()
+export class WebCalls {
+  private readonly tokens: SignedTokens<RealtimeTokenClaims>;
+
+  constructor(
+    private readonly calls: CallsDomain,
+    private readonly control: CallControl,
+    private readonly admission: CallAdmission,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {
+    this.tokens = new SignedTokens(resolveSecretKey(config), 'realtime');
+  }
+
+  /**
+   * Records a web call and mints the token that joins it. Admission first, as for a phone call: a platform that
+   * cannot carry one more call refuses (503) before anything is recorded. A create repeating an Idempotency-Key
+   * returns that call with a fresh token while nobody has joined it.
+   */
+  async place(accountId: string, input: NewWebCall): Promise<{ call: CallEntity; token: MintedToken }> {
+    if (input.idempotencyKey) {
+      const known = await this.calls.findByIdempotencyKey(accountId, input.idempotencyKey);
+      if (known) {
+        if (known.direction !== 'web' || known.agentId !== input.agentId) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
+        return { call: known, token: this.mintFor(known) };
+      }
+    }
+    const agent = await this.control.agentSettings(accountId, input.agentId, 'agent_id');
+    if (!WEB_MODES.includes(agent.mode)) {
+      throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a browser can talk to conversation and keypad agents` }]);
+    }
+    // Answered well within the gateway's deadline, so a refusal still reaches the browser's server.
+    const ticket = await this.admission.admit(Date.now() + (this.config.RPC_TIMEOUT_MS * 3) / 4);
+    try {
+      const call = await this.calls.insert({
+        accountId,
+        agentId: input.agentId,
+        direction: 'web',
+        to: '',
+        from: '',
+        status: 'queued',
+        carrier: WEB_CARRIER,
+        carrierCallId: null,
+        recordingEnabled: agent.recordCalls,
+        variables: input.variables ?? {},
+        metadata: input.metadata ?? {},
+        idempotencyKey: input.idempotencyKey || null,
+      });
+      ticket.recorded();
+      return { call, token: this.mintFor(call) };
+    } finally {
+      ticket.release();
+    }
+  }
+
+  /**
+   * A token to join call `id` as `role`. Today a browser joins a web call nobody has joined yet (its first token
+   * expired unused, say); joining a phone call or a call with a browser on it is refused (409).
+   */
+  async mint(accountId: string, id: string, role: RealtimeRole): Promise<{ call: CallEntity; token: MintedToken }> {
+    const call = await this.calls.get(accountId, id);
+    if (role !== 'caller') throw AppError.validation([{ field: 'role', message: 'must be caller' }]);
+    if (call.direction !== 'web') {
+      throw new AppError('conflict', 'Only web calls can be joined from a browser; joining a phone call (operators, listeners) is not supported yet.');
+    }
+    if (!isLive(call.status)) throw new AppError('conflict', `The call is over (${call.endReason ?? call.status}).`);
+    if (call.status !== 'queued') throw new AppError('conflict', 'A browser is on this call already; a web call has one caller.');
+    return { call, token: this.mintFor(call) };
+  }
+
+  /**
+   * Redeems a browser's token at connect: the call it names becomes answered, and `commandAddress` is where
+   * commands about it go. Refusals carry their reason (AppError extra `refusal`, the realtime socket's close code):
+   * forged, expired, for another call (`callId`, when the browser names the call it means), used, or the call over.
+   */
+  async join(token: string, callId: string, commandAddress: string): Promise<CallEntity> {
+    const read = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.read(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
+    if (!read) throw refused('token_invalid', 'The token is not a realtime token of this deployment.');
+    if (read.expired) throw refused('token_expired', `The token's ${REALTIME_TOKEN_TTL_SECONDS} s window to connect passed; mint a new one.`);
+    const claims = read.claims;
+    if (callId && callId !== claims.call_id) throw refused('token_forbidden', 'The token was minted for another call.');
+    const call = await this.calls.get(claims.account_id, claims.call_id).catch((error: unknown) => {
+      throw error instanceof AppError && error.code === 'not_found' ? refused('call_over', 'The call does not exist.') : error;
+    });
+    if (!isLive(call.status)) throw refused('call_over', `The call is over (${call.endReason ?? call.status}).`);
+    if (!(await this.calls.redeemRealtimeToken(claims.jti, call.id))) throw refused('token_used', 'The token was used already; each token opens one connection.');
+    if (call.status !== 'queued') throw refused('token_forbidden', 'A browser is on this call already.');
+    await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    return this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined));
+  }
+
+  private mintFor(call: CallEntity): MintedToken {
+    const role: RealtimeRole = 'caller';
+    const signed = this.tokens.sign({ jti: randomUUID(), account_id: call.accountId, call_id: call.id, role }, REALTIME_TOKEN_TTL_SECONDS);
+    return { token: `${REALTIME_TOKEN_PREFIX}${signed.token}`, expiresAt: signed.expiresAt, role };
+  }
+}
