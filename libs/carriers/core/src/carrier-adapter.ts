@@ -60,6 +60,8 @@ export interface PlaceCallRequest {
   machineDetectionUrl?: string;
   /** Seconds to let the callee's phone ring before giving up (`no_answer`). */
   timeoutSeconds?: number;
+  /** The agent placing the call, for carriers that show it to the callee (the dev phone); phone carriers ignore it. */
+  agentId?: string;
 }
 
 export interface PlacedCall {

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'carrier-dev',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};
