@@ -171,6 +171,49 @@ describe('web calls: a browser talks to an agent over the realtime socket (stand
     expect(JSON.stringify(transcript.body)).toContain('I would like a table for four.');
   }, 60_000);
 
+  it('follows a keypad menu driven by the browser’s keypresses, and the call ends when the menu does', async () => {
+    const menu = 'Press 1 for sales, 2 for support.';
+    const support = 'Support is open nine to five.';
+    const keypad = await api.post('/v1/agents', {
+      name: 'Web keypad',
+      mode: 'keypad',
+      languages: [{ code: 'en-US' }],
+      flow: {
+        start: 'menu',
+        nodes: [
+          {
+            id: 'menu',
+            type: 'static',
+            say: menu,
+            edges: [
+              { to: 'sales', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '1' }] } },
+              { to: 'support', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '2' }] } },
+            ],
+          },
+          { id: 'sales', type: 'static', say: 'Connecting you to sales.' },
+          { id: 'support', type: 'static', say: support },
+        ],
+      },
+    });
+    expect(keypad.status).toBe(201);
+    const minted = await mint(api, keypad.body.id);
+    const browser = new BrowserSocket(minted.url);
+    await browser.start(minted.token, minted.call_id);
+    await until(() => browser.received.some((m) => m.type === 'transcript' && m.text === menu), 'the menu');
+    browser.send({ type: 'dtmf', digit: '2' });
+    const end = await browser.closed;
+    expect(end.code).toBe(1000);
+    const turns = browser.received.filter((m) => m.type === 'transcript').map((m) => (m.type === 'transcript' ? [m.role, m.text] : []));
+    expect(turns).toEqual([
+      ['assistant', menu],
+      ['user', '2'],
+      ['assistant', support],
+    ]);
+    expect(browser.received.at(-1)).toEqual({ type: 'call-end', reason: 'completed' });
+    const ended = await until(() => hooks.find((h) => h.type === 'call.ended' && h.call_id === minted.call_id), 'call.ended');
+    expect(ended.data).toMatchObject({ end_reason: 'completed', turns: 3 });
+  }, 60_000);
+
   it('refuses at connect a used, forged, misdirected or other-account token, and an API key, each with its own close code', async () => {
     const first = await mint();
     const browser = new BrowserSocket(first.url);
