@@ -3,7 +3,7 @@ import { ReapableCall, stuckCallTransition } from './stuck-calls';
 const NOW = new Date('2026-01-01T12:00:00Z');
 const ago = (seconds: number) => new Date(NOW.getTime() - seconds * 1000);
 const limits = { stuckSeconds: 120, mediaLostSeconds: 30 };
-const call = (over: Partial<ReapableCall>): ReapableCall => ({ status: 'in_progress', updatedAt: ago(5), lastMediaAt: ago(5), transferredTo: null, ...over });
+const call = (over: Partial<ReapableCall>): ReapableCall => ({ status: 'in_progress', direction: 'outbound', updatedAt: ago(5), lastMediaAt: ago(5), transferredTo: null, ...over });
 
 describe('stuckCallTransition (the reaper’s decision)', () => {
   it('fails an answered call whose media heartbeats stopped for longer than MEDIA_LOST_SECONDS as media_lost', () => {
@@ -26,6 +26,13 @@ describe('stuckCallTransition (the reaper’s decision)', () => {
     });
     expect(stuckCallTransition(call({ status: 'in_progress', updatedAt: ago(121), lastMediaAt: null }), NOW, limits)).toMatchObject({ endReason: 'no_media' });
     expect(stuckCallTransition(call({ status: 'queued', updatedAt: ago(119), lastMediaAt: null }), NOW, limits)).toBeUndefined();
+  });
+
+  it('ends a web call no browser joined within CALL_STUCK_SECONDS as canceled, not as a failure', () => {
+    expect(stuckCallTransition(call({ direction: 'web', status: 'queued', updatedAt: ago(121), lastMediaAt: null }), NOW, limits)).toEqual({ status: 'ended', endReason: 'canceled' });
+    expect(stuckCallTransition(call({ direction: 'web', status: 'queued', updatedAt: ago(119), lastMediaAt: null }), NOW, limits)).toBeUndefined();
+    // Joined, then silent: a lost stream like any other.
+    expect(stuckCallTransition(call({ direction: 'web', updatedAt: ago(40), lastMediaAt: ago(31) }), NOW, limits)).toMatchObject({ endReason: 'media_lost' });
   });
 
   it('never reaps a transferred call or one that is over', () => {
