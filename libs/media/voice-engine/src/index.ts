@@ -7,4 +7,5 @@ export * from './playout';
 export * from './sentences';
 export type { ToolCallReport, ToolNetwork } from './tool-runner';
 export * from './vad';
+export * from './silero-vad';
 export * from './tools';

@@ -1,6 +1,7 @@
 import { FakeSpeechToText } from '@parley/speech';
 import { ManualClock } from './clock';
 import { AgentFloor, TurnDetector, UserTurn } from './turn-detector';
+import { Vad, VadEvent } from './vad';
 
 const FRAME = 160;
 let syllable = 0;
@@ -11,7 +12,7 @@ const speech = () => {
 };
 const quiet = () => new Int16Array(FRAME);
 
-async function rig(options: { interruptWords?: number; interruptPhrases?: string[] } = {}) {
+async function rig(options: { interruptWords?: number; interruptPhrases?: string[]; vad?: Vad } = {}) {
   const clock = new ManualClock();
   const stt = new FakeSpeechToText();
   const events: string[] = [];
@@ -23,6 +24,7 @@ async function rig(options: { interruptWords?: number; interruptPhrases?: string
     sampleRate: 8000,
     interruptWords: options.interruptWords ?? 3,
     interruptPhrases: options.interruptPhrases ?? [],
+    vad: options.vad,
     agent: () => agent,
     onSpeechStart: () => void events.push('start'),
     onSpeechEnd: () => void events.push('end'),
@@ -46,6 +48,24 @@ async function rig(options: { interruptWords?: number; interruptPhrases?: string
 }
 
 describe('TurnDetector', () => {
+  it('hears the caller through the VAD it is given', async () => {
+    const said: VadEvent[] = ['speech_start', undefined, 'speech_end'];
+    const pushed: number[] = [];
+    const vad: Vad = {
+      speaking: false,
+      push: (frame, ms) => {
+        pushed.push(ms);
+        return said.shift();
+      },
+    };
+    const { events, feed } = await rig({ vad });
+
+    await feed(60, quiet);
+
+    expect(events).toEqual(['start', 'end']);
+    expect(pushed).toEqual([20, 20, 20]);
+  });
+
   it('hands over the caller’s turn when the recognizer ends it, timed from the VAD’s end of speech', async () => {
     const { stt, events, turns, feed } = await rig();
     stt.queue('When do you open?');

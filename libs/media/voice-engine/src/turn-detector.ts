@@ -1,7 +1,7 @@
 import { SpeechToText, SttEvent, SttStream } from '@parley/speech';
 import { Clock } from './clock';
 import { engineMetrics } from './metrics';
-import { EnergyVad } from './vad';
+import { EnergyVad, Vad } from './vad';
 
 /** Words that stop the agent whatever interrupt_words says. */
 const STOP_WORDS = new Set(['stop', 'wait', 'hold', 'pause', 'quiet', 'enough']);
@@ -31,6 +31,8 @@ export interface TurnDetectorOptions {
   interruptWords: number;
   /** interrupt_phrases: a final transcript that is one of these interrupts the agent. */
   interruptPhrases: string[];
+  /** The call's VAD; default an energy detector. */
+  vad?: Vad;
   /** The agent's current turn, if it has the floor. */
   agent(): AgentFloor | undefined;
   /** The caller started speaking (the VAD). */
@@ -52,7 +54,7 @@ export interface TurnDetectorOptions {
  * keeps the floor is a backchannel ("mm-hm"), not a turn.
  */
 export class TurnDetector {
-  private readonly vad = new EnergyVad();
+  private readonly vad: Vad;
   private stt: SttStream | undefined;
   private userText = '';
   private speechStartedAt: number | undefined;
@@ -62,7 +64,9 @@ export class TurnDetector {
   private utteranceTaken = false;
   private closed = false;
 
-  constructor(private readonly options: TurnDetectorOptions) {}
+  constructor(private readonly options: TurnDetectorOptions) {
+    this.vad = options.vad ?? new EnergyVad();
+  }
 
   /** Opens the recognizer (a fallback chain); without one the caller is heard by the VAD only. */
   async open(stt: SpeechToText, language: string): Promise<void> {

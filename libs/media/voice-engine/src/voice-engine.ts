@@ -16,6 +16,7 @@ import { ToolCallReport, ToolNetwork, ToolRunner } from './tool-runner';
 import { OfferedTool } from './tools';
 import { FallbackTextToSpeech } from './tts-fallback';
 import { TurnDetector, UserTurn } from './turn-detector';
+import { VadFactory } from './vad';
 
 export type EngineTurn = TranscriptTurn;
 
@@ -43,6 +44,8 @@ export interface EngineProviders {
   llm: LlmProvider;
   /** The worker's fixed lines, synthesized ahead of their moment; absent: every line is synthesized when said. */
   lines?: LineCache;
+  /** Each call's VAD (the worker's: Silero unless VAD=energy); absent: the energy detector. */
+  vad?: VadFactory;
 }
 
 export interface EngineOptions {
@@ -122,6 +125,7 @@ export class VoiceEngine {
       sampleRate: options.sampleRate,
       interruptWords: settings.interruptWords,
       interruptPhrases: settings.interruptPhrases,
+      vad: providers.vad?.(options.sampleRate),
       agent: () => this.speech,
       onSpeechStart: () => this.silence.disarm(),
       // Quiet is counted from the caller's last words, whether or not they made a turn.

@@ -141,6 +141,12 @@ describe('loadConfig', () => {
     expect(loadConfig(ServiceConfig, { CALL_STUCK_SECONDS: '30' }).CALL_STUCK_SECONDS).toBe(30);
   });
 
+  it('runs Silero as the VAD unless told energy, and refuses any other VAD', () => {
+    expect(loadConfig(ServiceConfig, {}).VAD).toBe('silero');
+    expect(loadConfig(ServiceConfig, { VAD: 'energy' }).VAD).toBe('energy');
+    expect(configError({ VAD: 'webrtc' }).problems).toEqual(['VAD: VAD must be silero or energy']);
+  });
+
   it('allows webhook http to no host by default, and takes only bare hosts and addresses in WEBHOOK_ALLOW_HTTP_HOSTS', () => {
     expect(loadConfig(GatewayConfig, {}).WEBHOOK_ALLOW_HTTP_HOSTS).toBe('');
     expect(loadConfig(GatewayConfig, { WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1, [::1],dev.local' }).WEBHOOK_ALLOW_HTTP_HOSTS).toBe('127.0.0.1, [::1],dev.local');

@@ -214,6 +214,14 @@ export class ServiceConfig {
   @Max(32)
   LOCAL_TTS_WORKERS: number = 1;
 
+  /**
+   * The media worker's voice activity detection: `silero` (a neural VAD, Silero v5 on onnxruntime-node; if its model
+   * cannot be loaded the worker logs an error and uses the energy detector) or `energy` (an adaptive-floor energy
+   * detector: nearly free, but any sound that rises and falls like speech counts as speech).
+   */
+  @IsIn(['silero', 'energy'], { message: 'VAD must be silero or energy' })
+  VAD: string = 'silero';
+
   /** Hosts that agent tools may call over plain http (everything else needs https). */
   @IsString()
   INTERNAL_HOSTS: string = '';

@@ -10,13 +10,14 @@ import {
   SpeechToText,
   TextToSpeech,
 } from '@parley/speech';
-import { EngineProviders, LineCache } from '@parley/voice-engine';
+import { EngineProviders, LineCache, vadFactory, VadKind } from '@parley/voice-engine';
 
 /**
  * The providers this deployment offers, in STT_PROVIDERS / TTS_PROVIDERS order (the engine's fallback order
  * after a language entry's first choice). A named provider without credentials is left out, with a warning at
  * boot; `local` (the offline voice) needs none, so standalone mode always speaks. Fixed lines (greetings, prompts,
- * menus) are synthesized ahead into one cache for the worker's calls (LINE_CACHE_BYTES).
+ * menus) are synthesized ahead into one cache for the worker's calls (LINE_CACHE_BYTES). Each call's VAD is VAD's
+ * kind; Silero's model is loaded here, at boot, so a model that cannot load is logged before the first call.
  */
 export function speechProviders(config: ServiceConfig): EngineProviders {
   const log = serviceLogger('media-worker');
@@ -42,5 +43,6 @@ export function speechProviders(config: ServiceConfig): EngineProviders {
     tts: build(config.TTS_PROVIDERS, ttsByName, 'speech synthesis'),
     llm: new OpenAiCompatibleLlm({ name: 'openai', baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY, timeoutMs: 20_000, maxRetries: 0 }),
     lines: new LineCache(),
+    vad: vadFactory(config.VAD as VadKind, { error: (message, fields) => log.error(fields ?? {}, message), warn: (message, fields) => log.warn(fields ?? {}, message) }),
   };
 }

@@ -1,6 +1,6 @@
 import { mulawToPcm16 } from '@parley/audio';
 import { mespeakWav } from '../local-tts';
-import { callerSpeechMulaw, silenceMulaw } from './caller-speech';
+import { callerSpeechMulaw, callerSpeechPcm16, silenceMulaw } from './caller-speech';
 
 const SENTENCE = 'Hi, I would like to book a table for two tonight.';
 
@@ -33,6 +33,16 @@ describe('callerSpeechMulaw', () => {
     for (let i = 1; i < pcm.length; i++) diff[i - 1] = Math.max(-32768, Math.min(32767, pcm[i] - pcm[i - 1]));
 
     expect(rms(diff)).toBeLessThan(rms(pcm));
+  });
+});
+
+describe('callerSpeechPcm16', () => {
+  it('speaks the text as PCM16 at the rate asked for, as long as the synthesized speech', () => {
+    const wideband = callerSpeechPcm16(SENTENCE, 16000);
+    const spoken = mespeakWav(SENTENCE);
+
+    expect(wideband.length / 16000).toBeCloseTo(spoken.samples.length / spoken.sampleRate, 2);
+    expect(rms(wideband)).toBeGreaterThan(500);
   });
 });
 

@@ -2,8 +2,9 @@ import { pcm16ToMulaw, Resampler } from '@parley/audio';
 import { mespeakWav } from '../local-tts';
 
 const PHONE_RATE = 8000;
-// Below the 4 kHz Nyquist limit of the phone rate, with room for the filter's roll-off (telephony keeps 300-3400 Hz).
-const PHONE_CUTOFF_HZ = 3600;
+// Below the Nyquist limit (half the rate), with room for the filter's roll-off: 3.6 kHz at the phone rate
+// (telephony keeps 300-3400 Hz).
+const CUTOFF_OF_RATE = 0.45;
 
 /**
  * Real synthetic speech as a caller's phone sends it, for scenario tests: mespeak speaks `text` (voice: a mespeak
@@ -11,10 +12,16 @@ const PHONE_CUTOFF_HZ = 3600;
  * G.711 μ-law: the bytes a Twilio-protocol test client streams into a call (160 per 20 ms).
  */
 export function callerSpeechMulaw(text: string, options: { voice?: string } = {}): Buffer {
+  return pcm16ToMulaw(callerSpeechPcm16(text, PHONE_RATE, options));
+}
+
+/** The same speech as PCM16 at `sampleRate` (8000 for a phone line, 16000 for a browser's wideband audio). */
+export function callerSpeechPcm16(text: string, sampleRate: number, options: { voice?: string } = {}): Int16Array {
   const wav = mespeakWav(text, { voice: options.voice });
-  // The Resampler only interpolates: without the low-pass, eSpeak's energy above 4 kHz would fold back as hiss.
-  const filtered = lowPass(wav.samples, wav.sampleRate, PHONE_CUTOFF_HZ);
-  return pcm16ToMulaw(new Resampler(wav.sampleRate, PHONE_RATE).process(filtered));
+  // The Resampler only interpolates: without the low-pass, eSpeak's energy above the new Nyquist limit would fold
+  // back as hiss.
+  const filtered = lowPass(wav.samples, wav.sampleRate, CUTOFF_OF_RATE * sampleRate);
+  return new Resampler(wav.sampleRate, sampleRate).process(filtered);
 }
 
 /** `ms` of silence as 8 kHz μ-law (0xFF, the code for 0). */

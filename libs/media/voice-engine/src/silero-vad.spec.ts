@@ -1,0 +1,190 @@
+/**
+ * @jest-environment ../../../tools/jest/native-arrays-environment.js
+ */
+import { mulawToPcm16 } from '@parley/audio';
+import { callerSpeechMulaw, callerSpeechPcm16 } from '@parley/speech';
+import { openSileroSession, SileroModel, SileroSession, vadFactory, VadLog } from './silero-vad';
+import { EnergyVad, Vad, VadEvent } from './vad';
+
+const QUESTION = 'Hi, I would like to book a table for two tonight.';
+const phoneSpeech = mulawToPcm16(callerSpeechMulaw(QUESTION));
+
+const silentLog = (): VadLog & { errors: string[]; warnings: string[] } => {
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  return { errors, warnings, error: (m) => errors.push(m), warn: (m) => warnings.push(m) };
+};
+
+/** `ms` of silence, then the speech, then `ms` of silence. */
+function utterance(speech: Int16Array, rate: number, ms = 1000): Int16Array {
+  const gap = (ms * rate) / 1000;
+  const pcm = new Int16Array(gap * 2 + speech.length);
+  pcm.set(speech, gap);
+  return pcm;
+}
+
+/** Bursts of loud white noise, 200 ms on and 200 ms off: it rises and falls as speech does, but is no voice. */
+function noiseBursts(seconds: number, rate: number): Int16Array {
+  return Int16Array.from({ length: seconds * rate }, (_, i) => (Math.floor(i / (rate * 0.2)) % 2 ? 0 : Math.round(6000 * (Math.random() * 2 - 1))));
+}
+
+function frames(pcm: Int16Array, rate: number): Int16Array[] {
+  const size = rate / 50;
+  return Array.from({ length: Math.floor(pcm.length / size) }, (_, i) => pcm.subarray(i * size, (i + 1) * size));
+}
+
+/** Feeds 20 ms frames as a call does, each after the model has run what came before; the events with their time. */
+async function listen(vad: Vad, model: SileroModel | undefined, pcm: Int16Array, rate: number): Promise<{ event: VadEvent; ms: number }[]> {
+  const heard: { event: VadEvent; ms: number }[] = [];
+  for (const [i, frame] of frames(pcm, rate).entries()) {
+    const event = vad.push(frame, 20);
+    if (event) heard.push({ event, ms: (i + 1) * 20 });
+    await model?.settled();
+  }
+  return heard;
+}
+
+describe('Silero VAD', () => {
+  let model: SileroModel;
+  const log = silentLog();
+  /** The batch size of every run. */
+  const batches: number[] = [];
+  const speechEndsAt = (rate: number, speech: Int16Array) => 1000 + (speech.length * 1000) / rate;
+
+  beforeAll(async () => {
+    const session = await openSileroSession();
+    const counting: SileroSession = {
+      run: (feeds) => {
+        batches.push(feeds['input'].dims[0]);
+        return session.run(feeds);
+      },
+    };
+    model = new SileroModel(counting, log);
+  });
+
+  it('hears a caller on a phone line (8 kHz μ-law) start and stop speaking, and nothing in the silence around', async () => {
+    const heard = await listen(model.vad(8000), model, utterance(phoneSpeech, 8000), 8000);
+
+    expect(heard.map((h) => h.event)).toEqual(['speech_start', 'speech_end']);
+    // The speech starts 1 s in; its end is declared after the 500 ms hangover (plus a window and a frame).
+    expect(heard[0].ms).toBeGreaterThanOrEqual(1000);
+    expect(heard[0].ms).toBeLessThan(1300);
+    expect(heard[1].ms).toBeGreaterThan(speechEndsAt(8000, phoneSpeech));
+    expect(heard[1].ms).toBeLessThan(speechEndsAt(8000, phoneSpeech) + 700);
+    expect(log.errors).toEqual([]);
+  });
+
+  it('hears a browser caller in wideband (16 kHz) the same way', async () => {
+    const wideband = callerSpeechPcm16(QUESTION, 16000);
+    const heard = await listen(model.vad(16000), model, utterance(wideband, 16000), 16000);
+
+    expect(heard.map((h) => h.event)).toEqual(['speech_start', 'speech_end']);
+    expect(heard[0].ms).toBeLessThan(1300);
+    expect(heard[1].ms).toBeGreaterThan(speechEndsAt(16000, wideband));
+  });
+
+  it('takes loud bursts of noise for no speech, where the energy detector hears speech', async () => {
+    const bursts = noiseBursts(3, 8000);
+
+    expect(await listen(model.vad(8000), model, bursts, 8000)).toEqual([]);
+    expect((await listen(new EnergyVad(), undefined, bursts, 8000)).map((h) => h.event)).toContain('speech_start');
+  });
+
+  it('keeps each call its own state: calls heard together hear what each hears alone', async () => {
+    const alone = await listen(model.vad(8000), model, utterance(phoneSpeech, 8000), 8000);
+    const speaking = model.vad(8000);
+    const quiet = model.vad(8000);
+    const wideband = model.vad(16000);
+    const silence = frames(new Int16Array(phoneSpeech.length + 16000), 8000);
+    const widebandFrames = frames(utterance(callerSpeechPcm16(QUESTION, 16000), 16000), 16000);
+    batches.length = 0;
+    const together: { event: VadEvent; ms: number }[] = [];
+    const quietHeard: VadEvent[] = [];
+    const widebandHeard: VadEvent[] = [];
+    // One batch per frame time, as the stream thread hands frames over: these three calls' windows run together.
+    for (const [i, frame] of frames(utterance(phoneSpeech, 8000), 8000).entries()) {
+      const event = speaking.push(frame, 20);
+      if (event) together.push({ event, ms: (i + 1) * 20 });
+      quietHeard.push(quiet.push(silence[i], 20));
+      widebandHeard.push(wideband.push(widebandFrames[i] ?? new Int16Array(320), 20));
+      await model.settled();
+    }
+
+    // The two phone calls' windows went into one run, the wideband call's into one of its own.
+    expect(batches).toContain(2);
+    expect(together).toEqual(alone);
+    expect(quietHeard.filter(Boolean)).toEqual([]);
+    expect(widebandHeard.filter(Boolean)[0]).toBe('speech_start');
+  });
+
+  it('keeps up with frames that arrive faster than the model runs, in order', async () => {
+    const vad = model.vad(8000);
+    const events: VadEvent[] = [];
+    // A second of audio handed over at once (a paused main thread catching up), then the rest frame by frame.
+    const all = frames(utterance(phoneSpeech, 8000), 8000);
+    for (const frame of all.slice(0, 50)) events.push(vad.push(frame, 20));
+    for (const frame of all.slice(50)) {
+      events.push(vad.push(frame, 20));
+      await model.settled();
+    }
+
+    expect(events.filter(Boolean)).toEqual(['speech_start', 'speech_end']);
+  });
+});
+
+describe('Silero VAD fallback', () => {
+  const tone = (amplitude: number) => Int16Array.from({ length: 160 }, (_, i) => Math.round(amplitude * Math.sin((2 * Math.PI * 300 * i) / 8000)));
+  const run = (vad: Vad, list: Int16Array[]) => list.map((f) => vad.push(f, 20)).filter(Boolean);
+
+  it('uses the energy detector, with one error logged, when the model cannot be loaded', async () => {
+    const log = silentLog();
+    const model = new SileroModel(Promise.reject(new Error('no such file')), log);
+    await model.ready();
+    const calls = [model.vad(8000), model.vad(16000)];
+
+    for (const vad of calls) {
+      expect(run(vad, Array(10).fill(tone(0)))).toEqual([]);
+      expect(run(vad, Array(10).fill(tone(6000)))).toEqual(['speech_start']);
+      expect(run(vad, Array(30).fill(tone(0)))).toEqual(['speech_end']);
+    }
+    expect(model.usable).toBe(false);
+    expect(log.errors).toEqual(['Silero VAD could not be loaded; calls use the energy VAD']);
+  });
+
+  it('hands a caller heard speaking to the energy detector, ending the speech it can no longer follow, when the model fails mid-call', async () => {
+    const log = silentLog();
+    const real = await openSileroSession();
+    let runs = 0;
+    // A second of silence, then the speech: the 40th window is in the middle of it.
+    const failing: SileroSession = {
+      run: (feeds) => (++runs > 40 ? Promise.reject(new Error('out of memory')) : real.run(feeds)),
+    };
+    const model = new SileroModel(failing, log);
+    const vad = model.vad(8000);
+    const heard = (await listen(vad, model, utterance(phoneSpeech, 8000), 8000)).map((h) => h.event);
+
+    // Silero's start, the hand-over's end, then the energy detector's own start and end of the same speech.
+    expect(heard).toEqual(['speech_start', 'speech_end', 'speech_start', 'speech_end']);
+    expect(vad.speaking).toBe(false);
+    expect(log.errors).toEqual(['Silero VAD failed; calls use the energy VAD']);
+  });
+});
+
+describe('vadFactory', () => {
+  it('gives every call an energy detector with VAD=energy, loading no model', () => {
+    const vad = vadFactory('energy', silentLog())(8000);
+
+    expect(vad).toBeInstanceOf(EnergyVad);
+  });
+
+  it('gives calls at a rate Silero does not take the energy detector, warning once per rate', () => {
+    const log = silentLog();
+    const model = new SileroModel(Promise.reject(new Error('unused')), log);
+    const factory = vadFactory('silero', log, model);
+
+    expect(factory(48000)).toBeInstanceOf(EnergyVad);
+    expect(factory(48000)).toBeInstanceOf(EnergyVad);
+    expect(factory(8000)).not.toBeInstanceOf(EnergyVad);
+    expect(log.warnings).toEqual(['Silero VAD takes 8 or 16 kHz audio; calls at this rate use the energy VAD']);
+  });
+});
