@@ -2,7 +2,7 @@ import nx from '@nx/eslint-plugin';
 
 // Module boundaries are the architecture: contracts import nothing, platform libraries only contracts and each
 // other, a service's feature code only its own scope plus shared libraries, and the voice engine (scope:media)
-// never reaches into the control plane (agents, calls, gateway, webhooks).
+// never reaches into the control plane (agents, calls, gateway, webhooks); the browser client imports the contracts only.
 export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
@@ -49,6 +49,10 @@ export default [
             },
             { sourceTag: 'type:provider', onlyDependOnLibsWithTags: ['type:contracts', 'type:provider'] },
             { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:contracts', 'type:provider', 'type:domain'] },
+            // The browser client runs in people's browsers: the wire contracts only. No tag above lists
+            // type:client, so no service, app or platform library may import it (the gateway serves its build).
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts'] },
+            { sourceTag: 'scope:client', onlyDependOnLibsWithTags: ['scope:shared'] },
           ],
         },
       ],

@@ -99,8 +99,9 @@ describe('every gateway response is a problem or a success with the common heade
     expect(document.paths).not.toHaveProperty('/v1/embed');
     for (const path of ['/v1/embed/', '/v1/embed']) {
       const res = await fetch(`${platform.baseUrl}${path}`);
-      expect(res.status).toBe(501);
-      expect(((await res.json()) as { code: string }).code).toBe('not_implemented');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
+      expectCommonHeaders(res.headers);
     }
   });
 
@@ -112,6 +113,9 @@ describe('every gateway response is a problem or a success with the common heade
       const res = await fetch(`${platform.baseUrl}/v1/embed/`, { headers: { origin: 'https://app.example.com' } });
       expect(res.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
       expect(res.headers.get('access-control-expose-headers')).toContain('X-Request-Id');
+
+      const module = await fetch(`${platform.baseUrl}/v1/embed/parley.mjs`, { headers: { origin: 'https://app.example.com' } });
+      expect(module.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
 
       const pre = await preflight('/v1/embed/', 'https://app.example.com', 'GET');
       expect(pre.status).toBe(204);

@@ -15,6 +15,7 @@ import { RecordingLinksController } from './calls/recording-links.controller';
 import { RealtimeTokensController } from './calls/realtime-tokens.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
+import { DevPhoneModule } from './dev-phone/dev-phone.module';
 import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
@@ -26,6 +27,8 @@ import { OpsController } from './ops/ops.controller';
 import { DocsController } from './ops/docs.controller';
 import { ApiKeysController } from './auth/api-keys.controller';
 import { IdempotencyStore } from './edge/idempotency.store';
+import { readEmbedBuild } from './embed/embed-build';
+import { EMBED_BUILD, EmbedController } from './embed/embed.controller';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimiter, RateLimitStore } from './edge/rate-limit';
 import { InputHygieneGuard } from './http/input-hygiene.guard';
 import { NoBodyGuard } from './http/no-body';
@@ -53,6 +56,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
         useFactory: (config: GatewayConfig) => grpcClientProvider(WEBHOOKS_GRPC, WEBHOOKS_V1, config.WEBHOOKS_GRPC_URL),
       },
     ]),
+    DevPhoneModule,
   ],
   controllers: [
     OpsController,
@@ -66,6 +70,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     WebhookEndpointsController,
     ApiKeysController,
     DocsController,
+    EmbedController,
     ...PLANNED_CONTROLLERS,
   ],
   providers: [
@@ -75,6 +80,8 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     WebhooksClient,
     IdempotencyStore,
     Recordings,
+    // Read once at boot; null (the routes answer 503) only when the app was built without the browser client.
+    { provide: EMBED_BUILD, useFactory: () => readEmbedBuild() },
     { provide: BLOB_STORE, inject: [CONFIG], useFactory: (c: GatewayConfig) => createBlobStore(c) },
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
     {

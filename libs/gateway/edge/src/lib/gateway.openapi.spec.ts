@@ -71,3 +71,26 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(inject.description).toContain('Not yet acted on: the media worker carrying the call receives the event and drops it');
   });
 });
+
+describe('the browser client routes in the OpenAPI document', () => {
+  it('publishes the script at the contract’s path and at its module and versioned URLs, as JavaScript, without an API key', async () => {
+    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
+    const module = await Test.createTestingModule({ controllers })
+      .useMocker(() => ({}))
+      .compile();
+    const app = module.createNestApplication(new FastifyAdapter());
+    await app.init();
+    const document = buildOpenApiDocument(app);
+    await app.close();
+
+    const paths = ['/v1/embed/', '/v1/embed/parley.js', '/v1/embed/parley.mjs', '/v1/embed/{build}/parley.js', '/v1/embed/{build}/parley.mjs'];
+    expect(Object.keys(document.paths).filter((p) => p.startsWith('/v1/embed')).sort()).toEqual([...paths].sort());
+    for (const path of paths) {
+      const operation = document.paths[path].get as unknown as { security: unknown[]; responses: Record<string, { content?: Record<string, unknown> }> };
+      expect(operation.security).toEqual([]);
+      expect(operation.responses['200'].content).toHaveProperty('application/javascript');
+      expect(operation.responses['304']).toBeDefined();
+    }
+    expect((document.paths['/v1/embed/{build}/parley.js'].get as unknown as { responses: Record<string, unknown> }).responses['404']).toBeDefined();
+  });
+});

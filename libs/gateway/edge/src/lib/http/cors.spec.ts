@@ -19,6 +19,13 @@ describe('decideCors', () => {
     });
   });
 
+  it('lets pages load the ES module and the versioned builds from another origin too, but nothing beside /v1/embed', () => {
+    for (const url of ['/v1/embed/parley.mjs', '/v1/embed/1.0.0-3f9a1c2e4b/parley.mjs', '/v1/embed/parley.js?x=1']) {
+      expect(decideCors({ method: 'GET', url, origin: 'https://shop.example' }, []).headers).toMatchObject({ 'access-control-allow-origin': '*' });
+    }
+    expect(decideCors({ method: 'GET', url: '/v1/embedded', origin: 'https://shop.example' }, []).headers).toEqual({});
+  });
+
   it('allows exactly the configured origins on browser routes, echoing the origin and varying on it', () => {
     const allowed = parseAllowedOrigins('https://app.example.com, http://localhost:3000');
 

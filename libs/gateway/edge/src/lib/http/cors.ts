@@ -6,6 +6,8 @@
  * credentials, like a file on a CDN).
  */
 const BROWSER_ROUTES: { path: string; methods: string[] }[] = [{ path: '/v1/embed', methods: ['GET', 'HEAD'] }];
+// …and every path under them (`/v1/embed/parley.mjs`, `/v1/embed/{build}/parley.js`): a module script is always
+// fetched with CORS, so the ES module loads from another origin only with these headers.
 
 /** Response headers a page's script may read (browsers hide all but a few otherwise). */
 const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After';
@@ -38,7 +40,7 @@ export function parseAllowedOrigins(value: string): string[] {
 function browserRoute(url: string) {
   // Trailing slashes are not significant to the router (GET /v1/embed/ is the contract's spelling).
   const path = url.split('?')[0].replace(/\/+$/, '');
-  return BROWSER_ROUTES.find((r) => r.path === path);
+  return BROWSER_ROUTES.find((r) => path === r.path || path.startsWith(`${r.path}/`));
 }
 
 export function decideCors(request: CorsRequest, allowedOrigins: readonly string[]): CorsDecision {

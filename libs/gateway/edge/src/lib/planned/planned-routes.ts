@@ -41,7 +41,6 @@ export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
     r('get', '/v1/calls/ringing', 'calls:read', 'Watch for calls waiting to be answered'),
     r('post', '/v1/calls/{id}/claim', 'calls:write', 'Answer a ringing call', ID),
     r('post', '/v1/calls/{id}/seat', 'calls:write', 'Take one end of a rendezvous', ID),
-    r('get', '/v1/embed/', 'public', 'The browser client script, for use without a bundler'),
   ],
   Workflows: [
     r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'browser-client',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,5 @@
+export { CONNECT_TIMEOUT_MS, ParleyCall, VERSION, VOLUME_INTERVAL_MS } from './lib/call';
+export type { CallEndEvent, CallStartEvent, ErrorEvent, ParleyCallEvents, ParleyCallOptions, TranscriptEvent, VolumeEvent } from './lib/call';
+export { ParleyError } from './lib/errors';
+export type { ParleyErrorCode } from './lib/errors';
+export type { AudioHandlers, AudioIO, CallEnvironment, SocketLike } from './lib/environment';
