@@ -15,7 +15,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         'window resets). `/v1` requests count against the presented API key (or, without one, the client address); ' +
         'other paths against the client address, reported but never refused.\n\n' +
         'CORS: routes that take an API key never allow a cross-origin call (browsers hold call tokens, never API ' +
-        'keys) and their preflights allow nothing; the browser-facing routes (`GET /v1/embed/`) allow the ' +
+        'keys) and their preflights allow nothing; the browser-facing routes (`GET /v1/embed/` and the other URLs of the script under it) allow the ' +
         "deployment's `CORS_ALLOWED_ORIGINS`, or any origin when it is empty.\n\n" +
         'Input: text holding a NUL character or an unpaired UTF-16 surrogate cannot be stored and is refused on every ' +
         'route, after authentication: in a body with 422 `validation_error` naming each field (`errors[].field`, a path ' +
