@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { join } from 'node:path';
 import { agentsService } from '@parley/agents-service';
 import { callsService } from '@parley/calls-service';
-import { GatewayConfig } from '@parley/config';
+import { GatewayConfig, resolveDevCarrier } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';
 import { createBus, InProcessBus } from '@parley/messaging';
 import { rootLogger } from '@parley/observability';
@@ -16,6 +16,8 @@ import { webhookDispatcherService } from '@parley/webhooks-service';
  * delays a call's audio, and a crash there never takes the API down.
  */
 void runProcess(GatewayConfig, async (config) => {
+  // `auto` is decided here, once for the services of this process: standalone without a phone carrier, it is on.
+  config.DEV_CARRIER = resolveDevCarrier(config, 'standalone');
   const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
   for (const def of [agentsService, callsService]) started.push(await startService(def, config, { standalone: true, bus }));
@@ -32,5 +34,6 @@ void runProcess(GatewayConfig, async (config) => {
   const stopBus = { name: 'bus', stop: () => bus.close() };
   rootLogger().info({ url: gateway.url }, `Parley is running at ${gateway.url}`);
   process.stdout.write(`Parley is running at ${gateway.url}\n`);
+  if (config.DEV_CARRIER === 'on') process.stdout.write(`Dev phone: ${gateway.url}/dev/phone\n`);
   return [stopBus, ...started];
 });

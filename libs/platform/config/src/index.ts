@@ -2,3 +2,4 @@ export * from './load-config';
 export * from './platform-config';
 export * from './bootstrap-keys';
 export * from './secret-key';
+export * from './dev-carrier';

@@ -409,6 +409,18 @@ export class ServiceConfig {
   @Matches(/^\+[1-9]\d{6,14}$/, { message: 'TWILIO_FROM_NUMBER must be an E.164 number' })
   TWILIO_FROM_NUMBER?: string;
 
+  /**
+   * The built-in development carrier and its dev phone page (docs/dev-phone.md): `auto` turns it on in standalone
+   * mode when no phone carrier is configured and leaves it off otherwise; `on` / `off` say so explicitly.
+   */
+  @IsIn(['auto', 'on', 'off'])
+  DEV_CARRIER: string = 'auto';
+
+  /** Where the calls service reaches the dev switch (the gateway's base URL); unset = PUBLIC_URL. */
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: 'DEV_CARRIER_URL must be an http(s) URL without query' })
+  DEV_CARRIER_URL?: string;
+
   /** Where call recordings are kept: `local` (a directory; a mounted volume when distributed) or `s3`. */
   @IsIn(['local', 's3'])
   RECORDINGS_STORE: string = 'local';

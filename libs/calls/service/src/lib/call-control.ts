@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
 import { AgentMode, AGENTS_V1, agentsV1, callsV1, readAgent, VoicemailAction } from '@parley/contracts';
+import { DEV_CARRIER_NAME, DEV_CARRIER_NUMBER } from '@parley/carrier-dev';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
@@ -201,6 +202,7 @@ export class CallControl {
         // Asked for every talking agent, so even `continue` can record that a machine answered.
         machineDetection: agent.converses,
         machineDetectionUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/amd?${CALL_HINT}=${call.id}`,
+        agentId: call.agentId,
       });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
@@ -341,7 +343,9 @@ export class CallControl {
     const found = await this.calls.findByCarrierCall(carrier.name, carrierCallId);
     if (found || !hint || !carrierCallId) return found;
     const hinted = await this.calls.findForCarrier(carrier.name, hint);
-    if (!hinted || hinted.carrierCallId) return undefined;
+    if (!hinted || (hinted.carrierCallId && hinted.carrierCallId !== carrierCallId)) return undefined;
+    // The dial recorded the id between the two reads (a callback that raced the dial's answer): it is this call.
+    if (hinted.carrierCallId) return hinted;
     this.log.info({ callId: hinted.id, carrierCallId }, 'carrier call id recorded from a callback');
     return this.calls.amend(hinted.accountId, hinted.id, (c) => {
       c.carrierCallId ??= carrierCallId;
@@ -434,11 +438,16 @@ export class CallControl {
     if (agent.carrier) {
       throw AppError.validation([{ field: 'agent_id', message: `the agent's carrier "${agent.carrier}" is not configured on this deployment` }]);
     }
-    throw new AppError('service_unavailable', 'No telephony carrier is configured on this deployment (set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN).');
+    throw new AppError(
+      'service_unavailable',
+      'No telephony carrier is configured on this deployment (set TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN, or DEV_CARRIER=on for the dev phone).',
+    );
   }
 
   private defaultFrom(carrier: CarrierAdapter): string | undefined {
-    return carrier.name === 'twilio' ? this.config.TWILIO_FROM_NUMBER : undefined;
+    if (carrier.name === 'twilio') return this.config.TWILIO_FROM_NUMBER;
+    // Nobody owns numbers on the dev carrier: its calls come from its one documented number.
+    return carrier.name === DEV_CARRIER_NAME ? DEV_CARRIER_NUMBER : undefined;
   }
 
   private streamUrl(carrier: CarrierAdapter): string {

@@ -1,10 +1,12 @@
 import { CarrierAdapter } from '@parley/carrier-core';
+import { DevCarrier } from '@parley/carrier-dev';
 import { TwilioCarrier } from '@parley/carrier-twilio';
-import { ServiceConfig } from '@parley/config';
+import { devCarrierOn, resolveSecretKey, ServiceConfig } from '@parley/config';
 
 /**
  * The carriers this deployment can use, by adapter name. An agent's `carrier` picks one; otherwise the first
- * configured is used. Adding Telnyx or Vonage means one more adapter here, nothing else in the calls service.
+ * configured is used (a phone carrier before the dev carrier). Adding Telnyx or Vonage means one more adapter here,
+ * nothing else in the calls service.
  */
 export class CarrierRegistry {
   private readonly byName: Map<string, CarrierAdapter>;
@@ -23,6 +25,12 @@ export class CarrierRegistry {
           apiBaseUrl: config.TWILIO_API_BASE_URL,
           requestTimeoutMs: config.RPC_TIMEOUT_MS,
         }),
+      );
+    }
+    // Last, so that a phone carrier configured beside it stays the default.
+    if (devCarrierOn(config)) {
+      adapters.push(
+        new DevCarrier({ switchUrl: config.DEV_CARRIER_URL ?? config.PUBLIC_URL, secret: resolveSecretKey(config), requestTimeoutMs: config.RPC_TIMEOUT_MS }),
       );
     }
     return new CarrierRegistry(adapters);

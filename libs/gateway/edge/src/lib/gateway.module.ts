@@ -15,6 +15,7 @@ import { RecordingLinksController } from './calls/recording-links.controller';
 import { RealtimeTokensController } from './calls/realtime-tokens.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
+import { DevPhoneModule } from './dev-phone/dev-phone.module';
 import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
@@ -55,6 +56,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
         useFactory: (config: GatewayConfig) => grpcClientProvider(WEBHOOKS_GRPC, WEBHOOKS_V1, config.WEBHOOKS_GRPC_URL),
       },
     ]),
+    DevPhoneModule,
   ],
   controllers: [
     OpsController,

@@ -1,0 +1,158 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { WebSocket } from 'ws';
+import { DEV_CARRIER_NUMBER, DevPhoneClient } from '@parley/carrier-dev';
+import { RealtimeServerMessage } from '@parley/contracts';
+import { FakeOpenAiServer } from '@parley/llm';
+import { FakeDeepgramServer } from '@parley/speech';
+import { ApiClient, RunningPlatform } from '@parley/testing';
+
+const KEY = 'vsk_devphone_owner_key_0001';
+
+async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The page's media leg as the dev phone opens it: the realtime protocol with the carrier's stream token. */
+class MediaLeg {
+  readonly received: RealtimeServerMessage[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private readonly ws: WebSocket;
+
+  constructor(url: string, token: string) {
+    this.ws = new WebSocket(url);
+    this.ws.on('open', () => this.send({ type: 'start', token, version: 1, client: 'dev-phone-e2e' }));
+    this.ws.on('message', (data) => {
+      const message = JSON.parse(String(data)) as RealtimeServerMessage;
+      this.received.push(message);
+      if (message.type === 'mark') this.send({ type: 'mark', name: message.name });
+    });
+    this.closed = new Promise((resolve) => this.ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  }
+
+  send(message: object): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  get agentPeak(): number {
+    let peak = 0;
+    for (const m of this.received) {
+      if (m.type !== 'audio') continue;
+      const pcm = Buffer.from(m.audio, 'base64');
+      for (let i = 0; i + 1 < pcm.length; i += 2) peak = Math.max(peak, Math.abs(pcm.readInt16LE(i)));
+    }
+    return peak;
+  }
+}
+
+describe('the dev phone: the standalone default carrier, driven like a phone carrier (standalone, no Twilio)', () => {
+  let platform: RunningPlatform;
+  let api: ApiClient;
+  let receiver: Server;
+  let agentId: string;
+  let page: DevPhoneClient;
+  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
+  const llm = new FakeOpenAiServer();
+  const hooks: { type: string; call_id: string; data: Record<string, unknown> }[] = [];
+
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        hooks.push(JSON.parse(body));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    platform = await RunningPlatform.start({
+      bootstrapKeys: [`acme:owner:${KEY}`],
+      env: {
+        WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
+        EGRESS_ALLOWLIST: '127.0.0.1',
+        DEEPGRAM_API_KEY: 'dg-key',
+        DEEPGRAM_BASE_URL: await deepgram.start(),
+        LLM_BASE_URL: await llm.start(),
+        LLM_API_KEY: 'sk-test',
+      },
+    });
+    api = platform.api(KEY);
+    await api.post('/v1/webhook_endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['call.*'] });
+    const agent = await api.post('/v1/agents', {
+      name: 'Dev front desk',
+      languages: [{ code: 'en-US', greeting: 'Hello from Parley.', stt_provider: 'deepgram', system_prompt: 'You take table bookings.' }],
+    });
+    expect(agent.status).toBe(201);
+    agentId = agent.body.id;
+    page = await DevPhoneClient.connect(`${platform.baseUrl.replace(/^http/, 'ws')}/dev/phone/socket`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await page?.close();
+    await platform?.stop();
+    await deepgram.stop();
+    await llm.stop();
+    await new Promise((r) => receiver.close(r));
+  });
+
+  const call = async (id: string) => (await api.get(`/v1/calls/${id}`)).body;
+  const hook = (callId: string, type: string) => until(() => hooks.find((h) => h.call_id === callId && h.type === type), `${type} of ${callId}`);
+
+  it('is on by default without a phone carrier: npm start prints the page’s address, which serves the page', async () => {
+    expect(platform.output('standalone')).toContain(`Dev phone: ${platform.baseUrl}/dev/phone\n`);
+    const html = await fetch(`${platform.baseUrl}/dev/phone`);
+    expect(html.status).toBe(200);
+    expect(await html.text()).toContain('Parley dev phone');
+  });
+
+  it('rings the page on POST /v1/calls; the page answers, hears the greeting on the media stream and hangs up: completed', async () => {
+    const created = await api.post('/v1/calls', { agent_id: agentId, to: '+15555550111' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ direction: 'outbound', carrier: 'dev', from: DEV_CARRIER_NUMBER, to: '+15555550111' });
+    const id = created.body.id as string;
+
+    const ring = await page.next('ring', (m) => m.call.to === '+15555550111');
+    expect(ring.call).toMatchObject({ direction: 'outbound', from: DEV_CARRIER_NUMBER, agent_id: agentId });
+    await until(async () => (await call(id)).status === 'ringing', 'ringing');
+    page.send({ type: 'answer', call_id: ring.call.id });
+    const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
+    expect(connected.stream_url).toBe(`${platform.mediaUrl}/streams/dev`);
+    await until(async () => (await call(id)).status === 'in_progress', 'in_progress');
+    expect((await call(id)).carrier_call_id).toBe(ring.call.id);
+
+    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    const start = await until(() => leg.received.find((m) => m.type === 'call-start'), 'call-start on the media stream');
+    expect(start).toMatchObject({ call_id: id, agent_id: agentId, direction: 'outbound' });
+    await until(() => leg.agentPeak > 2000, 'the greeting as audio');
+    await until(() => leg.received.some((m) => m.type === 'transcript' && m.role === 'assistant' && m.text === 'Hello from Parley.'), 'the greeting’s turn');
+    await hook(id, 'call.started');
+
+    // The page hangs up as the dev phone does: on its media leg and on the switch.
+    leg.send({ type: 'hangup' });
+    page.send({ type: 'hangup', call_id: ring.call.id });
+    expect(await page.next('ended', (m) => m.call_id === ring.call.id)).toMatchObject({ reason: 'hangup' });
+    await leg.closed;
+    await until(async () => (await call(id)).status === 'ended', 'ended');
+    expect((await call(id)).end_reason).toBe('completed');
+    expect((await hook(id, 'call.ended')).data).toMatchObject({ end_reason: 'completed' });
+    await until(async () => JSON.stringify((await api.get(`/v1/calls/${id}/transcript`)).body).includes('Hello from Parley.'), 'the transcript');
+  }, 60_000);
+
+  it('ends no_answer after the agent’s ring time when nobody answers', async () => {
+    const agent = await api.post('/v1/agents', { name: 'Quick ring', languages: [{ code: 'en-US', stt_provider: 'deepgram' }], ring_seconds: 2 });
+    expect(agent.body).toMatchObject({ object: 'agent', ring_seconds: 2 });
+    const created = await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15555550122' });
+    expect(created.body).toMatchObject({ object: 'call', carrier: 'dev' });
+    const ring = await page.next('ring', (m) => m.call.to === '+15555550122');
+    expect(await page.next('ring-stop', (m) => m.call_id === ring.call.id)).toMatchObject({ reason: 'no_answer' });
+    await until(async () => (await call(created.body.id)).status === 'ended', 'ended');
+    expect((await call(created.body.id)).end_reason).toBe('no_answer');
+    expect((await hook(created.body.id, 'call.ended')).data).toMatchObject({ end_reason: 'no_answer' });
+  }, 60_000);
+});
