@@ -72,3 +72,23 @@ describe('the browser client script (GET /v1/embed/)', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
   });
 });
+
+const describeWithNats = process.env['NATS_URL'] ? describe : describe.skip;
+
+describeWithNats('the browser client script from a distributed gateway', () => {
+  let platform: RunningPlatform;
+
+  beforeAll(async () => {
+    platform = await RunningPlatform.start({ mode: 'distributed' });
+  });
+
+  afterAll(() => platform?.stop());
+
+  it('is served from the gateway’s own build', async () => {
+    const res = await fetch(`${platform.baseUrl}/v1/embed/`);
+
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
+    expect(await res.text()).toContain('var Parley=');
+  });
+});

@@ -82,7 +82,8 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
   private readonly playback: PlaybackTracker;
   private muted = false;
   private seq = 0;
-  private silence?: string;
+  /** A frame of silence at the call's rate, sent in place of the microphone while muted. */
+  private silence = '';
   private serverReason?: string;
   private micSquares = 0;
   private micSamples = 0;
@@ -255,7 +256,7 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
     for (const s of samples) this.micSquares += s * s;
     this.micSamples += samples.length;
     for (const frame of this.encoder.push(samples)) {
-      this.send({ type: 'audio', seq: this.seq++, audio: this.muted ? this.silence! : encodePcm16(frame) });
+      this.send({ type: 'audio', seq: this.seq++, audio: this.muted ? this.silence : encodePcm16(frame) });
     }
   }
 
@@ -305,7 +306,7 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
     }
     const audio = this.audio;
     const leftMs = audio && drain ? (this.playback.pending / audio.sampleRate) * 1000 : 0;
-    if (leftMs > 0) setTimeout(() => audio!.close(), Math.min(leftMs + 250, DRAIN_AFTER_END_MS));
+    if (audio && leftMs > 0) setTimeout(() => audio.close(), Math.min(leftMs + 250, DRAIN_AFTER_END_MS));
     else audio?.close();
     this.playback.clear();
     // A hangup before call-start: the pending start() learns it from here.

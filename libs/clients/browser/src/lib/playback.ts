@@ -47,8 +47,9 @@ export class PlaybackTracker {
   played(total: number, now: number): void {
     if (total <= this.consumed) return;
     this.consumed = Math.min(total, this.queued);
-    while (this.frames.length && this.frames[0].end <= this.consumed) {
-      const { level } = this.frames.shift()!;
+    for (let frame = this.frames[0]; frame && frame.end <= this.consumed; frame = this.frames[0]) {
+      this.frames.shift();
+      const { level } = frame;
       this.levelSquares += level * level;
       this.levelCount++;
       if (level >= SPEECH_LEVEL) {
@@ -56,7 +57,10 @@ export class PlaybackTracker {
         if (!this.speaking) this.setSpeaking(true);
       }
     }
-    while (this.marks.length && this.marks[0].at <= this.consumed) this.events.echo(this.marks.shift()!.name);
+    for (let mark = this.marks[0]; mark && mark.at <= this.consumed; mark = this.marks[0]) {
+      this.marks.shift();
+      this.events.echo(mark.name);
+    }
   }
 
   /** Drops what has not played: pending marks are echoed (in order) and the agent stops speaking. */

@@ -27,7 +27,7 @@ import { OpsController } from './ops/ops.controller';
 import { DocsController } from './ops/docs.controller';
 import { ApiKeysController } from './auth/api-keys.controller';
 import { IdempotencyStore } from './edge/idempotency.store';
-import { readEmbedBuild } from './embed/embed-build';
+import { loadEmbedBuild } from './embed/embed-build';
 import { EMBED_BUILD, EmbedController } from './embed/embed.controller';
 import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLimiter, RateLimitStore } from './edge/rate-limit';
 import { InputHygieneGuard } from './http/input-hygiene.guard';
@@ -80,8 +80,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     WebhooksClient,
     IdempotencyStore,
     Recordings,
-    // Read once at boot; null (the routes answer 503) only when the app was built without the browser client.
-    { provide: EMBED_BUILD, useFactory: () => readEmbedBuild() },
+    { provide: EMBED_BUILD, useFactory: loadEmbedBuild },
     { provide: BLOB_STORE, inject: [CONFIG], useFactory: (c: GatewayConfig) => createBlobStore(c) },
     { provide: CursorCodec, inject: [CONFIG], useFactory: (c: GatewayConfig) => new CursorCodec(resolveSecretKey(c)) },
     {

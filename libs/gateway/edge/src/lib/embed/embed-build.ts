@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { serviceLogger } from '@parley/observability';
 
 /**
  * Where the browser client's build (nx run browser-client:bundle) is copied by the gateway's and standalone's
@@ -37,6 +38,13 @@ export function readEmbedBuild(dir: string = EMBED_DIR): EmbedBuild | null {
     }),
   ) as Record<EmbedFileName, EmbedFile>;
   return { version: manifest.version, build: manifest.build, files };
+}
+
+/** The build this gateway serves, read once at boot; a gateway built without it says so (its routes answer 503). */
+export function loadEmbedBuild(): EmbedBuild | null {
+  const build = readEmbedBuild();
+  if (!build) serviceLogger('gateway').warn(`the browser client was not built into this gateway (no ${EMBED_DIR}): GET /v1/embed/ answers 503`);
+  return build;
 }
 
 /** Whether an If-None-Match header names this ETag (a list, weak forms, or `*`). */
