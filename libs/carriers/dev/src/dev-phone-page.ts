@@ -1,9 +1,8 @@
 /**
  * The dev phone: one self-contained page (no build step, no CDN) served at GET /dev/phone. It keeps the switch's
  * socket open (rings, answers, declines, hangs up, calls agents) and carries a call's audio on the media stream with
- * the realtime protocol (libs/contracts/src/realtime.ts): 20 ms frames of 16 kHz PCM, DTMF from its keypad, marks
- * echoed once played. All audio goes through `openAudioLeg`, the one seam to swap for the browser client that
- * `/v1/embed/` serves, once that client can open a stream URL with a stream token.
+ * the browser client the gateway serves at `/v1/embed/` (the realtime protocol, libs/contracts/src/realtime.ts),
+ * behind one seam, `openAudioLeg`; its keypad sends DTMF on that stream.
  */
 export function devPhonePage(): string {
   return PAGE;
@@ -15,6 +14,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Parley dev phone</title>
+<script src="/v1/embed/"></script>
 <style>
   body { font: 15px/1.4 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
   main { max-width: 560px; margin: 0 auto; padding: 16px; }
@@ -53,6 +53,8 @@ const PAGE = `<!doctype html>
       <button id="hangup" class="stop">Hang up</button>
       <button id="mute">Mute</button>
     </div>
+    <div class="row muted">You <meter id="micLevel" min="0" max="0.3" value="0"></meter>
+      Agent <meter id="agentLevel" min="0" max="0.3" value="0"></meter></div>
     <div class="keypad" id="keypad"></div>
     <div id="transcript"></div>
   </section>
@@ -83,107 +85,27 @@ function log(text) {
   $('log').textContent = line + $('log').textContent;
 }
 
-// The audio seam: a leg carries one call's audio on its media stream and reports what the far end says.
-// Everything else on the page uses only digit(), mute(), hangup() and close().
+// The audio seam: a leg carries one call's audio on its media stream and reports what the far end says. It is the
+// browser client the gateway serves at /v1/embed/ (the same client web calls use), pointed at the stream URL with
+// the carrier's stream token; everything else on the page uses only digit(), mute() and hangup().
 function openAudioLeg(streamUrl, token, on) {
-  const RATE = 16000, FRAME = 320;
-  const socket = new WebSocket(streamUrl);
-  let ctx, mic, processor, muted = false, seq = 0, pending = new Int16Array(0), playAt = 0, closed = false;
-  const sources = new Set(), marks = [];
-  const sendJson = (m) => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(m)); };
-  const b64 = (bytes) => { let s = ''; for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]); return btoa(s); };
-  const fromB64 = (text) => { const s = atob(text); const bytes = new Uint8Array(s.length); for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i); return new Int16Array(bytes.buffer, 0, bytes.length >> 1); };
-
-  async function startAudio() {
-    ctx = new AudioContext({ sampleRate: RATE });
-    if (!window.isSecureContext || !navigator.mediaDevices) {
-      on.error('No microphone: this page is not a secure context (open it as http://127.0.0.1 or over https). You can still listen.');
-      return;
-    }
-    try {
-      mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true } });
-    } catch (error) {
-      on.error('The microphone was refused (' + error.name + '). You can still listen.');
-      return;
-    }
-    if (closed) { mic.getTracks().forEach((t) => t.stop()); return; }
-    const source = ctx.createMediaStreamSource(mic);
-    processor = ctx.createScriptProcessor(1024, 1, 1);
-    processor.onaudioprocess = (event) => {
-      const input = event.inputBuffer.getChannelData(0);
-      const joined = new Int16Array(pending.length + input.length);
-      joined.set(pending);
-      for (let i = 0; i < input.length; i++) joined[pending.length + i] = Math.max(-32768, Math.min(32767, Math.round(input[i] * 32767)));
-      let offset = 0;
-      for (; offset + FRAME <= joined.length; offset += FRAME) {
-        if (!muted) sendJson({ type: 'audio', seq, audio: b64(new Uint8Array(joined.slice(offset, offset + FRAME).buffer)) });
-        seq += 1;
-      }
-      pending = joined.slice(offset);
-    };
-    source.connect(processor);
-    processor.connect(ctx.destination);
+  if (!window.Parley) {
+    on.error('The browser client (/v1/embed/) is not served here, so this phone has no audio.');
+    return { digit() {}, mute() {}, hangup() {} };
   }
-
-  function play(samples) {
-    if (!ctx) return;
-    const buffer = ctx.createBuffer(1, samples.length, RATE);
-    const data = buffer.getChannelData(0);
-    for (let i = 0; i < samples.length; i++) data[i] = samples[i] / 32768;
-    const node = ctx.createBufferSource();
-    node.buffer = buffer;
-    node.connect(ctx.destination);
-    playAt = Math.max(playAt, ctx.currentTime + 0.05);
-    node.start(playAt);
-    playAt += buffer.duration;
-    sources.add(node);
-    node.onended = () => sources.delete(node);
-  }
-
-  function mark(name) {
-    const delay = ctx ? Math.max(0, playAt - ctx.currentTime) * 1000 : 0;
-    const entry = { name, timer: setTimeout(() => { marks.splice(marks.indexOf(entry), 1); sendJson({ type: 'mark', name }); }, delay) };
-    marks.push(entry);
-  }
-
-  function clear() {
-    sources.forEach((node) => { try { node.stop(); } catch (e) { /* already ended */ } });
-    sources.clear();
-    playAt = 0;
-    marks.splice(0).forEach((entry) => { clearTimeout(entry.timer); sendJson({ type: 'mark', name: entry.name }); });
-  }
-
-  function shutdown() {
-    if (closed) return;
-    closed = true;
-    if (processor) processor.disconnect();
-    if (mic) mic.getTracks().forEach((t) => t.stop());
-    marks.splice(0).forEach((entry) => clearTimeout(entry.timer));
-    if (ctx) ctx.close();
-    if (socket.readyState <= WebSocket.OPEN) socket.close(1000);
-  }
-
-  socket.onopen = () => {
-    sendJson({ type: 'start', token, version: 1, client: 'parley-dev-phone/1' });
-    startAudio();
-  };
-  socket.onmessage = (event) => {
-    const m = JSON.parse(event.data);
-    if (m.type === 'audio') play(fromB64(m.audio));
-    else if (m.type === 'mark') mark(m.name);
-    else if (m.type === 'clear') clear();
-    else if (m.type === 'call-start') on.started(m);
-    else if (m.type === 'transcript') on.transcript(m);
-    else if (m.type === 'call-end') on.ended(m.reason);
-    else if (m.type === 'error') on.error(m.message);
-  };
-  socket.onclose = (event) => { shutdown(); on.closed(event.code, event.reason); };
-
+  const call = new Parley.ParleyCall({ url: streamUrl, token });
+  call.on('call-start', on.started);
+  call.on('transcript', on.transcript);
+  call.on('speech-start', () => on.speaking(true));
+  call.on('speech-end', () => on.speaking(false));
+  call.on('volume', on.volume);
+  call.on('error', (e) => on.error(e.message + ' (' + e.code + ')'));
+  call.on('call-end', (e) => on.ended(e.reason));
+  call.start().catch(() => undefined); // reported by the error and call-end events
   return {
-    digit: (d) => sendJson({ type: 'dtmf', digit: d }),
-    mute: (value) => { muted = value; },
-    hangup: () => { sendJson({ type: 'hangup' }); shutdown(); },
-    close: shutdown,
+    digit: (d) => { if (call.active) call.sendDigits(d); },
+    mute: (value) => call.mute(value),
+    hangup: () => call.hangup(),
   };
 }
 
@@ -229,12 +151,13 @@ function showCall(call, state) {
   $('callState').textContent = state;
   $('transcript').textContent = '';
   $('mute').textContent = 'Mute';
+  $('agentLevel').dataset.heardMs = '0';
   renderIncoming();
 }
 
 function endCall(text) {
   if (!current) return;
-  if (current.leg) current.leg.close();
+  if (current.leg) current.leg.hangup();
   $('callState').textContent = text;
   log(text);
   current = undefined;
@@ -252,9 +175,15 @@ function connectLeg(message) {
       p.textContent = (t.role === 'assistant' ? 'Agent: ' : 'You: ') + t.text + (t.interrupted ? ' …' : '');
       $('transcript').appendChild(p);
     },
+    speaking: (yes) => { $('callState').textContent = yes ? 'The agent is speaking.' : 'Connected: the agent is listening.'; },
+    volume: (v) => {
+      $('micLevel').value = v.microphone;
+      $('agentLevel').value = v.agent;
+      // How long the agent has been heard on this call (volume comes every 100 ms): shown, and read by tests.
+      if (v.agent > 0.02) $('agentLevel').dataset.heardMs = String(Number($('agentLevel').dataset.heardMs || 0) + 100);
+    },
     ended: (reason) => endCall('The call ended: ' + reason + '.'),
     error: (text) => log(text),
-    closed: (code, reason) => { if (current && current.call.id === message.call_id) log('Media stream closed (' + code + (reason ? ': ' + reason : '') + ').'); },
   });
 }
 
@@ -320,8 +249,9 @@ function connectSwitch() {
 
 $('hangup').onclick = () => {
   if (!current) return;
-  if (current.leg) current.leg.hangup();
-  send({ type: 'hangup', call_id: current.call.id });
+  const { call, leg } = current;
+  send({ type: 'hangup', call_id: call.id });
+  if (leg) leg.hangup();
 };
 $('mute').onclick = () => {
   if (!current) return;
