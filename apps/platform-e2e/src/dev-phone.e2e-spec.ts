@@ -1,10 +1,11 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { WebSocket } from 'ws';
+import { mulawToPcm16, Resampler } from '@parley/audio';
 import { DEV_CARRIER_NUMBER, DevPhoneClient } from '@parley/carrier-dev';
-import { RealtimeServerMessage } from '@parley/contracts';
+import { REALTIME_FRAME_MS, REALTIME_SAMPLE_RATE, RealtimeServerMessage } from '@parley/contracts';
 import { FakeOpenAiServer } from '@parley/llm';
-import { FakeDeepgramServer } from '@parley/speech';
+import { callerSpeechMulaw, FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 
 const KEY = 'vsk_devphone_owner_key_0001';
@@ -38,6 +39,20 @@ class MediaLeg {
 
   send(message: object): void {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  /** Says `text` (the phone-line voice, resampled to 16 kHz) then `trailingMs` of silence, one frame per 20 ms. */
+  async speak(text: string, trailingMs: number): Promise<void> {
+    const speech = new Resampler(8000, REALTIME_SAMPLE_RATE).process(mulawToPcm16(callerSpeechMulaw(text)));
+    const samples = (REALTIME_SAMPLE_RATE * REALTIME_FRAME_MS) / 1000;
+    const all = new Int16Array(speech.length + (trailingMs * REALTIME_SAMPLE_RATE) / 1000);
+    all.set(speech);
+    for (let at = 0, seq = 0; at < all.length; at += samples, seq++) {
+      const frame = new Int16Array(samples);
+      frame.set(all.subarray(at, at + samples));
+      this.send({ type: 'audio', seq, audio: Buffer.from(frame.buffer).toString('base64') });
+      await new Promise((r) => setTimeout(r, REALTIME_FRAME_MS));
+    }
   }
 
   get agentPeak(): number {
@@ -142,6 +157,47 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     expect((await call(id)).end_reason).toBe('completed');
     expect((await hook(id, 'call.ended')).data).toMatchObject({ end_reason: 'completed' });
     await until(async () => JSON.stringify((await api.get(`/v1/calls/${id}/transcript`)).body).includes('Hello from Parley.'), 'the transcript');
+  }, 60_000);
+
+  it('answers as a machine: the verdict reaches the calls service, and an agent set to hang up on machines ends it voicemail', async () => {
+    const agent = await api.post('/v1/agents', { name: 'No voicemail', languages: [{ code: 'en-US', stt_provider: 'deepgram' }], conversation: { voicemail: 'hangup' } });
+    expect(agent.body).toMatchObject({ object: 'agent' });
+    const created = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15555550133' })).body;
+    const ring = await page.next('ring', (m) => m.call.to === '+15555550133');
+    page.send({ type: 'answer', call_id: ring.call.id, as: 'machine' });
+    const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
+    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    // Parley hangs up on the machine: the page's leg ends as a hang-up from the far end.
+    expect(await page.next('ended', (m) => m.call_id === ring.call.id)).toMatchObject({ reason: 'remote_hangup' });
+    await leg.closed;
+    const ended = await until(async () => ((await call(created.id)).status === 'ended' ? call(created.id) : undefined), 'ended');
+    expect(ended).toMatchObject({ end_reason: 'voicemail' });
+  }, 60_000);
+
+  it('transfers when the agent does: the page shows the number, its leg ends, and the call ends transferred', async () => {
+    const agent = await api.post('/v1/agents', {
+      name: 'Transferring desk',
+      languages: [{ code: 'en-US', greeting: 'Hello.', stt_provider: 'deepgram' }],
+      transfer_number: '+15555550177',
+    });
+    expect(agent.body).toMatchObject({ object: 'agent' });
+    deepgram.utterances('Put me through to a person.');
+    llm.reply(() => ({ toolCalls: [{ id: 'call_transfer', name: 'transfer_call', arguments: '{"reason":"asked for a person"}' }] }));
+    const created = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15555550144' })).body;
+    const ring = await page.next('ring', (m) => m.call.to === '+15555550144');
+    page.send({ type: 'answer', call_id: ring.call.id });
+    const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
+    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    await until(() => leg.received.some((m) => m.type === 'transcript' && m.role === 'assistant' && m.text === 'Hello.'), 'the greeting’s turn');
+    await leg.speak('Put me through to a person.', 1200);
+    expect(await page.next('transferring', (m) => m.call_id === ring.call.id)).toMatchObject({ destination: '+15555550177' });
+    expect(await page.next('ended', (m) => m.call_id === ring.call.id)).toMatchObject({ reason: 'transferred', destination: '+15555550177' });
+    // The page closes its leg as the dev phone does when a transfer takes the call away.
+    leg.send({ type: 'hangup' });
+    await leg.closed;
+    const ended = await until(async () => ((await call(created.id)).status === 'ended' ? call(created.id) : undefined), 'ended');
+    expect(ended).toMatchObject({ end_reason: 'transferred' });
+    expect((await hook(created.id, 'call.transferred')).data).toMatchObject({ destination: '+15555550177' });
   }, 60_000);
 
   it('ends no_answer after the agent’s ring time when nobody answers', async () => {
