@@ -1,17 +1,24 @@
 // Which part of the agent's speech a frame the caller receives carries. The fake voices speak each sentence as a
 // tone of its own (fakeToneFrequency), so the caller can tell the greeting, each answer (consecutive answers differ:
 // vendor-fakes.mjs ANSWERS) and their first and last sentences apart by ear: where a turn begins and ends, and
-// whether audio after a `clear` is the interrupted answer.
+// whether audio after a `clear` is the interrupted answer. Frames are PCM at the line's rate: 8 kHz on a phone line
+// (μ-law decoded), 16 kHz from the realtime socket.
 
-const RATE = 8000;
 /** A frame quieter than this (RMS) carries no speech: the padded tail of a sentence. */
 const SILENT_RMS = 300;
-/** Tones closer than this could be taken for each other in a 20 ms frame (Goertzel over 160 samples: 50 Hz bins). */
+/** Tones closer than this could be taken for each other in a 20 ms frame (Goertzel over 20 ms: 50 Hz bins). */
 const MIN_TONE_GAP_HZ = 100;
 
-/** Goertzel: the signal's power at `hz`. */
-function powerAt(pcm, hz) {
-  const coeff = 2 * Math.cos((2 * Math.PI * hz) / RATE);
+/** Whether a frame of agent audio carries speech (any voice, tones or words), not silence. */
+export function hasEnergy(pcm) {
+  let energy = 0;
+  for (let i = 0; i < pcm.length; i++) energy += pcm[i] * pcm[i];
+  return Math.sqrt(energy / pcm.length) >= SILENT_RMS;
+}
+
+/** Goertzel: the power at `hz` of `pcm` sampled at `rate`. */
+function powerAt(pcm, hz, rate) {
+  const coeff = 2 * Math.cos((2 * Math.PI * hz) / rate);
   let s1 = 0;
   let s2 = 0;
   for (let i = 0; i < pcm.length; i++) {
@@ -23,12 +30,12 @@ function powerAt(pcm, hz) {
 }
 
 /**
- * A classifier of received `media` payloads (base64 μ-law) into the parts of the agent's turns:
+ * A classifier of received frames (PCM sampled at `rate`) into the parts of the agent's turns:
  * `{ turn: 'greeting' | 'answer 1' | 'answer 2' …, sentence, of, first, last }`, or undefined when a frame carries
  * none of them (silence). None for a voice without per-sentence tones: the offline voice speaks words, so with it
  * the caller goes by timing alone.
  */
-export function agentSpeech({ libs, voice, greeting, answers }) {
+export function agentSpeech({ libs, voice, greeting, answers, rate }) {
   if (voice === 'local') return undefined;
   const { fakeToneFrequency } = libs.speech;
   const parts = [{ turn: 'greeting', sentence: 1, of: 1, first: true, last: true, hz: fakeToneFrequency(greeting) }];
@@ -42,15 +49,12 @@ export function agentSpeech({ libs, voice, greeting, answers }) {
     const near = parts.find((q) => q !== p && Math.abs(q.hz - p.hz) < MIN_TONE_GAP_HZ);
     if (near) throw new Error(`agent-speech: ${p.turn} sentence ${p.sentence} and ${near.turn} sentence ${near.sentence} sound alike (${p.hz} and ${near.hz} Hz): reword one`);
   }
-  return (payload) => {
-    const pcm = libs.audio.mulawToPcm16(Buffer.from(payload, 'base64'));
-    let energy = 0;
-    for (let i = 0; i < pcm.length; i++) energy += pcm[i] * pcm[i];
-    if (Math.sqrt(energy / pcm.length) < SILENT_RMS) return undefined;
+  return (pcm) => {
+    if (!hasEnergy(pcm)) return undefined;
     let best;
     let bestPower = -1;
     for (const part of parts) {
-      const power = powerAt(pcm, part.hz);
+      const power = powerAt(pcm, part.hz, rate);
       if (power > bestPower) [best, bestPower] = [part, power];
     }
     return best;

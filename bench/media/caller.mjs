@@ -1,13 +1,14 @@
-// One simulated phone call, as Twilio and a person produce it: the call is placed through the platform's API, the
-// fake Twilio answers it (status callbacks) and opens the Media Streams WebSocket (μ-law, base64 JSON, marks echoed
-// when played, `clear` honoured), and the caller talks in real time: one 20 ms frame every 20 ms, comfort noise
-// between utterances. The caller listens to the greeting, asks a question once the agent is quiet, hears the
-// answer, and talks over every third answer (a barge-in); and so on until hung up.
+// One simulated caller, as a person talks, on whatever line a bench gives it: a phone call (phone-call.mjs: Twilio's
+// Media Streams, μ-law at 8 kHz) or a browser (browser-call.mjs: the realtime socket, PCM16 at 16 kHz). The caller
+// talks in real time: one 20 ms frame every 20 ms, comfort noise between utterances. It listens to the greeting,
+// asks a question once the agent is quiet, hears the answer, and talks over every third answer (a barge-in); and
+// so on until hung up. A line subclasses SimulatedCaller: start() sets the call up and calls begin() once audio
+// flows, `open` says whether it still does, send(frame, at) puts a caller frame on it, leave() hangs up, and what
+// the platform sends comes back as onMedia(part, at), onClear(at) and lineClosed(…).
 import { performance } from 'node:perf_hooks';
 import { ENDPOINTING_MS } from './vendor-fakes.mjs';
 
-const RATE = 8000;
-const FRAME_BYTES = 160;
+const FRAME_MS = 20;
 /** The caller's question and barge-in, in ms of speech (the fake recognizer hears six words in either). */
 export const QUESTION_MS = 800;
 export const BARGE_MS = 700;
@@ -20,20 +21,21 @@ const TURN_GAP_MS = 100;
 /** How much of the line's past `explain` keeps. */
 const EXPLAIN_MS = 6000;
 
-/** The caller's sounds as μ-law frames: speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70). */
-export function callerSounds(audio) {
-  const tone = new Int16Array(RATE);
-  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(6000 * Math.sin((2 * Math.PI * 250 * i) / RATE));
-  const noise = new Int16Array(RATE);
+/**
+ * The caller's sounds at `rate`, as 20 ms frames each put in the line's form by `encode` (Int16Array → what the
+ * line sends): speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70).
+ */
+export function callerSounds(rate, encode) {
+  const tone = new Int16Array(rate);
+  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(6000 * Math.sin((2 * Math.PI * 250 * i) / rate));
+  const noise = new Int16Array(rate);
   let seed = 12345;
   for (let i = 0; i < noise.length; i++) {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     noise[i] = Math.round(((seed / 0x7fffffff) * 2 - 1) * 120);
   }
-  const frames = (pcm) => {
-    const mulaw = audio.pcm16ToMulaw(pcm);
-    return Array.from({ length: mulaw.length / FRAME_BYTES }, (_, i) => mulaw.subarray(i * FRAME_BYTES, (i + 1) * FRAME_BYTES));
-  };
+  const samples = (rate * FRAME_MS) / 1000;
+  const frames = (pcm) => Array.from({ length: pcm.length / samples }, (_, i) => encode(pcm.subarray(i * samples, (i + 1) * samples)));
   return { speech: frames(tone), noise: frames(noise) };
 }
 
@@ -46,7 +48,7 @@ export function callerSounds(audio) {
  *   clear       barge-in's last speech frame sent + the recognizer's endpointing (when it can have the words) →
  *               `clear` received;
  *   stale       agent frames of the interrupted answer received after its `clear` (see onMedia), each kept with
- *               the line's last seconds when `explain` (bench/media.mjs --explain);
+ *               the line's last seconds when `explain` (--explain);
  * and, measured or not: failures (call id → reason), unanswered turns, barge-ins never cleared.
  */
 export function newResults({ explain = false } = {}) {
@@ -55,13 +57,13 @@ export function newResults({ explain = false } = {}) {
 
 const partName = (part) => (part ? `${part.turn} sentence ${part.sentence}/${part.of}` : 'no tone');
 
-export class SimulatedCall {
+export class SimulatedCaller {
   /**
-   * `speechOf(payload)`: which part of the agent's speech a received frame carries (agent-speech.mjs); undefined for
+   * `speechOf(pcm)`: which part of the agent's speech a received frame carries (agent-speech.mjs); undefined for
    * a voice without tones (the caller then goes by timing alone).
    */
-  constructor({ index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs }) {
-    Object.assign(this, { index, twilio, api, agentId, sounds, speechOf, results, llmMs, ttsMs });
+  constructor({ index, api, agentId, sounds, speechOf, results, llmMs, ttsMs }) {
+    Object.assign(this, { index, api, agentId, sounds, speechOf, results, llmMs, ttsMs });
     this.state = 'dialling';
     this.nextAt = 0;
     this.speechLeft = 0;
@@ -74,6 +76,7 @@ export class SimulatedCall {
     this.lastPart = undefined;
     /** The turn (a part's `turn`) the last `clear` cut, until the caller next asks; its frames meanwhile are stale. */
     this.interrupted = undefined;
+    this.connected = false;
     this.hungUp = false;
     /** With `explain`: the line's last seconds (performance.now ms), printed beside each stale frame. */
     this.timeline = [];
@@ -94,54 +97,26 @@ export class SimulatedCall {
     if (!this.results.failures.has(this.index)) this.results.failures.set(this.index, reason);
   }
 
-  /** Places the call through the API, answers it at the carrier and opens its media stream. */
-  async start() {
-    const to = `+1555${String(1000000 + this.index).slice(-7)}`;
-    const placed = await this.api('POST', '/v1/calls', { agent_id: this.agentId, to });
-    if (placed.status !== 201) return this.fail(`POST /v1/calls answered ${placed.status}: ${placed.body?.detail ?? JSON.stringify(placed.body)}`);
-    this.callId = placed.body.id;
-    // A call answered before its dial finished carries no carrier id yet; Twilio drives it by the sid it created.
-    this.sid = placed.body.carrier_call_id ?? (await this.dialledSid(to));
-    if (!this.sid) return this.fail('POST /v1/calls answered 201 but the number was never dialled');
-    for (const status of ['ringing', 'in-progress']) {
-      const answered = await this.twilio.sendStatusCallback(this.sid, status);
-      if (answered >= 300) return this.fail(`status callback ${status} answered ${answered}`);
-    }
-    try {
-      this.stream = await this.twilio.connectMediaStream(this.sid);
-    } catch (error) {
-      return this.fail(`media stream refused: ${error.message}`);
-    }
-    void this.stream.closed.then(({ code, reason }) => {
-      this.closedAt = performance.now();
-      if (!this.hungUp) this.fail(`media stream closed by the platform (${code} ${reason})`.trim());
-    });
-    // Every server message as it arrives: a waiter whose predicate never matches sees each one (the fake's
-    // public API has no message event); it is dropped when the socket closes.
-    this.stream.waitFor((message) => this.onMessage(message, performance.now()), 2 ** 31 - 1).catch(() => undefined);
+  /** The line is up and carries audio: the caller listens for the greeting and talks from now on. */
+  begin() {
+    this.connected = true;
     this.state = 'greeting';
     this.stateAt = performance.now();
     this.nextAt = performance.now();
     this.tick();
   }
 
-  /** The sid of the call the fake Twilio created for `to`, waited for up to 10 s. */
-  async dialledSid(to) {
-    for (let waited = 0; waited < 10_000; waited += 100) {
-      const dial = this.twilio.calls.find((c) => c.action === 'create' && c.form.To === to && c.callSid);
-      if (dial) return dial.callSid;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return undefined;
+  /** The platform closed the line (`what`: the line's name); a failure unless the caller hung up. */
+  lineClosed(what, code, reason) {
+    if (!this.hungUp) this.fail(`${what} closed by the platform (${code} ${reason})`.trim());
   }
 
-  /** The caller hangs up: Twilio stops the stream and posts the `completed` status callback. */
+  /** The caller hangs up (the line's leave()). */
   async hangUp() {
     this.hungUp = true;
     clearTimeout(this.timer);
-    if (!this.stream || this.results.failures.has(this.index)) return;
-    const answered = await this.twilio.sendStatusCallback(this.sid, 'completed').catch((error) => error.message);
-    if (typeof answered !== 'number' || answered >= 300) this.fail(`status callback completed answered ${answered}`);
+    if (!this.connected || this.results.failures.has(this.index)) return;
+    await this.leave();
   }
 
   /** After the hang-up: the call must be recorded as ended by the caller. */
@@ -161,7 +136,7 @@ export class SimulatedCall {
   // ---- the caller's side of the line: a frame every 20 ms, drift-corrected --------------------------------
 
   tick() {
-    if (this.hungUp || !this.stream.open) return;
+    if (this.hungUp || !this.open) return;
     const now = performance.now();
     // A stalled load generator loses frames as a network would, rather than bursting them afterwards.
     if (now - this.nextAt > 60) this.nextAt = now;
@@ -210,14 +185,14 @@ export class SimulatedCall {
     } else {
       frame = this.sounds.noise[this.noiseAt++ % this.sounds.noise.length];
     }
-    this.stream.sendAudio(frame).catch(() => undefined);
+    this.send(frame, now);
   }
 
   endOfSpeech(now) {
     this.lastSpeechAt = now;
     this.note(now, 'speech ends (last frame)');
     if (this.state === 'barging' && !this.cleared) {
-      // Not cut yet: the recognizer's endpointing may still be running; the clear decides (see onMessage).
+      // Not cut yet: the recognizer's endpointing may still be running; the clear decides (see onClear).
       this.setState('barge-ended');
       return;
     }
@@ -231,14 +206,6 @@ export class SimulatedCall {
   }
 
   // ---- what the platform sends ------------------------------------------------------------------------------
-
-  onMessage(message, at) {
-    const event = message.event;
-    if (event === 'media') this.onMedia(this.speechOf?.(message.media.payload), at);
-    else if (event === 'clear') this.onClear(at);
-    this.trim();
-    return false;
-  }
 
   onMedia(part, at) {
     const r = this.results;
@@ -294,18 +261,5 @@ export class SimulatedCall {
     this.cleared = true;
     if (r.measuring) r.clear.push(at - (this.bargeStartedAt + BARGE_MS - 20) - ENDPOINTING_MS);
     if (this.state === 'barge-ended') this.setState('awaiting');
-  }
-
-  // The fake keeps every message and played segment for tests' assertions; a long run must not hold them all.
-  trim() {
-    const s = this.stream;
-    if (s.received.length < 500) return;
-    s.received.length = 0;
-    s.marksEchoed.length = 0;
-    s.receivedPayloads.length = 0;
-    const now = performance.now();
-    const live = s.segments.filter((segment) => segment.endAt > now);
-    s.segments.length = 0;
-    s.segments.push(...live);
   }
 }
