@@ -19,7 +19,7 @@ const WINDOWS: Record<number, { samples: number; context: number }> = {
 };
 const STATE_SIZE = 2 * 128;
 
-/** The model file, inside @ricky0123/vad-web (Silero VAD v5, MIT). */
+/** The model file, inside @ricky0123/vad-web (ISC; the Silero VAD v5 model itself is MIT). */
 export function sileroModelPath(): string {
   return require.resolve('@ricky0123/vad-web/dist/silero_vad_v5.onnx');
 }
@@ -86,14 +86,22 @@ export class SileroModel {
   /** A call has a full window waiting. */
   enqueue(vad: SileroVad): void {
     this.pending.add(vad);
-    if (this.scheduled || this.running) return;
+    this.schedule();
+  }
+
+  /** One batch at a time: a call's next window needs the state its previous one left. */
+  private schedule(): void {
+    if (this.scheduled || this.running || !this.pending.size) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      this.running = this.loading.then(() => this.runPending()).finally(() => {
-        this.running = undefined;
-        if (this.pending.size) this.enqueue(this.pending.values().next().value as SileroVad);
-      });
+      this.running = this.loading
+        .then(() => this.runPending())
+        .catch((error: unknown) => this.fail('Silero VAD failed; calls use the energy VAD', error))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule();
+        });
     });
   }
 
