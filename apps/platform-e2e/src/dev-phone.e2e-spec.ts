@@ -89,6 +89,8 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
+        // A public address this machine cannot reach (a tunnel, say): the switch delivers to the gateway it runs in.
+        PUBLIC_URL: 'https://parley.invalid',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         EGRESS_ALLOWLIST: '127.0.0.1',
         DEEPGRAM_API_KEY: 'dg-key',

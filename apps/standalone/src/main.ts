@@ -18,6 +18,11 @@ import { webhookDispatcherService } from '@parley/webhooks-service';
 void runProcess(GatewayConfig, async (config) => {
   // `auto` is decided here, once for the services of this process: standalone without a phone carrier, it is on.
   config.DEV_CARRIER = resolveDevCarrier(config, 'standalone');
+  // The calls service reaches the dev switch in this very process, over loopback, whatever PUBLIC_URL says.
+  if (config.DEV_CARRIER === 'on' && !config.DEV_CARRIER_URL && config.PORT) {
+    const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+    config.DEV_CARRIER_URL = `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
+  }
   const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
   for (const def of [agentsService, callsService]) started.push(await startService(def, config, { standalone: true, bus }));

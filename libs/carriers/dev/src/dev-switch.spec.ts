@@ -222,6 +222,17 @@ describe('DevSwitch: the dev carrier network, with real pages on its socket', ()
     expect((await a.next('error')).message).toMatch(/agent/);
   });
 
+  it('delivers webhooks for PUBLIC_URL to the gateway it runs in, signed over their PUBLIC_URL form', async () => {
+    await served.stop();
+    const publicUrl = 'https://parley.example';
+    served = await serveDevSwitch(new DevSwitch({ secret: SECRET, publicUrl, deliverTo: () => receiver.url }));
+    carrier = new DevCarrier({ switchUrl: served.url, secret: SECRET });
+    const { carrierCallId: id } = await place({ statusCallbackUrl: `${publicUrl}/carriers/dev/status?call=call_1` });
+    const ringing = await status(id, 'ringing');
+    expect(ringing.url).toBe(`${receiver.url}/carriers/dev/status?call=call_1`);
+    expect(carrier.verifyWebhook({ url: `${publicUrl}/carriers/dev/status?call=call_1`, headers: ringing.headers as Record<string, string>, params: ringing.params })).toBe(true);
+  });
+
   it('serves the page to anyone but its API only with the key derived from SECRET_KEY, and its socket only to its own origin', async () => {
     const html = await fetch(`${served.url}/dev/phone`);
     expect(html.status).toBe(200);

@@ -64,6 +64,12 @@ export interface DevSwitchOptions {
   secret: string;
   /** The gateway's public base URL (PUBLIC_URL): a page's calls to agents are posted to its `/carriers/dev/…` routes. */
   publicUrl: string;
+  /**
+   * The base URL of the gateway hosting the switch, as this process reaches it (its own listening address), when
+   * known: webhooks to URLs under `publicUrl` are delivered there, still signed over their PUBLIC_URL form (which is
+   * what the gateway checks), so they never leave the machine and a PUBLIC_URL it cannot reach does not matter.
+   */
+  deliverTo?: () => string | undefined;
   /** Ring time of a call that names none. Default 30 s. */
   defaultRingSeconds?: number;
   /** Time from the answer to the machine-detection verdict (carriers listen 2-4 s before judging). Default 2 s. */
@@ -138,6 +144,7 @@ export class DevSwitch {
   private readonly webhookTimeoutMs: number;
   private readonly keepEndedCalls: number;
   private readonly log: DevSwitchLog | undefined;
+  private readonly deliverTo: (() => string | undefined) | undefined;
   private readonly sockets = new WebSocketServer({ noServer: true });
   private readonly pages = new Set<WebSocket>();
   private readonly calls = new Map<string, SwitchCall>();
@@ -154,6 +161,7 @@ export class DevSwitch {
     this.webhookTimeoutMs = options.webhookTimeoutMs ?? 10_000;
     this.keepEndedCalls = options.keepEndedCalls ?? 500;
     this.log = options.log;
+    this.deliverTo = options.deliverTo;
   }
 
   /** Pages connected now. */
@@ -456,7 +464,8 @@ export class DevSwitch {
   }
 
   private post(url: string, params: Record<string, string>): Promise<Response> {
-    return fetch(url, {
+    const local = url.startsWith(`${this.publicUrl}/`) ? this.deliverTo?.()?.replace(/\/+$/, '') : undefined;
+    return fetch(local ? `${local}${url.slice(this.publicUrl.length)}` : url, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', [DEV_SIGNATURE_HEADER]: signDevWebhook(this.webhookKey, url, params) },
       body: new URLSearchParams(params).toString(),

@@ -416,7 +416,7 @@ export class ServiceConfig {
   @IsIn(['auto', 'on', 'off'])
   DEV_CARRIER: string = 'auto';
 
-  /** Where the calls service reaches the dev switch (the gateway's base URL); unset = PUBLIC_URL. */
+  /** Where the calls service reaches the dev switch (the gateway's base URL); unset = the gateway's own loopback address standalone, PUBLIC_URL distributed. */
   @IsOptional()
   @Matches(/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/, { message: 'DEV_CARRIER_URL must be an http(s) URL without query' })
   DEV_CARRIER_URL?: string;

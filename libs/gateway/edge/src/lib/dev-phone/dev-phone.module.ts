@@ -16,9 +16,11 @@ import { DEV_SWITCH, DevPhoneController } from './dev-phone.controller';
   providers: [
     {
       provide: DEV_SWITCH,
-      inject: [CONFIG],
-      useFactory: (c: GatewayConfig) =>
-        devCarrierOn(c) ? new DevSwitch({ secret: resolveSecretKey(c), publicUrl: c.PUBLIC_URL, log: serviceLogger('gateway') }) : null,
+      inject: [CONFIG, HttpAdapterHost],
+      useFactory: (c: GatewayConfig, host: HttpAdapterHost) =>
+        devCarrierOn(c)
+          ? new DevSwitch({ secret: resolveSecretKey(c), publicUrl: c.PUBLIC_URL, deliverTo: () => ownAddress(host), log: serviceLogger('gateway') })
+          : null,
     },
   ],
 })
@@ -43,4 +45,12 @@ export class DevPhoneModule implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     await this.devSwitch?.close();
   }
+}
+
+/** This gateway's own listening address (loopback when it listens on every interface), once it listens. */
+function ownAddress(host: HttpAdapterHost): string | undefined {
+  const address = (host.httpAdapter?.getHttpServer() as Server | undefined)?.address();
+  if (!address || typeof address === 'string') return undefined;
+  const ip = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+  return `http://${ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
 }
