@@ -214,3 +214,41 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     expect((await hook(created.body.id, 'call.ended')).data).toMatchObject({ end_reason: 'no_answer' });
   }, 60_000);
 });
+
+describe('the dev phone switched on in distributed mode (DEV_CARRIER=on: the switch in the one gateway)', () => {
+  let platform: RunningPlatform;
+  let api: ApiClient;
+  let page: DevPhoneClient;
+  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
+
+  beforeAll(async () => {
+    platform = await RunningPlatform.start({
+      mode: 'distributed',
+      bootstrapKeys: [`acme:owner:${KEY}`],
+      env: { DEV_CARRIER: 'on', DEEPGRAM_API_KEY: 'dg-key', DEEPGRAM_BASE_URL: await deepgram.start() },
+    });
+    api = platform.api(KEY);
+    page = await DevPhoneClient.connect(`${platform.baseUrl.replace(/^http/, 'ws')}/dev/phone/socket`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await page?.close();
+    await platform?.stop();
+    await deepgram.stop();
+  });
+
+  it('rings the page from the calls service’s own process; answered, the media attaches; hung up, completed', async () => {
+    const agent = await api.post('/v1/agents', { name: 'Distributed desk', languages: [{ code: 'en-US', greeting: 'Hello.', stt_provider: 'deepgram' }] });
+    const created = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15555550155' })).body;
+    expect(created).toMatchObject({ carrier: 'dev', from: DEV_CARRIER_NUMBER });
+    const ring = await page.next('ring', (m) => m.call.to === '+15555550155');
+    page.send({ type: 'answer', call_id: ring.call.id });
+    const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
+    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    await until(() => leg.received.find((m) => m.type === 'call-start'), 'call-start on the media stream');
+    leg.send({ type: 'hangup' });
+    page.send({ type: 'hangup', call_id: ring.call.id });
+    await leg.closed;
+    await until(async () => (await api.get(`/v1/calls/${created.id}`)).body.end_reason === 'completed', 'completed');
+  }, 60_000);
+});
