@@ -1,33 +1,18 @@
-import { writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Browser, chromium, Page } from 'playwright-core';
-import { encodeWav } from '@parley/audio';
+import { Browser, Page } from 'playwright-core';
 import { FakeOpenAiServer } from '@parley/llm';
-import { FakeDeepgramServer, mespeakWav } from '@parley/speech';
+import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
+import { keypadAgent } from './support/agents';
+import { launchChromium } from './support/chromium';
+import { until } from './support/until';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 const KEY = 'vsk_browser_owner_key_0001';
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const QUESTION = 'I would like a table for four.';
 const ANSWER = 'Of course, for which day?';
 const GREETING = 'Hello from Parley.';
-
-/**
- * The microphone Chromium's fake capture device plays, in a loop: 4 s of silence (the greeting plays meanwhile),
- * the question spoken by eSpeak, then 8 s of silence in which the agent answers.
- */
-function microphoneWav(): string {
-  const speech = mespeakWav(QUESTION);
-  const rate = speech.sampleRate;
-  const samples = new Int16Array(rate * 4 + speech.samples.length + rate * 8);
-  samples.set(speech.samples, rate * 4);
-  const path = join(tmpdir(), `parley-mic-${process.pid}.wav`);
-  writeFileSync(path, encodeWav(samples, rate));
-  return path;
-}
 
 /**
  * The customer's side: a page that loads the embed script from the deployment and a server that mints tokens with
@@ -66,16 +51,6 @@ function customerSite(baseUrl: string, api: ApiClient): Server {
   });
 }
 
-async function until<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 type Seen = { events: string[]; transcript: [string, string][]; agentPeak: number; agentLoudMs: number; ends: string[] };
 const seen = (page: Page) => page.evaluate(() => (globalThis as unknown as { seen: Seen }).seen);
 
@@ -85,21 +60,11 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
   let site: Server;
   let siteUrl: string;
   let browser: Browser;
-  let receiver: Server;
-  const hooks: { type: string; call_id: string; data: Record<string, unknown> }[] = [];
+  const hooks = new WebhookReceiver();
   const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
   const llm = new FakeOpenAiServer();
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        hooks.push(JSON.parse(body));
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
@@ -112,27 +77,12 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
       },
     });
     api = platform.api(KEY);
-    await api.post('/v1/webhook_endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['call.started', 'call.ended'] });
+    await api.post('/v1/webhook_endpoints', { url: await hooks.start(), events: ['call.started', 'call.ended'] });
     site = customerSite(platform.baseUrl, api);
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
     // 127.0.0.1 is a secure context: the page may ask for the microphone over plain http.
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-        '--use-fake-ui-for-media-stream',
-        '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${microphoneWav()}`,
-      ],
-    });
+    browser = await launchChromium(QUESTION);
   }, 120_000);
 
   afterAll(async () => {
@@ -141,7 +91,7 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
     await platform?.stop();
     await deepgram.stop();
     await llm.stop();
-    await new Promise((r) => receiver?.close(r));
+    await hooks.stop();
   });
 
   it('hears the greeting and the answer as audio, is heard, sees both turns; hanging up ends the call completed with its webhooks', async () => {
@@ -169,9 +119,8 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
         ['user', QUESTION],
         ['assistant', ANSWER],
       ]);
-      const ended = await until(async () => hooks.find((h) => h.type === 'call.ended' && h.call_id === callId), 'call.ended');
-      expect(ended.data).toMatchObject({ end_reason: 'completed' });
-      expect(hooks.find((h) => h.type === 'call.started' && h.call_id === callId)?.data).toMatchObject({ direction: 'web' });
+      expect((await hooks.next('call.ended', callId)).data).toMatchObject({ end_reason: 'completed' });
+      expect((await hooks.next('call.started', callId)).data).toMatchObject({ direction: 'web' });
       const transcript = await api.get(`/v1/calls/${callId}/transcript`);
       expect(JSON.stringify(transcript.body)).toContain(QUESTION);
       expect(JSON.stringify(transcript.body)).toContain(ANSWER);
@@ -181,29 +130,8 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
   }, 90_000);
 
   it('drives a keypad agent with the page’s keypresses', async () => {
-    const menu = 'Press 1 for sales, 2 for support.';
-    const support = 'Support is open nine to five.';
-    const agent = await api.post('/v1/agents', {
-      name: 'Browser keypad',
-      mode: 'keypad',
-      languages: [{ code: 'en-US' }],
-      flow: {
-        start: 'menu',
-        nodes: [
-          {
-            id: 'menu',
-            type: 'static',
-            say: menu,
-            edges: [
-              { to: 'sales', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '1' }] } },
-              { to: 'support', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '2' }] } },
-            ],
-          },
-          { id: 'sales', type: 'static', say: 'Connecting you to sales.' },
-          { id: 'support', type: 'static', say: support },
-        ],
-      },
-    });
+    const { body: spec, menu, support } = keypadAgent('Browser keypad');
+    const agent = await api.post('/v1/agents', spec);
     const page = await browser.newPage();
     try {
       await page.goto(siteUrl);
@@ -218,8 +146,7 @@ describe('a real browser (headless Chromium) talks to an agent through the embed
       ]);
       expect(after.ends).toEqual(['completed']);
       expect(after.agentPeak).toBeGreaterThan(0.02);
-      const ended = await until(async () => hooks.find((h) => h.type === 'call.ended' && h.call_id === callId), 'call.ended');
-      expect(ended.data).toMatchObject({ end_reason: 'completed', turns: 3 });
+      expect((await hooks.next('call.ended', callId)).data).toMatchObject({ end_reason: 'completed', turns: 3 });
     } finally {
       await page.close();
     }

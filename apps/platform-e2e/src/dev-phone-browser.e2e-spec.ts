@@ -1,38 +1,15 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Browser, chromium, Page } from 'playwright-core';
-import { encodeWav } from '@parley/audio';
+import { Browser, Page } from 'playwright-core';
 import { FakeOpenAiServer } from '@parley/llm';
-import { FakeDeepgramServer, mespeakWav } from '@parley/speech';
+import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
+import { keypadAgent } from './support/agents';
+import { launchChromium } from './support/chromium';
+import { until } from './support/until';
 
 const KEY = 'vsk_devphone_browser_key_0001';
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const GREETING = 'Hello from Parley.';
 const QUESTION = 'I would like a table for four.';
 const ANSWER = 'Of course, for which day?';
-
-/** The callee's microphone, looped by Chromium's fake device: 4 s of silence (the greeting), the question, 8 s of silence. */
-function microphoneWav(): string {
-  const speech = mespeakWav(QUESTION);
-  const rate = speech.sampleRate;
-  const samples = new Int16Array(rate * 4 + speech.samples.length + rate * 8);
-  samples.set(speech.samples, rate * 4);
-  const path = join(tmpdir(), `parley-devphone-mic-${process.pid}.wav`);
-  writeFileSync(path, encodeWav(samples, rate));
-  return path;
-}
-
-async function until<T>(probe: () => Promise<T | undefined | false>, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const transcript = (page: Page) => page.locator('#transcript p').allTextContents();
 const heardMs = async (page: Page) => Number((await page.locator('#agentLevel').getAttribute('data-heard-ms')) ?? 0);
@@ -51,22 +28,7 @@ describe('the dev phone page in a real browser (headless Chromium), the standalo
       env: { DEEPGRAM_API_KEY: 'dg-key', DEEPGRAM_BASE_URL: await deepgram.start(), LLM_BASE_URL: await llm.start(), LLM_API_KEY: 'sk-test' },
     });
     api = platform.api(KEY);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-        '--use-fake-ui-for-media-stream',
-        '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${microphoneWav()}`,
-      ],
-    });
+    browser = await launchChromium(QUESTION);
     page = await browser.newPage();
     // 127.0.0.1 is a secure context: the page may use the microphone over plain http.
     await page.goto(`${platform.baseUrl}/dev/phone`);
@@ -108,29 +70,8 @@ describe('the dev phone page in a real browser (headless Chromium), the standalo
   }, 90_000);
 
   it('calls a keypad agent from the page (an inbound call) and walks its menu with the page’s keypad', async () => {
-    const menu = 'Press 1 for sales, 2 for support.';
-    const support = 'Support is open nine to five.';
-    const agent = await api.post('/v1/agents', {
-      name: 'Dev keypad',
-      mode: 'keypad',
-      languages: [{ code: 'en-US' }],
-      flow: {
-        start: 'menu',
-        nodes: [
-          {
-            id: 'menu',
-            type: 'static',
-            say: menu,
-            edges: [
-              { to: 'sales', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '1' }] } },
-              { to: 'support', type: 'expression', expression: { conditions: [{ variable: 'digit', operator: 'eq', value: '2' }] } },
-            ],
-          },
-          { id: 'sales', type: 'static', say: 'Connecting you to sales.' },
-          { id: 'support', type: 'static', say: support },
-        ],
-      },
-    });
+    const { body: spec, menu, support } = keypadAgent('Dev keypad');
+    const agent = await api.post('/v1/agents', spec);
     expect(agent.status).toBe(201);
     await page.locator('#agentId').fill(agent.body.id);
     await page.getByRole('button', { name: 'Call', exact: true }).click();

@@ -1,91 +1,30 @@
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
-import { WebSocket } from 'ws';
-import { mulawToPcm16, Resampler } from '@parley/audio';
 import { DEV_CARRIER_NUMBER, DevPhoneClient } from '@parley/carrier-dev';
-import { REALTIME_FRAME_MS, REALTIME_SAMPLE_RATE, RealtimeServerMessage } from '@parley/contracts';
 import { FakeOpenAiServer } from '@parley/llm';
-import { callerSpeechMulaw, FakeDeepgramServer } from '@parley/speech';
+import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
+import { RealtimeTestClient } from './support/realtime-client';
+import { until } from './support/until';
+import { WebhookReceiver } from './support/webhook-receiver';
 
 const KEY = 'vsk_devphone_owner_key_0001';
 
-async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The page's media leg as the dev phone opens it: the realtime protocol with the carrier's stream token. */
-class MediaLeg {
-  readonly received: RealtimeServerMessage[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  private readonly ws: WebSocket;
-
-  constructor(url: string, token: string) {
-    this.ws = new WebSocket(url);
-    this.ws.on('open', () => this.send({ type: 'start', token, version: 1, client: 'dev-phone-e2e' }));
-    this.ws.on('message', (data) => {
-      const message = JSON.parse(String(data)) as RealtimeServerMessage;
-      this.received.push(message);
-      if (message.type === 'mark') this.send({ type: 'mark', name: message.name });
-    });
-    this.closed = new Promise((resolve) => this.ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  }
-
-  send(message: object): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
-  }
-
-  /** Says `text` (the phone-line voice, resampled to 16 kHz) then `trailingMs` of silence, one frame per 20 ms. */
-  async speak(text: string, trailingMs: number): Promise<void> {
-    const speech = new Resampler(8000, REALTIME_SAMPLE_RATE).process(mulawToPcm16(callerSpeechMulaw(text)));
-    const samples = (REALTIME_SAMPLE_RATE * REALTIME_FRAME_MS) / 1000;
-    const all = new Int16Array(speech.length + (trailingMs * REALTIME_SAMPLE_RATE) / 1000);
-    all.set(speech);
-    for (let at = 0, seq = 0; at < all.length; at += samples, seq++) {
-      const frame = new Int16Array(samples);
-      frame.set(all.subarray(at, at + samples));
-      this.send({ type: 'audio', seq, audio: Buffer.from(frame.buffer).toString('base64') });
-      await new Promise((r) => setTimeout(r, REALTIME_FRAME_MS));
-    }
-  }
-
-  get agentPeak(): number {
-    let peak = 0;
-    for (const m of this.received) {
-      if (m.type !== 'audio') continue;
-      const pcm = Buffer.from(m.audio, 'base64');
-      for (let i = 0; i + 1 < pcm.length; i += 2) peak = Math.max(peak, Math.abs(pcm.readInt16LE(i)));
-    }
-    return peak;
-  }
+async function mediaLeg(url: string, token: string): Promise<RealtimeTestClient> {
+  const leg = new RealtimeTestClient(url);
+  await leg.start(token);
+  return leg;
 }
 
 describe('the dev phone: the standalone default carrier, driven like a phone carrier (standalone, no Twilio)', () => {
   let platform: RunningPlatform;
   let api: ApiClient;
-  let receiver: Server;
+  const hooks = new WebhookReceiver();
   let agentId: string;
   let page: DevPhoneClient;
   const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
   const llm = new FakeOpenAiServer();
-  const hooks: { type: string; call_id: string; data: Record<string, unknown> }[] = [];
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c) => (body += c));
-      req.on('end', () => {
-        hooks.push(JSON.parse(body));
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
@@ -100,7 +39,7 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
       },
     });
     api = platform.api(KEY);
-    await api.post('/v1/webhook_endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['call.*'] });
+    await api.post('/v1/webhook_endpoints', { url: await hooks.start(), events: ['call.*'] });
     const agent = await api.post('/v1/agents', {
       name: 'Dev front desk',
       languages: [{ code: 'en-US', greeting: 'Hello from Parley.', stt_provider: 'deepgram', system_prompt: 'You take table bookings.' }],
@@ -115,11 +54,11 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     await platform?.stop();
     await deepgram.stop();
     await llm.stop();
-    await new Promise((r) => receiver.close(r));
+    await hooks.stop();
   });
 
   const call = async (id: string) => (await api.get(`/v1/calls/${id}`)).body;
-  const hook = (callId: string, type: string) => until(() => hooks.find((h) => h.call_id === callId && h.type === type), `${type} of ${callId}`);
+  const hook = (callId: string, type: string) => hooks.next(type, callId);
 
   it('is on by default without a phone carrier: npm start prints the page’s address, which serves the page', async () => {
     expect(platform.output('standalone')).toContain(`Dev phone: ${platform.baseUrl}/dev/phone\n`);
@@ -143,7 +82,7 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     await until(async () => (await call(id)).status === 'in_progress', 'in_progress');
     expect((await call(id)).carrier_call_id).toBe(ring.call.id);
 
-    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    const leg = await mediaLeg(connected.stream_url, connected.stream_token);
     const start = await until(() => leg.received.find((m) => m.type === 'call-start'), 'call-start on the media stream');
     expect(start).toMatchObject({ call_id: id, agent_id: agentId, direction: 'outbound' });
     await until(() => leg.agentPeak > 2000, 'the greeting as audio');
@@ -168,7 +107,7 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     const ring = await page.next('ring', (m) => m.call.to === '+15555550133');
     page.send({ type: 'answer', call_id: ring.call.id, as: 'machine' });
     const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
-    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    const leg = await mediaLeg(connected.stream_url, connected.stream_token);
     // Parley hangs up on the machine: the page's leg ends as a hang-up from the far end.
     expect(await page.next('ended', (m) => m.call_id === ring.call.id)).toMatchObject({ reason: 'remote_hangup' });
     await leg.closed;
@@ -189,7 +128,7 @@ describe('the dev phone: the standalone default carrier, driven like a phone car
     const ring = await page.next('ring', (m) => m.call.to === '+15555550144');
     page.send({ type: 'answer', call_id: ring.call.id });
     const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
-    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    const leg = await mediaLeg(connected.stream_url, connected.stream_token);
     await until(() => leg.received.some((m) => m.type === 'transcript' && m.role === 'assistant' && m.text === 'Hello.'), 'the greeting’s turn');
     await leg.speak('Put me through to a person.', 1200);
     expect(await page.next('transferring', (m) => m.call_id === ring.call.id)).toMatchObject({ destination: '+15555550177' });
@@ -244,7 +183,7 @@ describe('the dev phone switched on in distributed mode (DEV_CARRIER=on: the swi
     const ring = await page.next('ring', (m) => m.call.to === '+15555550155');
     page.send({ type: 'answer', call_id: ring.call.id });
     const connected = await page.next('connected', (m) => m.call_id === ring.call.id);
-    const leg = new MediaLeg(connected.stream_url, connected.stream_token);
+    const leg = await mediaLeg(connected.stream_url, connected.stream_token);
     await until(() => leg.received.find((m) => m.type === 'call-start'), 'call-start on the media stream');
     leg.send({ type: 'hangup' });
     page.send({ type: 'hangup', call_id: ring.call.id });

@@ -307,8 +307,10 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     const [a, b] = [workerWith(llm), workerWith(llm)];
 
     const passes = Promise.all([a.runDue(), b.runDue(), a.runDue(), b.runDue()]);
+    // While both are busy (POST_CALL_CONCURRENCY each), one call is left for later: once both are full (however
+    // slowly a loaded machine claims), a while longer brings no more.
+    for (const deadline = Date.now() + 10_000; llm.requests.length < POST_CALL_CONCURRENCY * 2 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 200));
-    // While both are busy (POST_CALL_CONCURRENCY each), one call is left for later.
     expect(llm.requests).toHaveLength(POST_CALL_CONCURRENCY * 2);
     release();
     const done = (await passes).flat();
