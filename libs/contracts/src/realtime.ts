@@ -58,8 +58,17 @@ export const REALTIME_REFUSAL_CLOSE: Record<RealtimeRefusal, RealtimeCloseCode> 
   call_over: REALTIME_CLOSE.callOver,
 };
 
-/** Who a token lets in: the person placing a web call, or the person answering a dev-carrier call. */
-export type RealtimeRole = 'caller' | 'callee';
+/**
+ * Who a token lets in: the person placing a web call, the person answering a dev-carrier call, or one end of a
+ * rendezvous (`seat`, the seat's name in the claims).
+ */
+export type RealtimeRole = 'caller' | 'callee' | 'seat';
+
+/** A rendezvous seat's name: what `POST /v1/calls/rendezvous` accepts, and its default pair. */
+export const SEAT_NAME = /^[a-z0-9_-]{1,40}$/;
+export const DEFAULT_SEATS = ['a', 'b'] as const;
+/** The largest `signal` payload relayed between seats (its JSON): an SDP with many candidates fits well within. */
+export const REALTIME_SIGNAL_MAX_BYTES = 64 * 1024;
 
 /** What a realtime token says (signed; carries no secret). */
 export interface RealtimeTokenClaims {
@@ -68,6 +77,8 @@ export interface RealtimeTokenClaims {
   account_id: string;
   call_id: string;
   role: RealtimeRole;
+  /** The seat of a rendezvous this token takes (role `seat`). */
+  seat?: string;
 }
 
 /** Browser → worker. */
@@ -89,7 +100,12 @@ export type RealtimeClientMessage =
   /** Echo of a worker `mark`, once the audio before it has played (or was dropped by `clear`). */
   | { type: 'mark'; name: string }
   /** The person hangs up: the call ends `completed`. */
-  | { type: 'hangup' };
+  | { type: 'hangup' }
+  /**
+   * Rendezvous: peer-connection signalling (an SDP offer or answer, an ICE candidate) for the other seat, relayed
+   * as it is, in order; opaque to the server and at most REALTIME_SIGNAL_MAX_BYTES.
+   */
+  | { type: 'signal'; data: Record<string, unknown> };
 
 /** Worker → browser. */
 export type RealtimeServerMessage =
@@ -105,4 +121,11 @@ export type RealtimeServerMessage =
   /** The call ended; the socket closes (1000) right after. */
   | { type: 'call-end'; reason: string }
   /** Something the client sent could not be done; the call goes on. */
-  | { type: 'error'; code: string; message: string };
+  | { type: 'error'; code: string; message: string }
+  /**
+   * Rendezvous: the other seat joined or left. `offer`: this seat makes the peer connection's offer (the seat that
+   * joined second does; the other answers).
+   */
+  | { type: 'peer'; state: 'joined' | 'left'; seat: string; offer?: boolean }
+  /** Rendezvous: the other seat's `signal`, as it sent it. */
+  | { type: 'signal'; data: Record<string, unknown> };

@@ -28,6 +28,8 @@ export type MediaStreamEvent =
   /** A mark Parley sent came back: the audio sent before it has been played to the caller (or was cleared). */
   | { type: 'mark'; name: string }
   | { type: 'stop' }
+  /** A rendezvous seat's peer-connection signalling for the other seat (opaque, size-bounded by the protocol). */
+  | { type: 'signal'; data: Record<string, unknown> }
   /** The stream must be refused before anything is attached (say, a browser presenting an API key): `refusal` names why. */
   | { type: 'refuse'; refusal: string; message: string };
 
@@ -35,7 +37,11 @@ export type MediaStreamEvent =
 export type StreamNotice =
   | { type: 'call-start'; callId: string; agentId: string; direction: string; sampleRate: number }
   | { type: 'transcript'; role: 'user' | 'assistant'; text: string; language: string; startMs: number; endMs: number; interrupted: boolean }
-  | { type: 'call-end'; reason: string };
+  | { type: 'call-end'; reason: string }
+  /** A rendezvous: the other seat joined or left (`offer`: this end makes the peer connection's offer). */
+  | { type: 'peer'; state: 'joined' | 'left'; seat: string; offer: boolean }
+  /** A rendezvous: the other seat's signalling, relayed as it sent it. */
+  | { type: 'signal'; data: Record<string, unknown> };
 
 export interface MediaFormat {
   /** `mulaw` (G.711 μ-law), `alaw` or `pcm16` (signed 16-bit little endian). */

@@ -1,4 +1,4 @@
-import { REALTIME_CLOSE, REALTIME_SAMPLE_RATE } from '@parley/contracts';
+import { REALTIME_CLOSE, REALTIME_SAMPLE_RATE, REALTIME_SIGNAL_MAX_BYTES } from '@parley/contracts';
 import { browserMediaProtocol } from './browser-media-stream';
 
 const web = browserMediaProtocol('web');
@@ -85,5 +85,19 @@ describe('the browser media protocol', () => {
     expect(refusal('bad_request', 'x').code).toBe(REALTIME_CLOSE.badRequest);
     expect(refusal('refused', 'x').code).toBe(REALTIME_CLOSE.tokenInvalid);
     expect(Buffer.byteLength(refusal('token_invalid', 'é'.repeat(200)).reason)).toBeLessThanOrEqual(123);
+  });
+
+  it('reads a rendezvous seat’s signal as it is, and throws on one that is not an object or is larger than 64 KiB', () => {
+    const data = { sdp: { type: 'offer', sdp: 'v=0\r\n' } };
+    expect(web.parse(JSON.stringify({ type: 'signal', data }))).toEqual({ type: 'signal', data });
+    expect(() => web.parse(JSON.stringify({ type: 'signal', data: 'offer' }))).toThrow('signal needs `data`');
+    expect(() => web.parse(JSON.stringify({ type: 'signal', data: [1] }))).toThrow('signal needs `data`');
+    expect(() => web.parse(JSON.stringify({ type: 'signal', data: { sdp: 'x'.repeat(REALTIME_SIGNAL_MAX_BYTES) } }))).toThrow('larger than');
+  });
+
+  it('writes peer notices (offer only when this seat offers) and relayed signals', () => {
+    expect(JSON.parse(notice({ type: 'peer', state: 'joined', seat: 'b', offer: true }))).toEqual({ type: 'peer', state: 'joined', seat: 'b', offer: true });
+    expect(JSON.parse(notice({ type: 'peer', state: 'left', seat: 'b', offer: false }))).toEqual({ type: 'peer', state: 'left', seat: 'b' });
+    expect(JSON.parse(notice({ type: 'signal', data: { candidate: null } }))).toEqual({ type: 'signal', data: { candidate: null } });
   });
 });

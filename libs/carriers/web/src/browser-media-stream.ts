@@ -6,6 +6,7 @@ import {
   REALTIME_PROTOCOL_VERSION,
   REALTIME_REFUSAL_CLOSE,
   REALTIME_SAMPLE_RATE,
+  REALTIME_SIGNAL_MAX_BYTES,
   REALTIME_START_TIMEOUT_MS,
   REALTIME_TOKEN_PREFIX,
   RealtimeClientMessage,
@@ -66,6 +67,10 @@ function parse(carrier: 'web' | 'dev', frame: string): MediaStreamEvent | undefi
       return typeof message.name === 'string' ? { type: 'mark', name: message.name } : undefined;
     case 'hangup':
       return { type: 'stop' };
+    case 'signal':
+      if (typeof message.data !== 'object' || message.data === null || Array.isArray(message.data)) throw new Error('signal needs `data` (an object)');
+      if (Buffer.byteLength(frame) > REALTIME_SIGNAL_MAX_BYTES) throw new Error(`signal larger than ${REALTIME_SIGNAL_MAX_BYTES} bytes`);
+      return { type: 'signal', data: message.data };
     default:
       return undefined;
   }
@@ -87,6 +92,10 @@ function wire(notice: StreamNotice): RealtimeServerMessage {
       };
     case 'call-end':
       return { type: 'call-end', reason: notice.reason };
+    case 'peer':
+      return { type: 'peer', state: notice.state, seat: notice.seat, ...(notice.offer ? { offer: true } : {}) };
+    case 'signal':
+      return { type: 'signal', data: notice.data };
   }
 }
 

@@ -461,5 +461,6 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     answered_by: c.answeredBy ?? '',
     summary: c.summary ?? '',
     extracted_json: c.extracted ? JSON.stringify(c.extracted) : '',
+    seats: c.seats ?? [],
   };
 }

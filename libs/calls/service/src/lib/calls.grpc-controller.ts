@@ -7,7 +7,7 @@ import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallTurnEntity } from './entities';
 import { MintedToken, WEB_CARRIER, WebCalls } from './web-calls';
 
-const toToken = (t: MintedToken): callsV1.RealtimeToken => ({ token: t.token, expires_at: t.expiresAt.toISOString(), role: t.role });
+const toToken = (t: MintedToken): callsV1.RealtimeToken => ({ token: t.token, expires_at: t.expiresAt.toISOString(), role: t.role, seat: t.seat ?? '' });
 
 const { CallsServiceControllerMethods } = callsV1;
 
@@ -57,6 +57,22 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     return { call: toCallMessage(call), token: toToken(token) };
   }
 
+  async createRendezvous(req: callsV1.CreateRendezvousRequest): Promise<callsV1.CreateRendezvousResponse> {
+    const call = await this.web.rendezvous(req.account_id, {
+      agentId: req.agent_id,
+      seats: req.seats,
+      variables: req.variables,
+      metadata: req.metadata,
+      idempotencyKey: req.idempotency_key || undefined,
+    });
+    return { call: toCallMessage(call) };
+  }
+
+  async takeSeat(req: callsV1.TakeSeatRequest): Promise<callsV1.TakeSeatResponse> {
+    const { call, token } = await this.web.seat(req.account_id, req.id, req.seat);
+    return { call: toCallMessage(call), token: toToken(token) };
+  }
+
   async getCall(req: callsV1.GetCallRequest): Promise<callsV1.GetCallResponse> {
     return { call: toCallMessage(await this.calls.get(req.account_id, req.id)) };
   }
@@ -83,9 +99,12 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
     // A browser's token (web calls) is redeemed once; a carrier's stream token names its call.
-    if (req.carrier === WEB_CARRIER) return { call: toCallMessage(await this.web.join(req.stream_token, req.carrier_call_id, req.command_address)), resume: '' };
+    if (req.carrier === WEB_CARRIER) {
+      const { call, seat } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
+      return { call: toCallMessage(call), resume: '', seat: seat ?? '' };
+    }
     const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
-    return { call: toCallMessage(call), resume };
+    return { call: toCallMessage(call), resume, seat: '' };
   }
 
   async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {

@@ -4,7 +4,7 @@ import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity
 import { CallDirection, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
 import { keysetPage, Page, Position } from '@parley/persistence';
-import { CallEntity, CallTurnEntity } from './entities';
+import { CallEntity, CallTurnEntity, Seat } from './entities';
 
 export interface NewCall {
   accountId: string;
@@ -20,6 +20,8 @@ export interface NewCall {
   metadata: Record<string, string>;
   /** The client's Idempotency-Key of the create (outbound calls); at most one call per key and account. */
   idempotencyKey?: string | null;
+  /** A rendezvous' seats (none taken yet); absent on any other call. */
+  seats?: Seat[] | null;
 }
 
 export interface CallFilters {
@@ -97,8 +99,8 @@ export class CallsRepository {
   async insert(m: EntityManager, id: string, input: NewCall): Promise<CallEntity> {
     const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
       `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
-                          recording_enabled, variables, metadata, idempotency_key, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, now(), now())
+                          recording_enabled, variables, metadata, idempotency_key, seats, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now())
        RETURNING created_at`,
       [
         id,
@@ -114,11 +116,13 @@ export class CallsRepository {
         JSON.stringify(input.variables),
         JSON.stringify(input.metadata),
         input.idempotencyKey || null,
+        input.seats ? JSON.stringify(input.seats) : null,
       ],
     );
     return Object.assign(new CallEntity(), {
       ...input,
       idempotencyKey: input.idempotencyKey || null,
+      seats: input.seats ?? null,
       id,
       endReason: null,
       failureReason: null,

@@ -53,6 +53,13 @@ export class CallEntity {
   @Column({ name: 'analysis_due_at', type: 'timestamptz', precision: 3, nullable: true }) analysisDueAt: Date | null;
   /** The Idempotency-Key of the create that made this outbound call: a retry with it gets this call. */
   @Column({ name: 'idempotency_key', type: 'text', nullable: true }) idempotencyKey: string | null;
+  /** A rendezvous' two ends, in order, each taken once a browser joined with its token; null on any other call. */
+  @Column({ type: 'jsonb', nullable: true }) seats: Seat[] | null;
+}
+
+export interface Seat {
+  name: string;
+  taken: boolean;
 }
 
 @Entity({ name: 'call_turns' })

@@ -260,6 +260,19 @@ export class CreateRealtimeTokens1764400000370 implements MigrationInterface {
   }
 }
 
+/** A rendezvous' seats (WebCalls.rendezvous): null on every other call. */
+export class AddCallSeats1764500000380 implements MigrationInterface {
+  name = 'AddCallSeats1764500000380';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS seats jsonb`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS seats`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -275,4 +288,5 @@ export const CALLS_MIGRATIONS = [
   BusDeadLetters1764200000000,
   AddCallMediaWorker1764300000360,
   CreateRealtimeTokens1764400000370,
+  AddCallSeats1764500000380,
 ];

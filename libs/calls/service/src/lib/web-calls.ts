@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { REALTIME_TOKEN_PREFIX, REALTIME_TOKEN_TTL_SECONDS, RealtimeRefusal, RealtimeRole, RealtimeTokenClaims } from '@parley/contracts';
+import { DEFAULT_SEATS, REALTIME_TOKEN_PREFIX, REALTIME_TOKEN_TTL_SECONDS, RealtimeRefusal, RealtimeRole, RealtimeTokenClaims, SEAT_NAME } from '@parley/contracts';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { SignedTokens } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
@@ -9,7 +9,7 @@ import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { isLive } from './call-state';
 import { CallsDomain } from './calls.domain';
-import { CallEntity } from './entities';
+import { CallEntity, Seat } from './entities';
 
 /** The carrier name of a web call: the browser on the realtime socket is the call's far end. */
 export const WEB_CARRIER = 'web';
@@ -21,13 +21,26 @@ export interface NewWebCall {
   idempotencyKey?: string;
 }
 
+export interface NewRendezvous extends NewWebCall {
+  /** Exactly two distinct names (SEAT_NAME); absent: DEFAULT_SEATS. */
+  seats?: string[];
+}
+
 export interface MintedToken {
   token: string;
   expiresAt: Date;
   role: RealtimeRole;
+  /** The seat it takes (role `seat`). */
+  seat?: string;
 }
 
-/** Agent modes a person can talk to from a browser today (`webrtc` and people-taken calls come with rendezvous). */
+/** A redeemed token: the call joined, and the seat taken when it was a seat's. */
+export interface Joined {
+  call: CallEntity;
+  seat?: string;
+}
+
+/** Agent modes a person can talk to from a browser (`webrtc` agents introduce two browsers: `rendezvous`). */
 const WEB_MODES = ['conversation', 'keypad'];
 
 const refused = (refusal: RealtimeRefusal, message: string) =>
@@ -61,7 +74,7 @@ export class WebCalls {
     if (input.idempotencyKey) {
       const known = await this.calls.findByIdempotencyKey(accountId, input.idempotencyKey);
       if (known) {
-        if (known.direction !== 'web' || known.agentId !== input.agentId) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
+        if (known.direction !== 'web' || known.seats || known.agentId !== input.agentId) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
         return { call: known, token: this.mintFor(known) };
       }
     }
@@ -69,6 +82,48 @@ export class WebCalls {
     if (!WEB_MODES.includes(agent.mode)) {
       throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a browser can talk to conversation and keypad agents` }]);
     }
+    const call = await this.record(accountId, input, agent.recordCalls);
+    return { call, token: this.mintFor(call) };
+  }
+
+  /**
+   * Records a rendezvous: a call between two people in browsers, introduced by a `webrtc` agent, with two named
+   * seats that each browser takes with its own token (`seat`). No token is minted here: the customer's server asks
+   * for each seat's when it hands that seat to a person. A repeat with the same Idempotency-Key answers the same call.
+   */
+  async rendezvous(accountId: string, input: NewRendezvous): Promise<CallEntity> {
+    const names = input.seats?.length ? input.seats : [...DEFAULT_SEATS];
+    if (names.length !== 2 || names[0] === names[1]) throw AppError.validation([{ field: 'seats', message: 'must name exactly two distinct seats' }]);
+    const bad = names.findIndex((name) => typeof name !== 'string' || !SEAT_NAME.test(name));
+    if (bad >= 0) throw AppError.validation([{ field: `seats[${bad}]`, message: 'must be 1-40 characters of a-z, 0-9, _ and -' }]);
+    if (input.idempotencyKey) {
+      const known = await this.calls.findByIdempotencyKey(accountId, input.idempotencyKey);
+      if (known) {
+        if (!known.seats || known.agentId !== input.agentId) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
+        return known;
+      }
+    }
+    const agent = await this.control.agentSettings(accountId, input.agentId, 'agent_id');
+    if (agent.mode !== 'webrtc') throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a rendezvous needs a webrtc agent` }]);
+    return this.record(accountId, input, agent.recordCalls, names.map((name) => ({ name, taken: false })));
+  }
+
+  /**
+   * A token that takes seat `seat` of rendezvous `id`. A seat is taken once a browser joined with one of its
+   * tokens; until then a new token may be minted (the first expired unused, say).
+   */
+  async seat(accountId: string, id: string, seat: string): Promise<{ call: CallEntity; token: MintedToken }> {
+    const call = await this.calls.get(accountId, id);
+    if (!call.seats) throw new AppError('conflict', 'The call is not a rendezvous; it has no seats.');
+    const named = call.seats.find((s) => s.name === seat);
+    if (!named) throw AppError.validation([{ field: 'seat', message: `must be one of ${call.seats.map((s) => s.name).join(', ')}` }]);
+    if (!isLive(call.status)) throw new AppError('conflict', `The call is over (${call.endReason ?? call.status}).`);
+    if (named.taken) throw new AppError('conflict', `Seat ${seat} is taken: a browser joined with it.`);
+    return { call, token: this.mintFor(call, seat) };
+  }
+
+  /** Admission first, as for a phone call: a platform that cannot carry one more call refuses (503) before it is recorded. */
+  private async record(accountId: string, input: NewWebCall, recordingEnabled: boolean, seats?: Seat[]): Promise<CallEntity> {
     // Answered well within the gateway's deadline, so a refusal still reaches the browser's server.
     const ticket = await this.admission.admit(Date.now() + (this.config.RPC_TIMEOUT_MS * 3) / 4);
     try {
@@ -81,13 +136,14 @@ export class WebCalls {
         status: 'queued',
         carrier: WEB_CARRIER,
         carrierCallId: null,
-        recordingEnabled: agent.recordCalls,
+        recordingEnabled,
         variables: input.variables ?? {},
         metadata: input.metadata ?? {},
         idempotencyKey: input.idempotencyKey || null,
+        seats: seats ?? null,
       });
       ticket.recorded();
-      return { call, token: this.mintFor(call) };
+      return call;
     } finally {
       ticket.release();
     }
@@ -100,6 +156,7 @@ export class WebCalls {
   async mint(accountId: string, id: string, role: RealtimeRole): Promise<{ call: CallEntity; token: MintedToken }> {
     const call = await this.calls.get(accountId, id);
     if (role !== 'caller') throw AppError.validation([{ field: 'role', message: 'must be caller' }]);
+    if (call.seats) throw new AppError('conflict', 'The call is a rendezvous: take a seat (POST /v1/calls/{id}/seat).');
     if (call.direction !== 'web') {
       throw new AppError('conflict', 'Only web calls can be joined from a browser; joining a phone call (operators, listeners) is not supported yet.');
     }
@@ -112,8 +169,9 @@ export class WebCalls {
    * Redeems a browser's token at connect: the call it names becomes answered, and `commandAddress` is where
    * commands about it go. Refusals carry their reason (AppError extra `refusal`, the realtime socket's close code):
    * forged, expired, for another call (`callId`, when the browser names the call it means), used, or the call over.
+   * A rendezvous' seat: the first seat taken rings the call, the second answers it.
    */
-  async join(token: string, callId: string, commandAddress: string): Promise<CallEntity> {
+  async join(token: string, callId: string, commandAddress: string): Promise<Joined> {
     const read = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.read(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
     if (!read) throw refused('token_invalid', 'The token is not a realtime token of this deployment.');
     if (read.expired) throw refused('token_expired', `The token's ${REALTIME_TOKEN_TTL_SECONDS} s window to connect passed; mint a new one.`);
@@ -124,14 +182,28 @@ export class WebCalls {
     });
     if (!isLive(call.status)) throw refused('call_over', `The call is over (${call.endReason ?? call.status}).`);
     if (!(await this.calls.redeemRealtimeToken(claims.jti, call.id))) throw refused('token_used', 'The token was used already; each token opens one connection.');
+    if (claims.role === 'seat' && claims.seat) return { call: await this.takeSeat(call, claims.seat, commandAddress), seat: claims.seat };
     if (call.status !== 'queued') throw refused('token_forbidden', 'A browser is on this call already.');
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
-    return this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined));
+    return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)) };
   }
 
-  private mintFor(call: CallEntity): MintedToken {
-    const role: RealtimeRole = 'caller';
-    const signed = this.tokens.sign({ jti: randomUUID(), account_id: call.accountId, call_id: call.id, role }, REALTIME_TOKEN_TTL_SECONDS);
-    return { token: `${REALTIME_TOKEN_PREFIX}${signed.token}`, expiresAt: signed.expiresAt, role };
+  /** Marks `seat` taken under the call's lock: the first seat rings the call, the second answers it (call.started). */
+  private async takeSeat(call: CallEntity, seat: string, commandAddress: string): Promise<CallEntity> {
+    await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    return this.calls.transition(call.accountId, call.id, (current) => {
+      const named = current.seats?.find((s) => s.name === seat);
+      if (!isLive(current.status)) throw refused('call_over', `The call is over (${current.endReason ?? current.status}).`);
+      if (!named || named.taken) throw refused('token_forbidden', `Seat ${seat} is taken already.`);
+      named.taken = true;
+      return { status: current.seats?.every((s) => s.taken) ? 'in_progress' : 'ringing' };
+    });
+  }
+
+  private mintFor(call: CallEntity, seat?: string): MintedToken {
+    const role: RealtimeRole = seat ? 'seat' : 'caller';
+    const claims: RealtimeTokenClaims = { jti: randomUUID(), account_id: call.accountId, call_id: call.id, role, ...(seat ? { seat } : {}) };
+    const signed = this.tokens.sign(claims, REALTIME_TOKEN_TTL_SECONDS);
+    return { token: `${REALTIME_TOKEN_PREFIX}${signed.token}`, expiresAt: signed.expiresAt, role, ...(seat ? { seat } : {}) };
   }
 }

@@ -1,25 +1,33 @@
 import { AudioHandlers, AudioIO, CallEnvironment, SocketLike } from './environment';
 import { microphoneError, ParleyError } from './errors';
+import { IceServer, PeerConnectionLike, PeerIO } from './peer';
 import { WORKLET_SOURCE } from './worklets';
 
-/** The thin Web Audio layer: getUserMedia, one AudioContext, the capture and playback worklets. */
-async function openBrowserAudio(handlers: AudioHandlers): Promise<AudioIO> {
-  const scope = globalThis as typeof globalThis & { webkitAudioContext?: typeof AudioContext };
+const scope = globalThis as typeof globalThis & { webkitAudioContext?: typeof AudioContext };
+
+/**
+ * The microphone (echo cancellation, noise suppression, gain control) and an AudioContext created before the first
+ * await, while the click that started the call still counts as a user gesture.
+ */
+async function openMicrophone(): Promise<{ context: AudioContext; stream: MediaStream }> {
   const Context = scope.AudioContext ?? scope.webkitAudioContext;
   if (!Context || typeof AudioWorkletNode === 'undefined') {
     throw new ParleyError('unsupported_browser', 'This browser has no AudioWorklet: use a current Chrome, Edge, Firefox or Safari.');
   }
   const devices = scope.navigator?.mediaDevices;
   if (!devices?.getUserMedia) throw new ParleyError('microphone_unavailable', 'This browser offers no microphone to the page.');
-  // Created before the first await, while the click that started the call still counts as a user gesture.
   const context = new Context({ latencyHint: 'interactive' });
-  let stream: MediaStream;
   try {
-    stream = await devices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true } });
+    return { context, stream: await devices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true } }) };
   } catch (error) {
     void context.close().catch(() => undefined);
     throw microphoneError(error);
   }
+}
+
+/** The thin Web Audio layer: getUserMedia, one AudioContext, the capture and playback worklets. */
+async function openBrowserAudio(handlers: AudioHandlers): Promise<AudioIO> {
+  const { context, stream } = await openMicrophone();
   try {
     const url = URL.createObjectURL(new Blob([WORKLET_SOURCE], { type: 'application/javascript' }));
     try {
@@ -54,6 +62,51 @@ async function openBrowserAudio(handlers: AudioHandlers): Promise<AudioIO> {
   }
 }
 
+/** RMS of what `analyser` hears now (its last fftSize samples). */
+function levelOf(analyser: AnalyserNode | undefined, buffer: Float32Array<ArrayBuffer>): number {
+  if (!analyser) return 0;
+  analyser.getFloatTimeDomainData(buffer);
+  let squares = 0;
+  for (const s of buffer) squares += s * s;
+  return Math.sqrt(squares / buffer.length);
+}
+
+/**
+ * A rendezvous seat: the microphone on an RTCPeerConnection; the other seat's track played by an <audio> element
+ * (Chrome plays a remote WebRTC stream through Web Audio only while a media element holds it too) and measured.
+ */
+async function openBrowserPeer(options: { iceServers: IceServer[] }): Promise<PeerIO> {
+  if (typeof RTCPeerConnection === 'undefined') throw new ParleyError('unsupported_browser', 'This browser has no RTCPeerConnection: a rendezvous needs one.');
+  const { context, stream } = await openMicrophone();
+  const connection = new RTCPeerConnection({ iceServers: options.iceServers });
+  for (const track of stream.getAudioTracks()) connection.addTrack(track, stream);
+  void context.resume();
+  const microphone = context.createAnalyser();
+  context.createMediaStreamSource(stream).connect(microphone);
+  let remote: AnalyserNode | undefined;
+  const speaker = new Audio();
+  speaker.autoplay = true;
+  connection.ontrack = (event) => {
+    const incoming = event.streams[0] ?? new MediaStream([event.track]);
+    speaker.srcObject = incoming;
+    void speaker.play().catch(() => undefined);
+    remote = context.createAnalyser();
+    context.createMediaStreamSource(incoming).connect(remote);
+  };
+  const buffer = new Float32Array(microphone.fftSize);
+  return {
+    connection: connection as unknown as PeerConnectionLike,
+    levels: () => ({ microphone: levelOf(microphone, buffer), remote: levelOf(remote, buffer) }),
+    close: () => {
+      for (const track of stream.getTracks()) track.stop();
+      connection.ontrack = null;
+      connection.close();
+      speaker.srcObject = null;
+      void context.close().catch(() => undefined);
+    },
+  };
+}
+
 export const browserEnvironment: CallEnvironment = {
   get secureContext() {
     return (globalThis as { isSecureContext?: boolean }).isSecureContext !== false;
@@ -64,4 +117,5 @@ export const browserEnvironment: CallEnvironment = {
     return new WebSocket(url) as unknown as SocketLike;
   },
   openAudio: openBrowserAudio,
+  openPeer: openBrowserPeer,
 };

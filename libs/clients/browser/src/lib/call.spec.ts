@@ -1,8 +1,9 @@
 import { REALTIME_CLOSE, REALTIME_PROTOCOL_VERSION, RealtimeClientMessage, RealtimeServerMessage } from '@parley/contracts/realtime';
-import { CallEndEvent, ErrorEvent, ParleyCall, VERSION } from './call';
+import { CallEndEvent, ErrorEvent, ParleyCall, VERSION, VolumeEvent } from './call';
 import { AudioHandlers, AudioIO, CallEnvironment, SocketLike } from './environment';
 import { ParleyError } from './errors';
 import { decodePcm16, encodePcm16 } from './pcm';
+import { Description, PeerConnectionLike, PeerIO } from './peer';
 
 const URL = 'ws://media.example:8081/realtime';
 const TOKEN = 'rtk_test_token';
@@ -73,6 +74,58 @@ class FakeAudio implements AudioIO {
   }
 }
 
+/** A peer connection that records what the signalling did to it; descriptions it makes are `local <type>`. */
+class FakeConnection implements PeerConnectionLike {
+  onicecandidate: PeerConnectionLike['onicecandidate'] = null;
+  localDescription: Description | null = null;
+  readonly calls: string[] = [];
+  refuse?: string;
+
+  async createOffer(): Promise<Description> {
+    this.calls.push('createOffer');
+    return { type: 'offer', sdp: 'local offer' };
+  }
+
+  async createAnswer(): Promise<Description> {
+    this.calls.push('createAnswer');
+    return { type: 'answer', sdp: 'local answer' };
+  }
+
+  async setLocalDescription(description: Description): Promise<void> {
+    this.calls.push(`setLocal ${description.type}`);
+    this.localDescription = description;
+  }
+
+  async setRemoteDescription(description: Description): Promise<void> {
+    await flush();
+    if (this.refuse) throw new Error(this.refuse);
+    this.calls.push(`setRemote ${description.type}`);
+  }
+
+  async addIceCandidate(candidate?: unknown): Promise<void> {
+    this.calls.push(candidate ? `candidate ${(candidate as { candidate: string }).candidate}` : 'candidates end');
+  }
+
+  /** The browser found a local candidate (null: no more). */
+  gather(candidate: string | null): void {
+    this.onicecandidate?.({ candidate: candidate ? { toJSON: () => ({ candidate, sdpMid: '0' }) } : null });
+  }
+}
+
+class FakePeer implements PeerIO {
+  readonly connection = new FakeConnection();
+  closed = false;
+  level = { microphone: 0.2, remote: 0.1 };
+
+  levels() {
+    return this.level;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
 class FakeEnvironment implements CallEnvironment {
   secureContext = true;
   sockets: FakeSocket[] = [];
@@ -88,6 +141,15 @@ class FakeEnvironment implements CallEnvironment {
   async openAudio(handlers: AudioHandlers): Promise<AudioIO> {
     await this.microphone();
     return (this.audio = new FakeAudio(handlers));
+  }
+
+  peer?: FakePeer;
+  peerOptions?: unknown;
+
+  async openPeer(options: unknown): Promise<PeerIO> {
+    await this.microphone();
+    this.peerOptions = options;
+    return (this.peer = new FakePeer());
   }
 
   get socket(): FakeSocket {
@@ -387,7 +449,7 @@ describe('the browser call', () => {
       const pending = inCall(env);
       await jest.advanceTimersByTimeAsync(0);
       const { call, socket, audio } = await pending;
-      const volumes: { microphone: number; agent: number }[] = [];
+      const volumes: VolumeEvent[] = [];
       call.on('volume', (v) => volumes.push(v));
 
       audio.handlers.capture(tone(320, 0.5));
@@ -399,7 +461,8 @@ describe('the browser call', () => {
       expect(volumes).toHaveLength(2);
       expect(volumes[0].microphone).toBeGreaterThan(0.2);
       expect(volumes[0].agent).toBeGreaterThan(0.05);
-      expect(volumes[1]).toEqual({ microphone: 0, agent: 0 });
+      expect(volumes[0].remote).toBe(volumes[0].agent);
+      expect(volumes[1]).toEqual({ microphone: 0, agent: 0, remote: 0 });
     });
 
     it('insecure context: a page on plain http gets an insecure_context error and a rejected start, never a silent call', async () => {
@@ -501,6 +564,115 @@ describe('the browser call', () => {
         { name: 'transcript', payload: { role: 'assistant', text: 'Hello!', language: 'en-US', start_ms: 0, end_ms: 900, interrupted: false } },
         { name: 'error', payload: { code: 'invalid_digit', message: 'not a key' } },
       ]);
+    });
+  });
+
+  describe('a rendezvous seat (peer-to-peer audio, the socket only signals)', () => {
+    /** A seat's token: its claims (readable by anyone) say role `seat`. */
+    const SEAT_TOKEN = `rtk_${Buffer.from(JSON.stringify({ jti: 'j', account_id: 'acc_1', call_id: 'call_1', role: 'seat', seat: 'a', exp: 1 })).toString('base64url')}.mac`;
+    const signals = (socket: FakeSocket) => socket.of('signal').map((m) => m.data);
+
+    async function seated(options: Partial<ConstructorParameters<typeof ParleyCall>[0]> = {}) {
+      const env = new FakeEnvironment();
+      const { call, events, socket } = await inCall(env, { token: SEAT_TOKEN, ...options });
+      return { call, events, socket, env, peer: env.peer as FakePeer, connection: (env.peer as FakePeer).connection };
+    }
+
+    it('opens a peer connection with the given ICE servers (none by default) instead of inline audio, and sends no audio frames', async () => {
+      const { env, events } = await seated({ iceServers: [{ urls: 'stun:stun.example.org:3478' }] });
+      expect(env.peerOptions).toEqual({ iceServers: [{ urls: 'stun:stun.example.org:3478' }] });
+      expect(env.audio).toBeUndefined();
+      expect(events.map((e) => e.name)).toEqual(['call-start']);
+      expect((await seated()).env.peerOptions).toEqual({ iceServers: [] });
+    });
+
+    it('offers when told to (the second seat to join): offer, then its candidates, each a signal in order', async () => {
+      const { call, socket, connection } = await seated();
+      const peers: unknown[] = [];
+      call.on('peer', (p) => peers.push(p));
+      socket.receive({ type: 'peer', state: 'joined', seat: 'b', offer: true });
+      await flush();
+      connection.gather('candidate:1');
+      connection.gather(null);
+      expect(peers).toEqual([{ state: 'joined', seat: 'b' }]);
+      expect(signals(socket)).toEqual([{ sdp: { type: 'offer', sdp: 'local offer' } }, { candidate: { candidate: 'candidate:1', sdpMid: '0' } }, { candidate: null }]);
+
+      socket.receive({ type: 'signal', data: { sdp: { type: 'answer', sdp: 'remote answer' } } });
+      socket.receive({ type: 'signal', data: { candidate: { candidate: 'candidate:9' } } });
+      await flush();
+      await flush();
+      expect(connection.calls).toEqual(['createOffer', 'setLocal offer', 'setRemote answer', 'candidate candidate:9']);
+    });
+
+    it('answers an offer when it does not offer, holding candidates that come before the offer until it is set', async () => {
+      const { socket, connection } = await seated();
+      socket.receive({ type: 'peer', state: 'joined', seat: 'b' });
+      socket.receive({ type: 'signal', data: { candidate: { candidate: 'candidate:early' } } });
+      socket.receive({ type: 'signal', data: { sdp: { type: 'offer', sdp: 'remote offer' } } });
+      socket.receive({ type: 'signal', data: { candidate: { candidate: 'candidate:late' } } });
+      socket.receive({ type: 'signal', data: { candidate: null } });
+      for (let i = 0; i < 4; i++) await flush();
+      expect(connection.calls).toEqual([
+        'setRemote offer',
+        'createAnswer',
+        'setLocal answer',
+        'candidate candidate:early',
+        'candidate candidate:late',
+        'candidates end',
+      ]);
+      expect(signals(socket)).toEqual([{ sdp: { type: 'answer', sdp: 'local answer' } }]);
+    });
+
+    it('says peer_failed when a description is refused, and the call goes on', async () => {
+      const { call, socket, connection, events } = await seated();
+      connection.refuse = 'bad sdp';
+      socket.receive({ type: 'signal', data: { sdp: { type: 'offer', sdp: 'garbled' } } });
+      await flush();
+      await flush();
+      expect(events.filter((e) => e.name === 'error')).toEqual([{ name: 'error', payload: { code: 'peer_failed', message: expect.stringContaining('bad sdp') } }]);
+      expect(call.active).toBe(true);
+    });
+
+    it('reports the microphone’s and the other seat’s levels every 100 ms', async () => {
+      jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+      const { call, peer } = await seated();
+      const volumes: unknown[] = [];
+      call.on('volume', (v) => volumes.push(v));
+      jest.advanceTimersByTime(100);
+      peer.level = { microphone: 0, remote: 0.4 };
+      jest.advanceTimersByTime(100);
+      expect(volumes).toEqual([
+        { microphone: 0.2, agent: 0, remote: 0.1 },
+        { microphone: 0, agent: 0, remote: 0.4 },
+      ]);
+    });
+
+    it('tells the page its peer left; the worker’s call-end ends the call with that reason and closes the peer connection', async () => {
+      const { call, socket, peer, events } = await seated();
+      const peers: unknown[] = [];
+      call.on('peer', (p) => peers.push(p));
+      socket.receive({ type: 'peer', state: 'left', seat: 'b' });
+      socket.receive({ type: 'call-end', reason: 'completed' });
+      socket.serverClose(REALTIME_CLOSE.normal, 'call ended: completed');
+      expect(peers).toEqual([{ state: 'left', seat: 'b' }]);
+      expect(events.at(-1)).toEqual({ name: 'call-end', payload: { reason: 'completed' } });
+      expect(peer.closed).toBe(true);
+    });
+
+    it('hangs up: sends hangup, ends completed, closes the peer connection', async () => {
+      const { call, socket, peer, events } = await seated();
+      call.hangup();
+      expect(socket.of('hangup')).toHaveLength(1);
+      expect(events.at(-1)).toEqual({ name: 'call-end', payload: { reason: 'completed' } });
+      expect(peer.closed).toBe(true);
+    });
+
+    it('refuses to start in an environment without peer connections (unsupported_browser)', async () => {
+      const env = new FakeEnvironment();
+      (env as { openPeer?: unknown }).openPeer = undefined;
+      const call = new ParleyCall({ url: URL, token: SEAT_TOKEN }, env);
+      calls.push(call);
+      await expect(call.start()).rejects.toMatchObject({ code: 'unsupported_browser' });
     });
   });
 });

@@ -13,6 +13,7 @@ import { AudioIO, CallEnvironment, SOCKET_OPEN, SocketLike } from './environment
 import { closeError, microphoneError, ParleyError } from './errors';
 import { FrameEncoder } from './frames';
 import { decodePcm16, encodePcm16, rms } from './pcm';
+import { IceServer, PeerIO, PeerSignalling } from './peer';
 import { PlaybackTracker } from './playback';
 import { Resampler } from './resampler';
 
@@ -33,6 +34,12 @@ export interface ParleyCallOptions {
   token: string;
   /** The call the token is for, when known: a token for another call is then refused (`token_forbidden`). */
   callId?: string;
+  /**
+   * A rendezvous seat's ICE servers (STUN, TURN) for the peer connection to the other seat. Default none: the two
+   * browsers reach each other only on the same host or LAN; across the internet give STUN, and TURN for networks
+   * that block direct paths.
+   */
+  iceServers?: IceServer[];
 }
 
 export type CallStartEvent = Omit<Extract<RealtimeServerMessage, { type: 'call-start' }>, 'type'>;
@@ -48,8 +55,15 @@ export interface ErrorEvent {
 export interface VolumeEvent {
   /** Level of the microphone (before mute) over the last interval: RMS, 0 silence to 1 full scale. */
   microphone: number;
-  /** Level of the agent's audio played over the last interval. */
+  /** Level of the agent's audio played over the last interval (0 in a rendezvous). */
   agent: number;
+  /** Level of the far end as played: the agent's audio, or in a rendezvous the other seat's (sampled at the tick). */
+  remote: number;
+}
+/** A rendezvous: the other seat joined or left. */
+export interface PeerEvent {
+  state: 'joined' | 'left';
+  seat: string;
 }
 
 export interface ParleyCallEvents {
@@ -62,6 +76,7 @@ export interface ParleyCallEvents {
   transcript: TranscriptEvent;
   volume: VolumeEvent;
   error: ErrorEvent;
+  peer: PeerEvent;
 }
 
 type Phase = 'idle' | 'starting' | 'connected' | 'ended';
@@ -89,6 +104,10 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
   private micSamples = 0;
   private volumeTimer?: ReturnType<typeof setInterval>;
   private connected?: { resolve(): void; reject(error: ParleyError): void };
+  /** A rendezvous seat (the token's role): audio runs on a peer connection, the socket only signals. */
+  private readonly seat: boolean;
+  private peer?: PeerIO;
+  private signalling?: PeerSignalling;
 
   constructor(
     private readonly options: ParleyCallOptions,
@@ -97,6 +116,7 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
     super();
     if (typeof options?.url !== 'string' || !/^wss?:\/\//i.test(options.url)) throw new TypeError('ParleyCall: `url` must be the ws:// or wss:// URL minted with the token.');
     if (typeof options.token !== 'string' || options.token === '') throw new TypeError('ParleyCall: `token` is required (mint one on your server).');
+    this.seat = tokenRole(options.token) === 'seat';
     this.playback = new PlaybackTracker({
       echo: (name) => this.send({ type: 'mark', name }),
       speech: (speaking) => this.emit(speaking ? 'speech-start' : 'speech-end', undefined),
@@ -155,14 +175,15 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
           'Browsers give no microphone to pages served over plain http: serve this page over https (or from localhost).',
         );
       }
-      const audio = await this.environment
-        .openAudio({ capture: (samples) => this.capture(samples), consumed: (total) => this.consumed(total) })
-        .catch((error: unknown) => Promise.reject(error instanceof ParleyError ? error : microphoneError(error)));
+      const media = await (this.seat ? this.openPeer() : this.environment.openAudio({ capture: (samples) => this.capture(samples), consumed: (total) => this.consumed(total) })).catch(
+        (error: unknown) => Promise.reject(error instanceof ParleyError ? error : microphoneError(error)),
+      );
       if (this.ended) {
-        audio.close();
+        media.close();
         throw new ParleyError('call_ended', 'The call was hung up before it started.');
       }
-      this.audio = audio;
+      if ('connection' in media) this.peer = media;
+      else this.audio = media;
       await this.connect();
     } catch (error) {
       const failure =
@@ -170,6 +191,11 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
       this.end(failure.code, failure);
       throw failure;
     }
+  }
+
+  private openPeer(): Promise<PeerIO> {
+    if (!this.environment.openPeer) return Promise.reject(new ParleyError('unsupported_browser', 'This browser has no RTCPeerConnection: a rendezvous needs one.'));
+    return this.environment.openPeer({ iceServers: this.options.iceServers ?? [] });
   }
 
   private connect(): Promise<void> {
@@ -235,15 +261,33 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
         return;
       case 'error':
         return this.emit('error', { code: message.code, message: message.message });
+      case 'peer':
+        if (message.state === 'joined') this.signalling?.peerJoined(message.offer === true);
+        return this.emit('peer', { state: message.state, seat: message.seat });
+      case 'signal':
+        return this.signalling?.receive(message.data);
     }
   }
 
   private callStarted(message: Extract<RealtimeServerMessage, { type: 'call-start' }>): void {
-    if (this.phase !== 'starting' || !this.audio) return;
+    if (this.phase !== 'starting') return;
+    if (this.peer) {
+      this.signalling = new PeerSignalling(
+        this.peer.connection,
+        (data) => this.send({ type: 'signal', data }),
+        (error) => this.emit('error', { code: 'peer_failed', message: `The peer connection could not be negotiated: ${(error as Error)?.message ?? error}` }),
+      );
+      return this.started(message);
+    }
+    if (!this.audio) return;
     const rate = message.sample_rate || REALTIME_SAMPLE_RATE;
     this.encoder = new FrameEncoder(this.audio.sampleRate, rate, message.frame_ms || REALTIME_FRAME_MS);
     this.speaker = new Resampler(rate, this.audio.sampleRate);
     this.silence = encodePcm16(new Float32Array(this.encoder.frameSamples));
+    this.started(message);
+  }
+
+  private started(message: Extract<RealtimeServerMessage, { type: 'call-start' }>): void {
     this.phase = 'connected';
     this.volumeTimer = setInterval(() => this.volumeTick(), VOLUME_INTERVAL_MS);
     this.connected?.resolve();
@@ -273,11 +317,16 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
   }
 
   private volumeTick(): void {
+    if (this.peer) {
+      const { microphone, remote } = this.peer.levels();
+      return this.emit('volume', { microphone, agent: 0, remote });
+    }
     this.playback.tick(Date.now());
     const microphone = this.micSamples ? Math.sqrt(this.micSquares / this.micSamples) : 0;
     this.micSquares = 0;
     this.micSamples = 0;
-    this.emit('volume', { microphone, agent: this.playback.takeLevel() });
+    const agent = this.playback.takeLevel();
+    this.emit('volume', { microphone, agent, remote: agent });
   }
 
   private closed(code: number, reason: string): void {
@@ -304,6 +353,7 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
       socket.onopen = socket.onmessage = socket.onclose = socket.onerror = null;
       if (socket.readyState <= SOCKET_OPEN) socket.close(REALTIME_CLOSE.normal, reason);
     }
+    this.peer?.close();
     const audio = this.audio;
     const leftMs = audio && drain ? (this.playback.pending / audio.sampleRate) * 1000 : 0;
     if (audio && leftMs > 0) setTimeout(() => audio.close(), Math.min(leftMs + 250, DRAIN_AFTER_END_MS));
@@ -317,5 +367,16 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
 
   private send(message: RealtimeClientMessage): void {
     if (this.socket?.readyState === SOCKET_OPEN) this.socket.send(JSON.stringify(message));
+  }
+}
+
+/** The role in a realtime token's claims (readable by anyone: `rtk_` + base64url JSON + `.` + MAC); '' when unreadable. */
+function tokenRole(token: string): string {
+  try {
+    const body = token.slice(4).split('.')[0].replace(/-/g, '+').replace(/_/g, '/');
+    const claims = JSON.parse(atob(body + '='.repeat((4 - (body.length % 4)) % 4))) as { role?: unknown };
+    return typeof claims.role === 'string' ? claims.role : '';
+  } catch {
+    return '';
   }
 }

@@ -1,3 +1,5 @@
+import type { IceServer, PeerIO } from './peer';
+
 /** The part of a WebSocket the client uses (the browser's, or a fake in tests). */
 export interface SocketLike {
   readonly readyState: number;
@@ -36,6 +38,11 @@ export interface CallEnvironment {
   createSocket(url: string): SocketLike;
   /** Asks for the microphone and opens playback; rejects with a ParleyError (or getUserMedia's DOMException). */
   openAudio(handlers: AudioHandlers): Promise<AudioIO>;
+  /**
+   * A rendezvous seat: asks for the microphone and puts it on a peer connection that plays the other seat's audio;
+   * rejects as `openAudio` does. Absent: this environment has no peer connections.
+   */
+  openPeer?(options: { iceServers: IceServer[] }): Promise<PeerIO>;
 }
 
 export const SOCKET_OPEN = 1;

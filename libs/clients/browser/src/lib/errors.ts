@@ -11,7 +11,7 @@ export type ParleyErrorCode =
   | 'microphone_denied'
   /** No microphone, or it is in use by another program. */
   | 'microphone_unavailable'
-  /** No WebSocket, Web Audio or AudioWorklet in this browser. */
+  /** No WebSocket, Web Audio or AudioWorklet in this browser (RTCPeerConnection, for a rendezvous seat). */
   | 'unsupported_browser'
   /** Refusals at connect, each its close code (REALTIME_CLOSE). */
   | RealtimeRefusal
@@ -30,7 +30,9 @@ export type ParleyErrorCode =
   /** `sendDigits` before `call-start` or after `call-end`. */
   | 'not_in_call'
   /** `start()` after the call ended (or was hung up before it started). */
-  | 'call_ended';
+  | 'call_ended'
+  /** A rendezvous seat's peer connection could not be negotiated (a description or candidate was refused). */
+  | 'peer_failed';
 
 export class ParleyError extends Error {
   override readonly name = 'ParleyError';

@@ -13,6 +13,7 @@ import { CallsClient, CALLS_GRPC } from './calls/calls.client';
 import { CallsController } from './calls/calls.controller';
 import { RecordingLinksController } from './calls/recording-links.controller';
 import { RealtimeTokensController } from './calls/realtime-tokens.controller';
+import { RendezvousController } from './calls/rendezvous.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
 import { DevPhoneModule } from './dev-phone/dev-phone.module';
@@ -64,6 +65,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     CallsController,
     RecordingLinksController,
     RealtimeTokensController,
+    RendezvousController,
     CarrierWebhooksController,
     AgentGroupsController,
     FunctionsController,

@@ -13,21 +13,26 @@ interface Schema extends Record<string, unknown> {
 }
 
 /** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'mode', 'autonomy', 'ring_seconds'];
+const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'autonomy', 'ring_seconds'];
+
+/** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
+async function openApiDocument(): Promise<OpenAPIObject> {
+  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
+  const module = await Test.createTestingModule({ controllers })
+    .useMocker(() => ({}))
+    .compile();
+  const app = module.createNestApplication(new FastifyAdapter());
+  await app.init();
+  const document = buildOpenApiDocument(app);
+  await app.close();
+  return document;
+}
 
 describe('the OpenAPI document the gateway serves', () => {
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    // The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only.
-    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
-    const module = await Test.createTestingModule({ controllers })
-      .useMocker(() => ({}))
-      .compile();
-    const app = module.createNestApplication(new FastifyAdapter());
-    await app.init();
-    document = buildOpenApiDocument(app);
-    await app.close();
+    document = await openApiDocument();
   });
 
   it('marks exactly the agent fields calls do not act on yet, each saying so in its description', () => {
@@ -60,7 +65,8 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(schemas['FlowNodeDto'].properties?.['type'].description).toContain('Not yet acted on: `llm` and `router` nodes');
     expect(schemas['FlowEdgeDto'].properties?.['type'].description).toContain('Not yet acted on: `intent` and `event` edges');
     expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('calls ignore it outside `keypad` mode');
-    expect(schemas['AgentInputDto'].properties?.['mode'].description).toContain('Not yet acted on: `webrtc` is stored and returned');
+    expect(schemas['AgentInputDto'].properties?.['mode'].description).not.toContain('Not yet acted on');
+    expect(schemas['AgentInputDto'].properties?.['ring_seconds'].description).toContain('Not yet acted on: `webrtc` agents ring a rendezvous for it; `simple` agents');
     expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain('Not yet acted on: `simple` is stored and returned');
   });
 
@@ -74,14 +80,7 @@ describe('the OpenAPI document the gateway serves', () => {
 
 describe('the browser client routes in the OpenAPI document', () => {
   it('publishes the script at the contract’s path and at its module and versioned URLs, as JavaScript, without an API key', async () => {
-    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
-    const module = await Test.createTestingModule({ controllers })
-      .useMocker(() => ({}))
-      .compile();
-    const app = module.createNestApplication(new FastifyAdapter());
-    await app.init();
-    const document = buildOpenApiDocument(app);
-    await app.close();
+    const document = await openApiDocument();
 
     const paths = ['/v1/embed/', '/v1/embed/parley.js', '/v1/embed/parley.mjs', '/v1/embed/{build}/parley.js', '/v1/embed/{build}/parley.mjs'];
     expect(Object.keys(document.paths).filter((p) => p.startsWith('/v1/embed')).sort()).toEqual([...paths].sort());
@@ -92,5 +91,41 @@ describe('the browser client routes in the OpenAPI document', () => {
       expect(operation.responses['304']).toBeDefined();
     }
     expect((document.paths['/v1/embed/{build}/parley.js'].get as unknown as { responses: Record<string, unknown> }).responses['404']).toBeDefined();
+  });
+});
+
+describe('the rendezvous routes in the OpenAPI document', () => {
+  let document: OpenAPIObject;
+
+  beforeAll(async () => {
+    document = await openApiDocument();
+  });
+
+  const operation = (path: string) =>
+    document.paths[path].post as unknown as { requestBody: { content: Record<string, { schema: { $ref: string } }> }; responses: Record<string, { content?: Record<string, { schema: { $ref: string } }> }> };
+  const schema = (ref: string) => (document.components?.schemas as Record<string, Schema>)[ref.split('/').pop() as string];
+
+  it('publishes POST /v1/calls/rendezvous with its seats, answering 201 a call whose seats say which are taken', () => {
+    const create = operation('/v1/calls/rendezvous');
+    expect(create.responses['501']).toBeUndefined();
+    expect(Object.keys(schema(create.requestBody.content['application/json'].schema.$ref).properties ?? {}).sort()).toEqual(['agent_id', 'metadata', 'seats', 'variables']);
+    const call = schema(create.responses['201'].content?.['application/json'].schema.$ref as string);
+    expect(call.properties?.['seats']).toMatchObject({ type: ['array', 'null'] });
+    expect(Object.keys(schema('SeatDto').properties ?? {}).sort()).toEqual(['name', 'taken']);
+  });
+
+  it('publishes POST /v1/calls/{id}/seat answering 201 a realtime token of role seat, 404 and 409 among its problems', () => {
+    const seat = operation('/v1/calls/{id}/seat');
+    expect(seat.responses['501']).toBeUndefined();
+    expect(Object.keys(schema(seat.requestBody.content['application/json'].schema.$ref).properties ?? {})).toEqual(['seat']);
+    const token = schema(seat.responses['201'].content?.['application/json'].schema.$ref as string);
+    expect(token.properties?.['role']).toMatchObject({ enum: ['caller', 'seat'] });
+    expect(token.properties?.['seat']).toBeDefined();
+    expect(Object.keys(seat.responses)).toEqual(expect.arrayContaining(['201', '404', '409']));
+  });
+
+  it('leaves ringing and claim planned (501)', () => {
+    expect((document.paths['/v1/calls/ringing'].get as unknown as { responses: Record<string, unknown> }).responses['501']).toBeDefined();
+    expect(operation('/v1/calls/{id}/claim').responses['501']).toBeDefined();
   });
 });

@@ -289,6 +289,7 @@ function newCall(id: string, scenario: { variables?: Record<string, string>; rec
     summary: '',
     extracted_json: '',
     answered_by: '',
+    seats: [],
   };
 }
 

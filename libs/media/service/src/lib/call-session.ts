@@ -10,6 +10,10 @@ import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 import { AppError } from '@parley/rpc';
 import { isTransient, TranscriptWriter } from './transcript-writer';
+import { RendezvousRooms, SeatMember } from './rendezvous-rooms';
+
+/** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
+export const DEFAULT_RING_SECONDS = 30;
 
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
 export const CLOSE_REFUSED = 1008;
@@ -52,6 +56,8 @@ export interface CallSessionDeps {
   tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
   /** The transcript writer's bounds (tests shorten them); its defaults otherwise. */
   transcript?: { flushMs?: number; backoffMs?: number };
+  /** Where a rendezvous seat meets the other (the worker's one registry); absent: seats are refused. */
+  rendezvous?: RendezvousRooms;
 }
 
 /**
@@ -89,6 +95,13 @@ export class CallSession {
    */
   private reportSeq = 0;
 
+  /** This stream took a rendezvous seat: no engine, its signalling relayed to the other seat. */
+  private member: SeatMember | undefined;
+  /** call-end was sent (a session is ended once, by a command, its peer leaving, or its ring running out). */
+  private endSent = false;
+  /** Why the call ended, when this session was told (endStream): passed on to a rendezvous peer. */
+  private endReason: string | undefined;
+
   /** Closes a stream that never said `start` (protocols with a start timeout: a browser that connected and went quiet). */
   private startTimer: NodeJS.Timeout | undefined;
 
@@ -122,7 +135,9 @@ export class CallSession {
   endStream(reason: string): void {
     this.over = true;
     // A session shutting down ended the call itself and closes the stream as a drain does (1001).
-    if (this.deadline) return;
+    if (this.deadline || this.endSent) return;
+    this.endSent = true;
+    this.endReason = reason;
     this.notify({ type: 'call-end', reason });
     this.socket.close(1000, reason ? `call ended: ${reason}` : 'call ended');
   }
@@ -178,6 +193,11 @@ export class CallSession {
       case 'stop':
         await this.attaching;
         return this.finish('stop');
+      case 'signal':
+        if (!this.attached) await this.attaching;
+        // Before the peer joined there is nobody to take it: dropped (a client signals once told `peer` joined).
+        if (this.member && this.call) this.deps.rendezvous?.relay(this.call.id, this.member, event.data);
+        return;
       default:
         return;
     }
@@ -232,6 +252,7 @@ export class CallSession {
     const carrier = this.deps.protocol.carrier;
     this.streamId = event.streamId;
     let resume = '';
+    let seat = '';
     try {
       const attached = await this.deps.calls.attachMedia({
         stream_token: event.parameters['token'] ?? '',
@@ -241,6 +262,7 @@ export class CallSession {
       });
       this.call = attached.call;
       resume = attached.resume;
+      seat = attached.seat ?? '';
     } catch (error) {
       const refusal = error instanceof AppError && typeof error.extra?.['refusal'] === 'string' ? error.extra['refusal'] : 'refused';
       this.log.warn({ err: error, carrierCallId: event.carrierCallId, refusal }, 'media stream refused');
@@ -252,12 +274,34 @@ export class CallSession {
     this.encoding = event.format.encoding;
     // The origin of the recording and of the transcript's offsets alike.
     this.streamStartedAt = realClock.now();
-    if (this.call.recording_enabled) this.recorder = new CallRecorder(event.format.sampleRate);
+    // A seat sends no audio (copies for records are not built), so there is nothing to record.
+    if (this.call.recording_enabled && !seat) this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
+    if (seat) return this.takeSeat(call, seat);
     await this.startEngine(call, event.format.sampleRate, resume);
+  }
+
+  /**
+   * A rendezvous seat: meets the other seat in this worker's rooms, or waits for it for the agent's ring_seconds;
+   * then the call is given up (`no_answer`) and this seat told.
+   */
+  private async takeSeat(call: callsV1.Call, seat: string): Promise<void> {
+    const rooms = this.deps.rendezvous;
+    const member: SeatMember = { seat, notify: (n) => this.notify(n), endStream: (reason) => this.endStream(reason) };
+    if (!rooms) return this.endStream('media_lost');
+    const agent = await this.deps.agents.getAgent(call.account_id, call.agent_id).catch(() => undefined);
+    const ring = Number((agent?.effective as Record<string, unknown> | undefined)?.['ring_seconds'] ?? agent?.spec['ring_seconds'] ?? 0);
+    const ringMs = (ring > 0 ? ring : DEFAULT_RING_SECONDS) * 1000;
+    this.member = member;
+    rooms.join(call.id, member, ringMs, () =>
+      void this.deps.calls
+        .endCall({ account_id: call.account_id, id: call.id, reason: 'given_up' })
+        .then(() => this.endStream('no_answer'))
+        .catch((e: unknown) => this.log.warn({ err: e, callId: call.id }, 'ringing rendezvous could not be given up')),
+    );
   }
 
   /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */
@@ -388,6 +432,7 @@ export class CallSession {
     if (!call) return;
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
+    if (this.member) await this.leaveSeat(call);
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end).
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
@@ -395,9 +440,25 @@ export class CallSession {
     await this.beat(true);
     if (why === 'stop') {
       // The far end hung up (a browser's `hangup`): an answered call ends `completed`, as a carrier's hang-up does.
-      this.notify({ type: 'call-end', reason: 'completed' });
+      this.notify({ type: 'call-end', reason: this.endReason === 'canceled' ? 'canceled' : 'completed' });
       this.socket.close(1000, 'stream stopped');
     }
+  }
+
+  /**
+   * A seat left: one end leaving ends the rendezvous, so the other seat is told and closed. The only seat leaving
+   * before the other came cancels the call (as a caller hanging up before the answer); an answered one ends
+   * `completed` on the stopped heartbeat that follows.
+   */
+  private async leaveSeat(call: callsV1.Call): Promise<void> {
+    const met = this.deps.rendezvous?.leave(call.id, this.member as SeatMember, this.endReason ?? 'completed');
+    if (met || this.over) return;
+    await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'hangup' }).then(
+      () => (this.endReason = 'canceled'),
+      (e: unknown) => {
+        if (!(e instanceof AppError && e.code === 'conflict')) this.log.warn({ err: e, callId: call.id }, 'rendezvous could not be canceled');
+      },
+    );
   }
 
   private async saveRecording(call: callsV1.Call): Promise<void> {

@@ -7,7 +7,8 @@ import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
  * read the agent.
  */
 export interface CallsPort {
-  attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse & { call: callsV1.Call }>;
+  /** `seat`: the rendezvous seat the stream took (absent or empty: not a seat). */
+  attachMedia(req: callsV1.AttachMediaRequest): Promise<{ call: callsV1.Call; resume: string; seat?: string }>;
   getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;

@@ -275,6 +275,7 @@ function newCall(id: string, scenario: Scenario): callsV1.Call {
     summary: '',
     extracted_json: '',
     answered_by: '',
+    seats: [],
   };
 }
 

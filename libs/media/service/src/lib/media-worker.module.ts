@@ -40,9 +40,9 @@ class GrpcCallsPort implements CallsPort {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest) {
-    const { call, resume } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
+    const { call, resume, seat } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
     if (!call) throw new Error('calls service answered without a call');
-    return { call, resume };
+    return { call, resume, seat };
   }
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]> {

@@ -843,20 +843,14 @@ export class AgentInputDto implements AgentInput {
   @IsText(2000)
   description?: string;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        enum: AGENT_MODES,
-        default: 'conversation',
-        description:
-          '`conversation`: listens and answers with a model. `keypad`: answers only configured keypresses, no recognizer, no model. ' +
-          '`normal`: reads the greeting then puts the caller through to `transfer_number`, no AI. ' +
-          '`webrtc`: introduces two browsers, audio runs directly between them.',
-      },
-      'browser calls between people',
-      '`webrtc` is stored and returned, and a call to such an agent gets no conversation,',
-    ),
-  )
+  @ApiPropertyOptional({
+    enum: AGENT_MODES,
+    default: 'conversation',
+    description:
+      '`conversation`: listens and answers with a model. `keypad`: answers only configured keypresses, no recognizer, no model. ' +
+      '`normal`: reads the greeting then puts the caller through to `transfer_number`, no AI. ' +
+      '`webrtc`: introduces two browsers, audio runs directly between them (`POST /v1/calls/rendezvous`); a phone call to such an agent gets no conversation.',
+  })
   @Optional()
   @IsOneOf(AGENT_MODES)
   mode?: (typeof AGENT_MODES)[number];
@@ -1070,7 +1064,8 @@ export class AgentInputDto implements AgentInput {
           'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
           'Read by `webrtc` agents and by `simple` agents on an inbound call.',
       },
-      'browser calls between people and human operators',
+      'human operators',
+      '`webrtc` agents ring a rendezvous for it; `simple` agents answer inbound calls with a model,',
     ),
   )
   @Optional()

@@ -1,8 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { DEFAULT_SEATS, SEAT_NAME } from '@parley/contracts';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
+
+export class SeatDto {
+  @ApiProperty({ example: 'a', description: 'The seat’s name, as the rendezvous was created with it.' }) name: string;
+  @ApiProperty({ description: 'A browser joined with one of this seat’s tokens: no further token is minted for it.' }) taken: boolean;
+}
 
 export class CreateCallDto {
   @ApiProperty({ description: 'The agent that takes the call.', example: 'agt_…' })
@@ -78,6 +84,8 @@ export class CallDto {
     description: 'Post-call extracted fields by name; null until the analysis has run.',
   })
   extracted: Record<string, unknown> | null;
+  @ApiProperty({ type: [SeatDto], nullable: true, description: 'A rendezvous’ two seats (`POST /v1/calls/rendezvous`); null on any other call.' })
+  seats: SeatDto[] | null;
 }
 
 export class TurnDto {
@@ -152,6 +160,34 @@ export class CreateRealtimeTokenDto {
   metadata?: Record<string, string>;
 }
 
+export class CreateRendezvousDto extends CreateRealtimeTokenDto {
+  @ApiProperty({ description: 'The agent that introduces the two people: a `webrtc` agent.', example: 'agt_…' })
+  @IsString()
+  @Length(1, 200)
+  override agent_id = '';
+
+  @ApiPropertyOptional({
+    description: 'The two ends’ names, distinct, each 1-40 characters of `a-z`, `0-9`, `_`, `-`.',
+    type: [String],
+    default: [...DEFAULT_SEATS],
+    example: ['agent', 'customer'],
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(2)
+  @ArrayMaxSize(2)
+  @ArrayUnique()
+  @Matches(SEAT_NAME, { each: true, message: 'each seat must be 1-40 characters of a-z, 0-9, _ and -' })
+  seats?: string[];
+}
+
+export class TakeSeatDto {
+  @ApiProperty({ description: 'The seat to take: one of the rendezvous’ `seats`.', example: 'a' })
+  @IsString()
+  @Length(1, 40)
+  seat: string;
+}
+
 export class CallTokenDto {
   @ApiPropertyOptional({
     enum: ['caller'],
@@ -175,7 +211,8 @@ export class RealtimeTokenDto {
   @ApiProperty({ description: 'The realtime socket to open with it (MEDIA_PUBLIC_URL + /realtime).', example: 'wss://media.example.com/realtime' })
   url: string;
   @ApiProperty({ example: 'call_…' }) call_id: string;
-  @ApiProperty({ enum: ['caller'] }) role: string;
+  @ApiProperty({ enum: ['caller', 'seat'] }) role: string;
+  @ApiPropertyOptional({ description: 'The rendezvous seat this token takes (role `seat`).', example: 'a' }) seat?: string;
   @ApiProperty({ format: 'date-time', description: 'When the window to connect closes.' }) expires_at: string;
   @ApiProperty({ type: () => CallDto, description: 'The call, `queued` until the browser connects.' }) call: CallDto;
 }

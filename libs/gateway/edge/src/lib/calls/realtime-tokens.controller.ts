@@ -46,7 +46,7 @@ export class RealtimeTokensController {
       metadata: body.metadata ?? {},
       idempotency_key: typeof key === 'string' ? key : '',
     };
-    return this.present(await this.calls.call('createWebCall', (s, md) => s.createWebCall(request, md)));
+    return presentRealtimeToken(this.config, await this.calls.call('createWebCall', (s, md) => s.createWebCall(request, md)));
   }
 
   @Post('calls/:id/token')
@@ -62,19 +62,21 @@ export class RealtimeTokensController {
   @ApiCreatedResponse({ type: RealtimeTokenDto })
   async join(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: CallTokenDto): Promise<RealtimeTokenDto> {
     const request = { account_id: who.accountId, id, role: body.role ?? 'caller' };
-    return this.present(await this.calls.call('mintCallToken', (s, md) => s.mintCallToken(request, md)));
+    return presentRealtimeToken(this.config, await this.calls.call('mintCallToken', (s, md) => s.mintCallToken(request, md)));
   }
+}
 
-  private present(minted: { call?: callsV1.Call; token?: callsV1.RealtimeToken }): RealtimeTokenDto {
-    const call = presentCall(minted.call);
-    return {
-      object: 'realtime_token',
-      token: minted.token?.token ?? '',
-      url: `${this.config.MEDIA_PUBLIC_URL.replace(/\/+$/, '')}${REALTIME_PATH}`,
-      call_id: call.id,
-      role: minted.token?.role ?? 'caller',
-      expires_at: minted.token?.expires_at ?? '',
-      call,
-    };
-  }
+/** A minted token as the API answers it: the socket to open with it, and the call it joins. */
+export function presentRealtimeToken(config: GatewayConfig, minted: { call?: callsV1.Call; token?: callsV1.RealtimeToken }): RealtimeTokenDto {
+  const call = presentCall(minted.call);
+  return {
+    object: 'realtime_token',
+    token: minted.token?.token ?? '',
+    url: `${config.MEDIA_PUBLIC_URL.replace(/\/+$/, '')}${REALTIME_PATH}`,
+    call_id: call.id,
+    role: minted.token?.role ?? 'caller',
+    ...(minted.token?.seat ? { seat: minted.token.seat } : {}),
+    expires_at: minted.token?.expires_at ?? '',
+    call,
+  };
 }

@@ -37,10 +37,8 @@ export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
     r('post', '/v1/knowledge_bases/{id}/search', 'knowledge:read', 'Search a knowledge base'),
   ],
   Calls: [
-    r('post', '/v1/calls/rendezvous', 'calls:write', 'Place a call between two people', ID),
     r('get', '/v1/calls/ringing', 'calls:read', 'Watch for calls waiting to be answered'),
     r('post', '/v1/calls/{id}/claim', 'calls:write', 'Answer a ringing call', ID),
-    r('post', '/v1/calls/{id}/seat', 'calls:write', 'Take one end of a rendezvous', ID),
   ],
   Workflows: [
     r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),

@@ -42,6 +42,8 @@ export interface Call {
   extracted_json: string;
   /** human, machine or unknown once the carrier's machine detection answered (outbound calls); empty before. */
   answered_by: string;
+  /** A rendezvous' two ends (empty on any other call). */
+  seats: Seat[];
 }
 
 export interface Call_VariablesEntry {
@@ -52,6 +54,12 @@ export interface Call_VariablesEntry {
 export interface Call_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** One end of a rendezvous: taken once a browser joined with its token. */
+export interface Seat {
+  name: string;
+  taken: boolean;
 }
 
 export interface CreateCallRequest {
@@ -114,11 +122,52 @@ export interface RealtimeToken {
   token: string;
   /** When the window to connect closes, RFC 3339. */
   expires_at: string;
-  /** caller (the person on a web call). */
+  /** caller (the person on a web call) or seat (one end of a rendezvous). */
   role: string;
+  /** The seat this token takes (role seat). */
+  seat: string;
 }
 
 export interface CreateWebCallResponse {
+  call: Call | undefined;
+  token: RealtimeToken | undefined;
+}
+
+/**
+ * A rendezvous: two people in browsers, introduced by a webrtc agent; their audio runs peer to peer. Recorded
+ * `queued` (direction `web`) with its two seats; each browser joins with a seat's token (TakeSeat).
+ */
+export interface CreateRendezvousRequest {
+  account_id: string;
+  agent_id: string;
+  /** Exactly two distinct names; empty: a and b. */
+  seats: string[];
+  variables: { [key: string]: string };
+  metadata: { [key: string]: string };
+  idempotency_key: string;
+}
+
+export interface CreateRendezvousRequest_VariablesEntry {
+  key: string;
+  value: string;
+}
+
+export interface CreateRendezvousRequest_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+export interface CreateRendezvousResponse {
+  call: Call | undefined;
+}
+
+export interface TakeSeatRequest {
+  account_id: string;
+  id: string;
+  seat: string;
+}
+
+export interface TakeSeatResponse {
   call: Call | undefined;
   token: RealtimeToken | undefined;
 }
@@ -226,6 +275,8 @@ export interface AttachMediaResponse {
    * transfer_failed, transfer_canceled (the transfer did not connect and the caller is back with the agent).
    */
   resume: string;
+  /** The rendezvous seat this stream took (a seat's token); empty otherwise. */
+  seat: string;
 }
 
 /** Sent while a stream is open (keeps the call from being reaped) and once when it closes. */
@@ -376,6 +427,10 @@ export interface CallsServiceClient {
 
   mintCallToken(request: MintCallTokenRequest, metadata?: Metadata): Observable<MintCallTokenResponse>;
 
+  createRendezvous(request: CreateRendezvousRequest, metadata?: Metadata): Observable<CreateRendezvousResponse>;
+
+  takeSeat(request: TakeSeatRequest, metadata?: Metadata): Observable<TakeSeatResponse>;
+
   getCall(request: GetCallRequest, metadata?: Metadata): Observable<GetCallResponse>;
 
   listCalls(request: ListCallsRequest, metadata?: Metadata): Observable<ListCallsResponse>;
@@ -423,6 +478,16 @@ export interface CallsServiceController {
     request: MintCallTokenRequest,
     metadata?: Metadata,
   ): Promise<MintCallTokenResponse> | Observable<MintCallTokenResponse> | MintCallTokenResponse;
+
+  createRendezvous(
+    request: CreateRendezvousRequest,
+    metadata?: Metadata,
+  ): Promise<CreateRendezvousResponse> | Observable<CreateRendezvousResponse> | CreateRendezvousResponse;
+
+  takeSeat(
+    request: TakeSeatRequest,
+    metadata?: Metadata,
+  ): Promise<TakeSeatResponse> | Observable<TakeSeatResponse> | TakeSeatResponse;
 
   getCall(
     request: GetCallRequest,
@@ -501,6 +566,8 @@ export function CallsServiceControllerMethods() {
       "createCall",
       "createWebCall",
       "mintCallToken",
+      "createRendezvous",
+      "takeSeat",
       "getCall",
       "listCalls",
       "endCall",
