@@ -53,7 +53,8 @@ function parse(carrier: 'web' | 'dev', frame: string): MediaStreamEvent | undefi
         streamId: randomUUID(),
         // A web client may name the call it means to join; the dev phone's leg is known by its token alone.
         carrierCallId: carrier === 'web' && typeof message.call_id === 'string' ? message.call_id : '',
-        parameters: { token },
+        // The client's name and version go to the worker's log with the attached stream.
+        parameters: { token, ...(typeof message.client === 'string' ? { client: message.client.slice(0, 100) } : {}) },
         format: { encoding: 'pcm16', sampleRate: REALTIME_SAMPLE_RATE, channels: 1 },
       };
     }

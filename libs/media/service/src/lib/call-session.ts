@@ -270,6 +270,7 @@ export class CallSession {
       return;
     }
     mediaStreamsTotal.inc({ carrier, outcome: 'attached' });
+    if (event.parameters['client']) this.log.info({ callId: this.call.id, carrier, client: event.parameters['client'] }, 'browser attached');
     mediaStreamsActive.inc({ carrier });
     this.encoding = event.format.encoding;
     // The origin of the recording and of the transcript's offsets alike.

@@ -1033,7 +1033,11 @@ export class AgentInputDto implements AgentInput {
   @IsNested(() => PostCallDto)
   post_call?: PostCallDto;
 
-  @ApiPropertyOptional({ description: 'Whether calls are recorded to audio.' })
+  @ApiPropertyOptional({
+    description:
+      'Whether calls are recorded to audio. Not yet acted on for `webrtc` agents: the clients are not asked for a copy of their ' +
+      'microphone, so a rendezvous has no recording (docs/rendezvous.md).',
+  })
   @Optional()
   @IsFlag()
   record_calls?: boolean;
