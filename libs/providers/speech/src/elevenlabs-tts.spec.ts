@@ -120,10 +120,12 @@ describe('ElevenLabsTextToSpeech against an ElevenLabs-protocol server', () => {
   it('aborts while waiting for the first byte', async () => {
     server.configure({ firstByteDelayMs: 2000 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
+    // Aborted once the server holds the request (a fixed delay could fire before a loaded machine sent it).
+    const held = setInterval(() => server.requests.length > 0 && controller.abort(), 10);
     const started = Date.now();
 
     await expect(collect(tts().synthesize(request({ signal: controller.signal })))).rejects.toMatchObject({ code: 'aborted' });
+    clearInterval(held);
     expect(Date.now() - started).toBeLessThan(1500);
     await expect(server.requests[0].finished).resolves.toBe('closed');
   });
