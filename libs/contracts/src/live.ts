@@ -43,9 +43,32 @@ export interface MediaLoadReport {
   report_every_ms: number;
 }
 
+/**
+ * The account's ringing calls, as they change: a claimable call starts ringing (`ringing`, the call as it is), or
+ * stops (`gone`: claimed, ended, given up). What `GET /v1/calls/ringing` streams after its snapshot (ListRinging).
+ */
+export type RingingActivity = { kind: 'ringing'; call: Call } | { kind: 'gone'; call: Call; reason: 'claimed' | 'ended' };
+
+/**
+ * One call's media link: the ends of a call whose audio or signalling passes between two sockets, possibly on two
+ * media workers (a phone stream and its operator's browser; a rendezvous' two seats). Each end announces itself
+ * (`hello`), is answered by the other (`here`), then sends `audio` (16-bit little-endian PCM, base64, at `rate`),
+ * `dtmf` (a keypress to play to the other end), `signal` (a rendezvous' opaque signalling) and finally `bye`.
+ */
+export type MediaLinkMessage =
+  | { kind: 'hello' | 'here'; from: string; role: string }
+  | { kind: 'audio'; from: string; pcm: string; rate: number }
+  | { kind: 'dtmf'; from: string; digit: string }
+  | { kind: 'signal'; from: string; data: Record<string, unknown> }
+  | { kind: 'bye'; from: string; role: string; reason: string };
+
 export const LIVE = {
   /** Everything about one call; the calls service is the only broadcaster. */
   callActivity: (callId: string): LiveSubject<CallActivity> => ({ name: `parley.live.calls.${callId}` }),
   /** Every media worker's load, periodically; media workers broadcast, the calls service's admission listens. */
   mediaLoad: { name: 'parley.live.media.load' } as LiveSubject<MediaLoadReport>,
+  /** An account's ringing claimable calls; the calls service broadcasts, gateways (GET /v1/calls/ringing) listen. */
+  ringing: (accountId: string): LiveSubject<RingingActivity> => ({ name: `parley.live.ringing.${accountId}` }),
+  /** One call's media link between two ends (MediaLinkMessage); media workers both broadcast and listen. */
+  mediaLink: (callId: string): LiveSubject<MediaLinkMessage> => ({ name: `parley.live.media.links.${callId}` }),
 } as const;

@@ -59,10 +59,20 @@ export const REALTIME_REFUSAL_CLOSE: Record<RealtimeRefusal, RealtimeCloseCode> 
 };
 
 /**
- * Who a token lets in: the person placing a web call, the person answering a dev-carrier call, or one end of a
- * rendezvous (`seat`, the seat's name in the claims).
+ * Who a token lets in: the person placing a web call, the person answering a dev-carrier call, one end of a
+ * rendezvous (`seat`, the seat's name in the claims), the person who claimed a phone call (`operator`: the caller's
+ * audio both ways, DTMF, hang-up, transfer), or an operator console (`console`: no call; it authenticates the
+ * ringing stream and claims over HTTP, never the realtime socket).
  */
-export type RealtimeRole = 'caller' | 'callee' | 'seat';
+export type RealtimeRole = 'caller' | 'callee' | 'seat' | 'operator' | 'console';
+
+/** A console token's window when the mint names none, and the longest it may ask for (seconds). */
+export const CONSOLE_TOKEN_TTL_SECONDS = 15 * 60;
+export const CONSOLE_TOKEN_MAX_TTL_SECONDS = 60 * 60;
+/** The absolute end of a console session, from its first mint: refreshing never reaches past it. */
+export const CONSOLE_SESSION_MAX_SECONDS = 12 * 60 * 60;
+/** A claimed call whose operator never connected ends `no_answer` this long after the claim's token window. */
+export const OPERATOR_JOIN_GRACE_SECONDS = 5;
 
 /** A rendezvous seat's name: what `POST /v1/calls/rendezvous` accepts, and its default pair. */
 export const SEAT_NAME = /^[a-z0-9_-]{1,40}$/;
@@ -75,10 +85,15 @@ export interface RealtimeTokenClaims {
   /** Unique per token: a token is redeemed once. */
   jti: string;
   account_id: string;
+  /** Empty on a console token (it joins no call). */
   call_id: string;
   role: RealtimeRole;
   /** The seat of a rendezvous this token takes (role `seat`). */
   seat?: string;
+  /** Who holds a console or operator token (recorded as the call's claimed_by). */
+  operator?: string;
+  /** A console token's session end (epoch seconds): refreshes keep it. */
+  session_exp?: number;
 }
 
 /** Browser → worker. */
@@ -101,6 +116,8 @@ export type RealtimeClientMessage =
   | { type: 'mark'; name: string }
   /** The person hangs up: the call ends `completed`. */
   | { type: 'hangup' }
+  /** An operator puts the phone call through to `destination` (E.164 or sip: URI); their socket then ends. */
+  | { type: 'transfer'; destination: string }
   /**
    * Rendezvous: peer-connection signalling (an SDP offer or answer, an ICE candidate) for the other seat, relayed
    * as it is, in order; opaque to the server and at most REALTIME_SIGNAL_MAX_BYTES.

@@ -10,7 +10,7 @@ import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission, refusal, refusedBeforeDialling } from './call-admission';
 import { CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
-import { CallsDomain, Transition } from './calls.domain';
+import { awaitsClaim, CallsDomain, Transition } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity } from './entities';
 
@@ -88,6 +88,8 @@ export interface AgentSettings {
   /** Only agents that talk need the carrier to tell people from machines. */
   converses: boolean;
   mode: AgentMode;
+  /** A person answers its inbound calls by claiming them (conversation mode, `simple` autonomy): they ring until then. */
+  answersByClaim: boolean;
 }
 
 /**
@@ -287,8 +289,15 @@ export class CallControl {
   /**
    * The media worker presents a stream's token; the call it names becomes answered and its media live, and the
    * worker's `commandAddress` is where commands about the call go from now on (the latest stream's worker).
+   * A claimable call is answered by its claim instead: ringing and unclaimed, it stays `ringing`, the worker is told
+   * to await the claim (`awaitClaim`), and the consoles watching the account see it ring.
    */
-  async attachMedia(token: string, carrierName: string, carrierCallId: string, commandAddress = ''): Promise<{ call: CallEntity; resume: string }> {
+  async attachMedia(
+    token: string,
+    carrierName: string,
+    carrierCallId: string,
+    commandAddress = '',
+  ): Promise<{ call: CallEntity; resume: string; awaitClaim: boolean }> {
     const claims = this.streamTokens.verify(token);
     if (!claims) throw new AppError('unauthenticated', 'The media stream token is invalid or expired.');
     const call = await this.calls.get(claims.account_id, claims.call_id);
@@ -304,8 +313,14 @@ export class CallControl {
       });
     }
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    if (call.claimable) {
+      // Read after the attach: a claim needs the media attached, so one that won meanwhile shows here.
+      const ringing = await this.calls.get(call.accountId, call.id);
+      this.calls.announceRinging(ringing);
+      return { call: ringing, resume: claims.resume ?? '', awaitClaim: awaitsClaim(ringing) };
+    }
     const attached = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
-    return { call: attached, resume: claims.resume ?? '' };
+    return { call: attached, resume: claims.resume ?? '', awaitClaim: false };
   }
 
   /**
@@ -391,8 +406,10 @@ export class CallControl {
     const inbound = this.parse(() => carrier.parseInbound(params));
     const { account_id: accountId } = await this.agents.call('locateAgent', (s, md) => s.locateAgent({ id: agentId }, md));
     // Carriers retry a slow voice webhook: the same carrier call gets the same Parley call.
+    const known = await this.calls.findByCarrierCall(carrier.name, inbound.carrierCallId);
+    const agent = known ? undefined : await this.agentSettings(accountId, agentId);
     const call =
-      (await this.calls.findByCarrierCall(carrier.name, inbound.carrierCallId)) ??
+      known ??
       (await this.calls.insert({
         accountId,
         agentId,
@@ -402,9 +419,10 @@ export class CallControl {
         status: 'ringing',
         carrier: carrier.name,
         carrierCallId: inbound.carrierCallId,
-        recordingEnabled: (await this.agentSettings(accountId, agentId)).recordCalls,
+        recordingEnabled: agent?.recordCalls ?? false,
         variables: {},
         metadata: {},
+        claimable: agent?.answersByClaim ?? false,
       }));
     return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call) });
   }
@@ -423,6 +441,7 @@ export class CallControl {
         voicemailMessage: spec.conversation?.voicemail_message ?? '',
         converses: (spec.mode ?? 'conversation') === 'conversation',
         mode: spec.mode ?? 'conversation',
+        answersByClaim: (spec.mode ?? 'conversation') === 'conversation' && effective.autonomy === 'simple',
       };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {

@@ -42,6 +42,8 @@ export function canMove(from: CallStatus, to: CallStatus): boolean {
 
 /** Why the voice engine may end a call (EndCall reasons beyond the API's hangup and given_up). */
 export const ENGINE_END_REASONS: readonly EndReason[] = ['completed', 'silence', 'max_duration', 'no_input', 'voicemail', 'shutdown'];
+/** Why a media worker may end a call: the engine's reasons, and `no_answer` (a claimed call whose operator never came). */
+export const MEDIA_END_REASONS: readonly EndReason[] = [...ENGINE_END_REASONS, 'no_answer'];
 
 /** How an API-initiated end is recorded: before the call was answered it is a cancellation. */
 export function reasonForEnd(status: CallStatus): EndReason {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, InjectedCallEvent, LIVE, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -35,6 +35,13 @@ export const TRANSCRIPT_GRACE_MS = 60_000;
  * worker's transcript flush bound (15 s) with a margin. The worker's last heartbeat (`stopped`) makes it due at once.
  */
 export const ANALYSIS_WAITS_FOR_MEDIA_MS = 20_000;
+/** The most calls ListRinging answers: a console shows the oldest waiting; more than this is a queue, not a list. */
+export const RINGING_LIST_LIMIT = 200;
+
+/** Waiting for a person's claim: what ListRinging lists (once its media is attached) and a claim answers. */
+export function awaitsClaim(c: CallEntity): boolean {
+  return c.claimable && c.status === 'ringing' && c.claimedBy === null;
+}
 
 /**
  * Call records, the call state machine and the transcript. Every change and the events it causes
@@ -111,8 +118,10 @@ export class CallsDomain {
    */
   async transition(accountId: string, id: string, decide: (call: CallEntity) => Transition | undefined): Promise<CallEntity> {
     const events: WebhookEvent[] = [];
+    let wasAwaitingClaim = false;
     const { call, changed } = await this.repository.transaction(async (m) => {
       const { call: current, now } = await this.lockAt(m, accountId, id);
+      wasAwaitingClaim = awaitsClaim(current);
       const next = decide(current);
       if (!next || next.status === current.status) return { call: current, changed: false };
       if (!canMove(current.status, next.status)) throw new AppError('conflict', `A ${current.status} call cannot become ${next.status}.`);
@@ -135,8 +144,45 @@ export class CallsDomain {
     if (changed) {
       this.afterCommit(call, events);
       if (!isLive(call.status)) void this.media.endStream(call);
+      if (wasAwaitingClaim && !isLive(call.status)) this.broadcastRinging(call, { kind: 'gone', call: toCallMessage(call), reason: 'ended' });
     }
     return call;
+  }
+
+  /**
+   * A person claims a ringing claimable call, decided under the call's row lock: of concurrent claims (any replica)
+   * exactly one finds it unclaimed; the others get 409. A phone call is answered (`in_progress`, call.started); a
+   * rendezvous stays `ringing` until the claimer's browser takes the free seat. Either leaves the ringing list.
+   */
+  async claim(accountId: string, id: string, by: string): Promise<CallEntity> {
+    const events: WebhookEvent[] = [];
+    const call = await this.repository.transaction(async (m) => {
+      const { call: current, now } = await this.lockAt(m, accountId, id);
+      refuseClaim(current);
+      current.claimedBy = by;
+      current.claimedAt = now;
+      current.updatedAt = now;
+      if (!current.seats) {
+        current.status = 'in_progress';
+        current.answeredAt = now;
+      }
+      await this.repository.save(m, current);
+      events.push(...(await this.emitFor(m, current)));
+      return current;
+    });
+    this.afterCommit(call, events);
+    this.broadcastRinging(call, { kind: 'gone', call: toCallMessage(call), reason: 'claimed' });
+    return call;
+  }
+
+  /** The account's calls waiting for a person (RINGING_LIST_LIMIT at most), oldest first. */
+  listRinging(accountId: string): Promise<CallEntity[]> {
+    return this.repository.listRinging(accountId, RINGING_LIST_LIMIT);
+  }
+
+  /** A claimable call started ringing with its media attached: consoles watching the account show it. */
+  announceRinging(call: CallEntity): void {
+    if (awaitsClaim(call)) this.broadcastRinging(call, { kind: 'ringing', call: toCallMessage(call) });
   }
 
   /** Sets fields that are not a state change (carrier call id, transfer, recording, media liveness). */
@@ -416,9 +462,21 @@ export class CallsDomain {
     this.broadcast(call.id, { kind: 'status', call: toCallMessage(call) });
   }
 
+  private broadcastRinging(call: CallEntity, activity: RingingActivity): void {
+    this.bus.broadcast(LIVE.ringing(call.accountId).name, activity).catch((e) => this.log.warn({ err: e, callId: call.id }, 'live broadcast failed'));
+  }
+
   private broadcast(callId: string, activity: CallActivity): void {
     this.bus.broadcast(LIVE.callActivity(callId).name, activity).catch((e) => this.log.warn({ err: e, callId }, 'live broadcast failed'));
   }
+}
+
+/** Why a claim cannot win (409), checked under the call's lock. */
+function refuseClaim(c: CallEntity): void {
+  if (!isLive(c.status)) throw new AppError('conflict', `The call is over (${c.endReason ?? c.status}).`);
+  if (!c.claimable) throw new AppError('conflict', 'The call is not claimable: only inbound calls to simple agents and rendezvous are answered by a claim.');
+  if (c.claimedBy !== null) throw new AppError('conflict', `The call was claimed already (by ${c.claimedBy}).`);
+  if (c.status !== 'ringing' || c.lastMediaAt === null) throw new AppError('conflict', `The call is not ringing yet (${c.status}): nobody is on the line to answer.`);
 }
 
 /** Post-call analysis runs for a call that is over and was answered (or has a transcript). */
@@ -462,5 +520,8 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     summary: c.summary ?? '',
     extracted_json: c.extracted ? JSON.stringify(c.extracted) : '',
     seats: c.seats ?? [],
+    claimable: c.claimable,
+    claimed_by: c.claimedBy ?? '',
+    claimed_at: iso(c.claimedAt),
   };
 }

@@ -2,7 +2,7 @@ import { Controller } from '@nestjs/common';
 import { callsV1 } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
-import { ENGINE_END_REASONS, EndReason } from './call-state';
+import { EndReason, MEDIA_END_REASONS } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallTurnEntity } from './entities';
 import { MintedToken, WEB_CARRIER, WebCalls } from './web-calls';
@@ -73,6 +73,25 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     return { call: toCallMessage(call), token: toToken(token) };
   }
 
+  async listRinging(req: callsV1.ListRingingRequest): Promise<callsV1.ListRingingResponse> {
+    return { calls: (await this.calls.listRinging(req.account_id)).map(toCallMessage) };
+  }
+
+  async claimCall(req: callsV1.ClaimCallRequest): Promise<callsV1.ClaimCallResponse> {
+    const { call, token } = await this.web.claim(req.account_id, req.id, req.operator);
+    return { call: toCallMessage(call), token: toToken(token) };
+  }
+
+  async mintConsoleToken(req: callsV1.MintConsoleTokenRequest): Promise<callsV1.MintConsoleTokenResponse> {
+    const minted = this.web.mintConsole(req.account_id, { operator: req.operator, ttlSeconds: req.ttl_seconds, refresh: req.refresh });
+    return { token: toToken(minted.token), session_expires_at: minted.sessionExpiresAt.toISOString() };
+  }
+
+  async verifyConsoleToken(req: callsV1.VerifyConsoleTokenRequest): Promise<callsV1.VerifyConsoleTokenResponse> {
+    const verified = this.web.verifyConsole(req.token);
+    return { account_id: verified.accountId, operator: verified.operator, session_expires_at: verified.sessionExpiresAt.toISOString() };
+  }
+
   async getCall(req: callsV1.GetCallRequest): Promise<callsV1.GetCallResponse> {
     return { call: toCallMessage(await this.calls.get(req.account_id, req.id)) };
   }
@@ -89,7 +108,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async endCall(req: callsV1.EndCallRequest): Promise<callsV1.EndCallResponse> {
-    const reason = req.reason === 'given_up' ? 'given_up' : (ENGINE_END_REASONS as readonly string[]).includes(req.reason) ? (req.reason as EndReason) : 'hangup';
+    const reason = req.reason === 'given_up' ? 'given_up' : (MEDIA_END_REASONS as readonly string[]).includes(req.reason) ? (req.reason as EndReason) : 'hangup';
     return { call: toCallMessage(await this.control.end(req.account_id, req.id, reason)) };
   }
 
@@ -100,11 +119,11 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
     // A browser's token (web calls) is redeemed once; a carrier's stream token names its call.
     if (req.carrier === WEB_CARRIER) {
-      const { call, seat } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
-      return { call: toCallMessage(call), resume: '', seat: seat ?? '' };
+      const { call, role, seat } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
+      return { call: toCallMessage(call), resume: '', seat: seat ?? '', role, await_claim: false };
     }
-    const { call, resume } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
-    return { call: toCallMessage(call), resume, seat: '' };
+    const { call, resume, awaitClaim } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
+    return { call: toCallMessage(call), resume, seat: '', role: 'carrier', await_claim: awaitClaim };
   }
 
   async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {

@@ -22,6 +22,8 @@ export interface NewCall {
   idempotencyKey?: string | null;
   /** A rendezvous' seats (none taken yet); absent on any other call. */
   seats?: Seat[] | null;
+  /** Answered by a person's claim (an inbound call to a `simple` agent, a rendezvous); absent: false. */
+  claimable?: boolean;
 }
 
 export interface CallFilters {
@@ -99,8 +101,8 @@ export class CallsRepository {
   async insert(m: EntityManager, id: string, input: NewCall): Promise<CallEntity> {
     const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
       `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
-                          recording_enabled, variables, metadata, idempotency_key, seats, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now(), now())
+                          recording_enabled, variables, metadata, idempotency_key, seats, claimable, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now(), now())
        RETURNING created_at`,
       [
         id,
@@ -117,12 +119,16 @@ export class CallsRepository {
         JSON.stringify(input.metadata),
         input.idempotencyKey || null,
         input.seats ? JSON.stringify(input.seats) : null,
+        input.claimable ?? false,
       ],
     );
     return Object.assign(new CallEntity(), {
       ...input,
       idempotencyKey: input.idempotencyKey || null,
       seats: input.seats ?? null,
+      claimable: input.claimable ?? false,
+      claimedBy: null,
+      claimedAt: null,
       id,
       endReason: null,
       failureReason: null,
@@ -180,6 +186,21 @@ export class CallsRepository {
     if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
     return keysetPage(qb, 'c', limit, after);
+  }
+
+  /**
+   * The account's calls waiting for a person, oldest first: claimable, ringing, unclaimed, with their media attached
+   * (the caller is on the line; a rendezvous' first seat joined).
+   */
+  listRinging(accountId: string, limit: number): Promise<CallEntity[]> {
+    return this.dataSource
+      .getRepository(CallEntity)
+      .createQueryBuilder('c')
+      .where(`c.account_id = :accountId AND c.status = 'ringing' AND c.claimable AND c.claimed_by IS NULL AND c.last_media_at IS NOT NULL`, { accountId })
+      .orderBy('c.created_at', 'ASC')
+      .addOrderBy('c.id', 'ASC')
+      .limit(limit)
+      .getMany();
   }
 
   /**

@@ -55,6 +55,11 @@ export class CallEntity {
   @Column({ name: 'idempotency_key', type: 'text', nullable: true }) idempotencyKey: string | null;
   /** A rendezvous' two ends, in order, each taken once a browser joined with its token; null on any other call. */
   @Column({ type: 'jsonb', nullable: true }) seats: Seat[] | null;
+  /** Answered by a person's claim (ClaimCall): an inbound call to a `simple` agent, or a rendezvous. */
+  @Column({ type: 'boolean', default: false }) claimable: boolean;
+  /** Who claimed it (the operator's name, or `api`); null before. */
+  @Column({ name: 'claimed_by', type: 'text', nullable: true }) claimedBy: string | null;
+  @Column({ name: 'claimed_at', type: 'timestamptz', precision: 3, nullable: true }) claimedAt: Date | null;
 }
 
 export interface Seat {

@@ -273,6 +273,29 @@ export class AddCallSeats1764500000380 implements MigrationInterface {
   }
 }
 
+/**
+ * Claims (issue 18): a call a person answers by claiming it (an inbound call to a `simple` agent, a rendezvous), who
+ * claimed it and when. Every rendezvous is claimable; the partial index serves ListRinging.
+ */
+export class AddCallClaims1764600000390 implements MigrationInterface {
+  name = 'AddCallClaims1764600000390';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS claimable boolean NOT NULL DEFAULT false`);
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS claimed_by text`);
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS claimed_at timestamptz(3)`);
+    await q.query(`UPDATE calls SET claimable = true WHERE seats IS NOT NULL AND NOT claimable`);
+    await q.query(`CREATE INDEX IF NOT EXISTS calls_ringing ON calls (account_id, created_at) WHERE status = 'ringing' AND claimable`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS calls_ringing`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS claimed_at`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS claimed_by`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS claimable`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -289,4 +312,5 @@ export const CALLS_MIGRATIONS = [
   AddCallMediaWorker1764300000360,
   CreateRealtimeTokens1764400000370,
   AddCallSeats1764500000380,
+  AddCallClaims1764600000390,
 ];

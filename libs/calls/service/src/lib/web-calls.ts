@@ -1,6 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { DEFAULT_SEATS, REALTIME_TOKEN_PREFIX, REALTIME_TOKEN_TTL_SECONDS, RealtimeRefusal, RealtimeRole, RealtimeTokenClaims, SEAT_NAME } from '@parley/contracts';
+import {
+  CONSOLE_SESSION_MAX_SECONDS,
+  CONSOLE_TOKEN_MAX_TTL_SECONDS,
+  CONSOLE_TOKEN_TTL_SECONDS,
+  DEFAULT_SEATS,
+  REALTIME_TOKEN_PREFIX,
+  REALTIME_TOKEN_TTL_SECONDS,
+  RealtimeRefusal,
+  RealtimeRole,
+  RealtimeTokenClaims,
+  SEAT_NAME,
+} from '@parley/contracts';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { SignedTokens } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
@@ -34,11 +45,23 @@ export interface MintedToken {
   seat?: string;
 }
 
-/** A redeemed token: the call joined, and the seat taken when it was a seat's. */
+/** A console token, and the end of the session it belongs to (no refresh reaches past it). */
+export interface ConsoleToken {
+  token: MintedToken;
+  operator: string;
+  sessionExpiresAt: Date;
+}
+
+/** A redeemed token: the call joined, who joined it, and the seat taken when it was a seat's. */
 export interface Joined {
   call: CallEntity;
+  role: RealtimeRole;
   seat?: string;
 }
+
+/** Who a claim records when it names nobody (an API key's claim without `operator`). */
+export const API_CLAIMER = 'api';
+const OPERATOR_MAX_LENGTH = 80;
 
 /** Agent modes a person can talk to from a browser (`webrtc` agents introduce two browsers: `rendezvous`). */
 const WEB_MODES = ['conversation', 'keypad'];
@@ -141,6 +164,8 @@ export class WebCalls {
         metadata: input.metadata ?? {},
         idempotencyKey: input.idempotencyKey || null,
         seats: seats ?? null,
+        // A rendezvous' second end may be a person who claims it from the ringing list.
+        claimable: seats !== undefined,
       });
       ticket.recorded();
       return call;
@@ -166,14 +191,68 @@ export class WebCalls {
   }
 
   /**
+   * Claims ringing call `id` for `operator` (empty: API_CLAIMER): exactly one claim wins (CallsDomain.claim). The
+   * winner gets the token that joins it: role `operator` on a phone call, role `seat` for the free seat of a
+   * rendezvous. A claim of a call that is not ringing, not claimable, claimed or over is 409; another account's 404.
+   */
+  async claim(accountId: string, id: string, operator: string): Promise<{ call: CallEntity; token: MintedToken }> {
+    if (operator.length > OPERATOR_MAX_LENGTH) throw AppError.validation([{ field: 'operator', message: `must be at most ${OPERATOR_MAX_LENGTH} characters` }]);
+    const call = await this.calls.claim(accountId, id, operator || API_CLAIMER);
+    const free = call.seats?.find((s) => !s.taken);
+    return { call, token: free ? this.mintFor(call, free.name) : this.mintOperator(call, call.claimedBy ?? API_CLAIMER) };
+  }
+
+  /**
+   * A console token: an operator console's session credential (no call; not single-use), for the ringing stream and
+   * claims. A first mint names `operator` and starts a session of CONSOLE_SESSION_MAX_SECONDS; a refresh presents
+   * the console's current token and keeps its operator and session end. Its window is `ttlSeconds` (0: the default),
+   * never past the session's end.
+   */
+  mintConsole(accountId: string, request: { operator: string; ttlSeconds: number; refresh: string }): ConsoleToken {
+    const ttl = request.ttlSeconds || CONSOLE_TOKEN_TTL_SECONDS;
+    if (!Number.isInteger(ttl) || ttl < 60 || ttl > CONSOLE_TOKEN_MAX_TTL_SECONDS) {
+      throw AppError.validation([{ field: 'ttl_seconds', message: `must be 60-${CONSOLE_TOKEN_MAX_TTL_SECONDS} seconds (0: ${CONSOLE_TOKEN_TTL_SECONDS})` }]);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    let operator = request.operator;
+    let sessionExp = now + CONSOLE_SESSION_MAX_SECONDS;
+    if (request.refresh) {
+      const current = this.readConsole(request.refresh);
+      if (current.account_id !== accountId) throw new AppError('unauthenticated', 'The console token belongs to another account.');
+      if (current.session_exp <= now) throw new AppError('unauthenticated', 'The console session ended; mint a new console token from your server.');
+      operator = current.operator;
+      sessionExp = current.session_exp;
+    } else if (!operator || operator.length > OPERATOR_MAX_LENGTH) {
+      throw AppError.validation([{ field: 'operator', message: `is required: 1-${OPERATOR_MAX_LENGTH} characters naming who holds the console` }]);
+    }
+    const claims: RealtimeTokenClaims = { jti: randomUUID(), account_id: accountId, call_id: '', role: 'console', operator, session_exp: sessionExp };
+    return { token: this.sign(claims, Math.min(ttl, sessionExp - now), now * 1000), operator, sessionExpiresAt: new Date(sessionExp * 1000) };
+  }
+
+  /** The account and operator of a valid, unexpired console token; 401 for anything else (a call's token included). */
+  verifyConsole(token: string): { accountId: string; operator: string; sessionExpiresAt: Date } {
+    const claims = this.readConsole(token);
+    return { accountId: claims.account_id, operator: claims.operator, sessionExpiresAt: new Date(claims.session_exp * 1000) };
+  }
+
+  private readConsole(token: string): RealtimeTokenClaims & { operator: string; session_exp: number } {
+    const claims = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.verify(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
+    if (!claims || claims.role !== 'console' || !claims.operator || typeof claims.session_exp !== 'number') {
+      throw new AppError('unauthenticated', 'The console token is invalid or expired; refresh it before it expires, or mint a new one from your server.');
+    }
+    return claims as RealtimeTokenClaims & { operator: string; session_exp: number };
+  }
+
+  /**
    * Redeems a browser's token at connect: the call it names becomes answered, and `commandAddress` is where
    * commands about it go. Refusals carry their reason (AppError extra `refusal`, the realtime socket's close code):
    * forged, expired, for another call (`callId`, when the browser names the call it means), used, or the call over.
-   * A rendezvous' seat: the first seat taken rings the call, the second answers it.
+   * A rendezvous' seat: the first seat taken rings the call, the second answers it. An operator's token (a claim's)
+   * joins the claimed phone call and changes nothing on it: commands still go to the worker holding the phone's stream.
    */
   async join(token: string, callId: string, commandAddress: string): Promise<Joined> {
     const read = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.read(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
-    if (!read) throw refused('token_invalid', 'The token is not a realtime token of this deployment.');
+    if (!read || read.claims.role === 'console') throw refused('token_invalid', 'The token is not a call token of this deployment (a console token joins no call).');
     if (read.expired) throw refused('token_expired', `The token's ${REALTIME_TOKEN_TTL_SECONDS} s window to connect passed; mint a new one.`);
     const claims = read.claims;
     if (callId && callId !== claims.call_id) throw refused('token_forbidden', 'The token was minted for another call.');
@@ -182,28 +261,38 @@ export class WebCalls {
     });
     if (!isLive(call.status)) throw refused('call_over', `The call is over (${call.endReason ?? call.status}).`);
     if (!(await this.calls.redeemRealtimeToken(claims.jti, call.id))) throw refused('token_used', 'The token was used already; each token opens one connection.');
-    if (claims.role === 'seat' && claims.seat) return { call: await this.takeSeat(call, claims.seat, commandAddress), seat: claims.seat };
+    if (claims.role === 'seat' && claims.seat) return { call: await this.takeSeat(call, claims.seat, commandAddress), role: 'seat', seat: claims.seat };
+    if (claims.role === 'operator') return { call, role: 'operator' };
     if (call.status !== 'queued') throw refused('token_forbidden', 'A browser is on this call already.');
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
-    return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)) };
+    return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)), role: claims.role };
   }
 
   /** Marks `seat` taken under the call's lock: the first seat rings the call, the second answers it (call.started). */
   private async takeSeat(call: CallEntity, seat: string, commandAddress: string): Promise<CallEntity> {
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
-    return this.calls.transition(call.accountId, call.id, (current) => {
+    const seated = await this.calls.transition(call.accountId, call.id, (current) => {
       const named = current.seats?.find((s) => s.name === seat);
       if (!isLive(current.status)) throw refused('call_over', `The call is over (${current.endReason ?? current.status}).`);
       if (!named || named.taken) throw refused('token_forbidden', `Seat ${seat} is taken already.`);
       named.taken = true;
       return { status: current.seats?.every((s) => s.taken) ? 'in_progress' : 'ringing' };
     });
+    this.calls.announceRinging(seated);
+    return seated;
   }
 
   private mintFor(call: CallEntity, seat?: string): MintedToken {
-    const role: RealtimeRole = seat ? 'seat' : 'caller';
-    const claims: RealtimeTokenClaims = { jti: randomUUID(), account_id: call.accountId, call_id: call.id, role, ...(seat ? { seat } : {}) };
-    const signed = this.tokens.sign(claims, REALTIME_TOKEN_TTL_SECONDS);
-    return { token: `${REALTIME_TOKEN_PREFIX}${signed.token}`, expiresAt: signed.expiresAt, role, ...(seat ? { seat } : {}) };
+    return this.sign({ jti: randomUUID(), account_id: call.accountId, call_id: call.id, role: seat ? 'seat' : 'caller', ...(seat ? { seat } : {}) });
+  }
+
+  /** The claimer's token for the claimed phone call: single use, REALTIME_TOKEN_TTL_SECONDS, like any call's. */
+  private mintOperator(call: CallEntity, operator: string): MintedToken {
+    return this.sign({ jti: randomUUID(), account_id: call.accountId, call_id: call.id, role: 'operator', operator });
+  }
+
+  private sign(claims: RealtimeTokenClaims, ttlSeconds = REALTIME_TOKEN_TTL_SECONDS, now = Date.now()): MintedToken {
+    const signed = this.tokens.sign(claims, ttlSeconds, now);
+    return { token: `${REALTIME_TOKEN_PREFIX}${signed.token}`, expiresAt: signed.expiresAt, role: claims.role, ...(claims.seat ? { seat: claims.seat } : {}) };
   }
 }

@@ -44,6 +44,12 @@ export interface Call {
   answered_by: string;
   /** A rendezvous' two ends (empty on any other call). */
   seats: Seat[];
+  /** Answered by a person who claims it (ClaimCall): an inbound call to a `simple` agent, or a rendezvous. */
+  claimable: boolean;
+  /** Who claimed it (the operator's name from their token or the claim; "api" when none was given); empty before. */
+  claimed_by: string;
+  /** RFC 3339; empty until claimed. */
+  claimed_at: string;
 }
 
 export interface Call_VariablesEntry {
@@ -122,7 +128,11 @@ export interface RealtimeToken {
   token: string;
   /** When the window to connect closes, RFC 3339. */
   expires_at: string;
-  /** caller (the person on a web call) or seat (one end of a rendezvous). */
+  /**
+   * caller (the person on a web call), callee (a dev phone), seat (one end of a rendezvous), operator (the person
+   * who claimed a phone call, for its realtime socket) or console (an operator console: not bound to a call; it
+   * watches the ringing calls and claims them, and is refreshed before it expires).
+   */
   role: string;
   /** The seat this token takes (role seat). */
   seat: string;
@@ -181,6 +191,66 @@ export interface MintCallTokenRequest {
 export interface MintCallTokenResponse {
   call: Call | undefined;
   token: RealtimeToken | undefined;
+}
+
+/** The calls waiting for a person (claimable and ringing), oldest first. */
+export interface ListRingingRequest {
+  account_id: string;
+}
+
+export interface ListRingingResponse {
+  calls: Call[];
+}
+
+/**
+ * Answers a ringing claimable call; exactly one claim of a call wins (decided in the database), the others get
+ * CONFLICT. The winner gets the token to join it: role operator on a phone call, role seat (the free seat) on a
+ * rendezvous.
+ */
+export interface ClaimCallRequest {
+  account_id: string;
+  id: string;
+  /** Who claims (recorded as claimed_by); empty: "api". */
+  operator: string;
+}
+
+export interface ClaimCallResponse {
+  call: Call | undefined;
+  token: RealtimeToken | undefined;
+}
+
+/**
+ * A console token: lets a browser watch the ringing calls and claim them for `operator` (no API key in the
+ * browser). Minted by the customer's server (an API key); a console refreshes its own before it expires, within
+ * the session's absolute end.
+ */
+export interface MintConsoleTokenRequest {
+  account_id: string;
+  operator: string;
+  /** Window of this token; 0: the default (15 min). */
+  ttl_seconds: number;
+  /** Refresh: the console's current token (still valid); the new one keeps its operator and session end. */
+  refresh: string;
+}
+
+export interface MintConsoleTokenResponse {
+  token:
+    | RealtimeToken
+    | undefined;
+  /** RFC 3339: no refresh reaches past it (the session's absolute end). */
+  session_expires_at: string;
+}
+
+/** Checks a console token presented on a request (the gateway's authentication of browsers). */
+export interface VerifyConsoleTokenRequest {
+  token: string;
+}
+
+export interface VerifyConsoleTokenResponse {
+  account_id: string;
+  operator: string;
+  /** RFC 3339: the console session's absolute end (a stream it opened closes then). */
+  session_expires_at: string;
 }
 
 export interface GetCallRequest {
@@ -277,6 +347,16 @@ export interface AttachMediaResponse {
   resume: string;
   /** The rendezvous seat this stream took (a seat's token); empty otherwise. */
   seat: string;
+  /**
+   * Who the stream is: carrier (a phone call's stream), caller, callee, seat or operator (the browser of the person
+   * who claimed the call; the phone's stream is on its own session, possibly on another worker).
+   */
+  role: string;
+  /**
+   * The call waits to be claimed (a claimable call's phone stream): the worker rings the caller instead of starting
+   * a conversation, for ring_seconds.
+   */
+  await_claim: boolean;
 }
 
 /** Sent while a stream is open (keeps the call from being reaped) and once when it closes. */
@@ -431,6 +511,14 @@ export interface CallsServiceClient {
 
   takeSeat(request: TakeSeatRequest, metadata?: Metadata): Observable<TakeSeatResponse>;
 
+  listRinging(request: ListRingingRequest, metadata?: Metadata): Observable<ListRingingResponse>;
+
+  claimCall(request: ClaimCallRequest, metadata?: Metadata): Observable<ClaimCallResponse>;
+
+  mintConsoleToken(request: MintConsoleTokenRequest, metadata?: Metadata): Observable<MintConsoleTokenResponse>;
+
+  verifyConsoleToken(request: VerifyConsoleTokenRequest, metadata?: Metadata): Observable<VerifyConsoleTokenResponse>;
+
   getCall(request: GetCallRequest, metadata?: Metadata): Observable<GetCallResponse>;
 
   listCalls(request: ListCallsRequest, metadata?: Metadata): Observable<ListCallsResponse>;
@@ -488,6 +576,26 @@ export interface CallsServiceController {
     request: TakeSeatRequest,
     metadata?: Metadata,
   ): Promise<TakeSeatResponse> | Observable<TakeSeatResponse> | TakeSeatResponse;
+
+  listRinging(
+    request: ListRingingRequest,
+    metadata?: Metadata,
+  ): Promise<ListRingingResponse> | Observable<ListRingingResponse> | ListRingingResponse;
+
+  claimCall(
+    request: ClaimCallRequest,
+    metadata?: Metadata,
+  ): Promise<ClaimCallResponse> | Observable<ClaimCallResponse> | ClaimCallResponse;
+
+  mintConsoleToken(
+    request: MintConsoleTokenRequest,
+    metadata?: Metadata,
+  ): Promise<MintConsoleTokenResponse> | Observable<MintConsoleTokenResponse> | MintConsoleTokenResponse;
+
+  verifyConsoleToken(
+    request: VerifyConsoleTokenRequest,
+    metadata?: Metadata,
+  ): Promise<VerifyConsoleTokenResponse> | Observable<VerifyConsoleTokenResponse> | VerifyConsoleTokenResponse;
 
   getCall(
     request: GetCallRequest,
@@ -568,6 +676,10 @@ export function CallsServiceControllerMethods() {
       "mintCallToken",
       "createRendezvous",
       "takeSeat",
+      "listRinging",
+      "claimCall",
+      "mintConsoleToken",
+      "verifyConsoleToken",
       "getCall",
       "listCalls",
       "endCall",
