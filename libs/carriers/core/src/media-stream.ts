@@ -30,6 +30,8 @@ export type MediaStreamEvent =
   | { type: 'stop' }
   /** A rendezvous seat's peer-connection signalling for the other seat (opaque, size-bounded by the protocol). */
   | { type: 'signal'; data: Record<string, unknown> }
+  /** An operator puts the phone call they claimed through to `destination`. */
+  | { type: 'transfer'; destination: string }
   /** The stream must be refused before anything is attached (say, a browser presenting an API key): `refusal` names why. */
   | { type: 'refuse'; refusal: string; message: string };
 
@@ -41,7 +43,9 @@ export type StreamNotice =
   /** A rendezvous: the other seat joined or left (`offer`: this end makes the peer connection's offer). */
   | { type: 'peer'; state: 'joined' | 'left'; seat: string; offer: boolean }
   /** A rendezvous: the other seat's signalling, relayed as it sent it. */
-  | { type: 'signal'; data: Record<string, unknown> };
+  | { type: 'signal'; data: Record<string, unknown> }
+  /** Something the far end asked could not be done; the call goes on. */
+  | { type: 'error'; code: string; message: string };
 
 export interface MediaFormat {
   /** `mulaw` (G.711 μ-law), `alaw` or `pcm16` (signed 16-bit little endian). */

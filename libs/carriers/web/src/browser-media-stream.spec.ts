@@ -87,6 +87,18 @@ describe('the browser media protocol', () => {
     expect(Buffer.byteLength(refusal('token_invalid', 'é'.repeat(200)).reason)).toBeLessThanOrEqual(123);
   });
 
+  it('reads an operator’s transfer, and throws on one without a destination', () => {
+    const web = browserMediaProtocol('web');
+    expect(web.parse(JSON.stringify({ type: 'transfer', destination: ' +15551230000 ' }))).toEqual({ type: 'transfer', destination: '+15551230000' });
+    expect(() => web.parse(JSON.stringify({ type: 'transfer' }))).toThrow('transfer needs `destination`');
+    expect(() => web.parse(JSON.stringify({ type: 'transfer', destination: ' ' }))).toThrow('transfer needs `destination`');
+  });
+
+  it('tells the browser of what could not be done', () => {
+    const web = browserMediaProtocol('web');
+    expect(JSON.parse(web.notice?.('s', { type: 'error', code: 'transfer_failed', message: 'no' }) ?? '')).toEqual({ type: 'error', code: 'transfer_failed', message: 'no' });
+  });
+
   it('reads a rendezvous seat’s signal as it is, and throws on one that is not an object or is larger than 64 KiB', () => {
     const data = { sdp: { type: 'offer', sdp: 'v=0\r\n' } };
     expect(web.parse(JSON.stringify({ type: 'signal', data }))).toEqual({ type: 'signal', data });

@@ -72,6 +72,9 @@ function parse(carrier: 'web' | 'dev', frame: string): MediaStreamEvent | undefi
       if (typeof message.data !== 'object' || message.data === null || Array.isArray(message.data)) throw new Error('signal needs `data` (an object)');
       if (Buffer.byteLength(frame) > REALTIME_SIGNAL_MAX_BYTES) throw new Error(`signal larger than ${REALTIME_SIGNAL_MAX_BYTES} bytes`);
       return { type: 'signal', data: message.data };
+    case 'transfer':
+      if (typeof message.destination !== 'string' || !message.destination.trim()) throw new Error('transfer needs `destination` (E.164 or sip: URI)');
+      return { type: 'transfer', destination: message.destination.trim() };
     default:
       return undefined;
   }
@@ -97,6 +100,8 @@ function wire(notice: StreamNotice): RealtimeServerMessage {
       return { type: 'peer', state: notice.state, seat: notice.seat, ...(notice.offer ? { offer: true } : {}) };
     case 'signal':
       return { type: 'signal', data: notice.data };
+    case 'error':
+      return { type: 'error', code: notice.code, message: notice.message };
   }
 }
 

@@ -517,6 +517,16 @@ describe('the browser call', () => {
       expect(() => call.sendDigits('1')).toThrow(expect.objectContaining({ code: 'not_in_call' }));
     });
 
+    it('transfer sends the destination trimmed; refuses one that is no number or sip: URI, and outside a call', async () => {
+      const { call, socket } = await inCall();
+      call.transfer(' +15551230000 ');
+      call.transfer('sip:desk@example.org');
+      expect(socket.of('transfer').map((m) => m.destination)).toEqual(['+15551230000', 'sip:desk@example.org']);
+      for (const bad of ['', '555-1234', '+0123', 'http://x']) expect(() => call.transfer(bad)).toThrow(expect.objectContaining({ code: 'invalid_destination' }));
+      expect(socket.of('transfer')).toHaveLength(2);
+      expect(() => new ParleyCall({ url: URL, token: TOKEN }, new FakeEnvironment()).transfer('+15551230000')).toThrow(expect.objectContaining({ code: 'not_in_call' }));
+    });
+
     it('hangup sends hangup, closes, and emits call-end once; a double hangup does nothing more', async () => {
       const { call, socket, events, audio } = await inCall();
       call.hangup();

@@ -158,6 +158,18 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
     for (const digit of normalized) this.send({ type: 'dtmf', digit });
   }
 
+  /**
+   * An operator puts the phone call they claimed through to `destination` (E.164 or a sip: URI). The call then
+   * ends here with `call-end` `transferred`; a transfer that could not be placed is an `error` `transfer_failed`,
+   * and the call goes on.
+   */
+  transfer(destination: string): void {
+    const to = String(destination).trim();
+    if (!/^(\+[1-9]\d{6,14}|sips?:\S+)$/.test(to)) throw new ParleyError('invalid_destination', `transfer takes an E.164 number or a sip: URI; got ${JSON.stringify(destination)}.`);
+    if (this.phase !== 'connected') throw new ParleyError('not_in_call', 'transfer needs a call in progress (after call-start).');
+    this.send({ type: 'transfer', destination: to });
+  }
+
   /** Hangs up (the call ends `completed`; before `call-start`, `canceled`). Calling it again does nothing. */
   hangup(): void {
     if (this.phase === 'ended') return;

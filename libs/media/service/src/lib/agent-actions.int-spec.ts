@@ -290,6 +290,9 @@ function newCall(id: string, scenario: { variables?: Record<string, string>; rec
     extracted_json: '',
     answered_by: '',
     seats: [],
+    claimable: false,
+    claimed_by: '',
+    claimed_at: '',
   };
 }
 

@@ -3,7 +3,8 @@ import { callsV1, RealtimeServerMessage } from '@parley/contracts';
 import { LocalBlobStore } from '@parley/storage';
 import { CallsPort } from './calls-port';
 import { CallSession, CallSessionDeps } from './call-session';
-import { RendezvousRooms } from './rendezvous-rooms';
+import { CallLinks } from './call-links';
+import { InProcessBus } from '@parley/messaging';
 import { directSocket } from './testing/direct-socket';
 import { until } from './testing/caller-line';
 
@@ -16,9 +17,12 @@ interface Seat {
   closed: [number, string][];
 }
 
-/** Seats on one worker (one RendezvousRooms), a calls service that seats tokens `rtk_<seat>`, and the agent's ring_seconds. */
-function worker(ringSeconds = 30) {
-  const rooms = new RendezvousRooms();
+/**
+ * Seats on one worker (its CallLinks; `links` of another shares a bus with it: two workers), a calls service that
+ * seats tokens `rtk_<seat>`, and the agent's ring_seconds.
+ */
+function worker(ringSeconds = 30, links = new CallLinks()) {
+  const rooms = links;
   const ended: callsV1.EndCallRequest[] = [];
   const heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   const calls = {
@@ -42,7 +46,7 @@ function worker(ringSeconds = 30) {
         // A seat runs no engine: no provider is ever asked.
         providers: {} as CallSessionDeps['providers'],
         defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
-        rendezvous: rooms,
+        links: rooms,
       },
     );
     await session.onFrame(JSON.stringify({ type: 'start', token: `rtk_${name}`, version: 1, call_id: CALL.id }));
@@ -52,7 +56,39 @@ function worker(ringSeconds = 30) {
   return { rooms, ended, heartbeats, seat, signal };
 }
 
+/** Two workers behind a load balancer: each seat lands on its own, and they meet over the bus. */
+function twoWorkers() {
+  const bus = new InProcessBus();
+  const first = worker(30, new CallLinks(bus));
+  const second = worker(30, new CallLinks(bus));
+  return { first, second };
+}
+
 const of = (seat: Seat, type: RealtimeServerMessage['type']) => seat.sent.filter((m) => m.type === type);
+
+describe('a rendezvous whose seats reach two media workers', () => {
+  it('pairs the seats over the bus: each told of the other, exactly one making the offer, signals relayed both ways, one leaving ends the other', async () => {
+    const { first, second } = twoWorkers();
+    const a = await first.seat('a');
+    const b = await second.seat('b');
+    await until(() => of(a, 'peer').length > 0 && of(b, 'peer').length > 0, 'the seats to meet', 1_000);
+    expect(of(a, 'peer')[0]).toMatchObject({ state: 'joined', seat: 'b' });
+    expect(of(b, 'peer')[0]).toMatchObject({ state: 'joined', seat: 'a' });
+    const offers = [of(a, 'peer')[0], of(b, 'peer')[0]].filter((p) => p.type === 'peer' && p.offer);
+    expect(offers).toHaveLength(1);
+
+    await first.signal(a, { sdp: { type: 'offer', sdp: 'v=0' } });
+    await second.signal(b, { candidate: null });
+    await until(() => of(b, 'signal').length > 0 && of(a, 'signal').length > 0, 'the signals', 1_000);
+    expect(of(b, 'signal')).toEqual([{ type: 'signal', data: { sdp: { type: 'offer', sdp: 'v=0' } } }]);
+    expect(of(a, 'signal')).toEqual([{ type: 'signal', data: { candidate: null } }]);
+
+    await a.session.onFrame(JSON.stringify({ type: 'hangup' }));
+    await until(() => b.closed.length > 0, 'the other seat to close', 1_000);
+    expect(of(b, 'call-end')).toEqual([{ type: 'call-end', reason: 'completed' }]);
+    expect(first.ended).toEqual([]);
+  });
+});
 
 describe('a rendezvous on the realtime socket (two seats, one worker)', () => {
   it('tells each seat when the other joined, the second to join making the offer, and speaks no greeting', async () => {

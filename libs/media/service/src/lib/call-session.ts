@@ -1,6 +1,7 @@
 import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
+import { OPERATOR_JOIN_GRACE_SECONDS, REALTIME_TOKEN_TTL_SECONDS } from '@parley/contracts';
 import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
@@ -10,7 +11,9 @@ import { AgentsPort, CallsPort } from './calls-port';
 import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 import { AppError } from '@parley/rpc';
 import { isTransient, TranscriptWriter } from './transcript-writer';
-import { RendezvousRooms, SeatMember } from './rendezvous-rooms';
+import { CallLinks } from './call-links';
+import { OperatorLine, PhoneLine } from './operator-line';
+import { SeatLine } from './seat-line';
 
 /** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
 export const DEFAULT_RING_SECONDS = 30;
@@ -56,8 +59,11 @@ export interface CallSessionDeps {
   tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
   /** The transcript writer's bounds (tests shorten them); its defaults otherwise. */
   transcript?: { flushMs?: number; backoffMs?: number };
-  /** Where a rendezvous seat meets the other (the worker's one registry); absent: seats are refused. */
-  rendezvous?: RendezvousRooms;
+  /**
+   * Where the two ends of a call meet (a claimed phone call's stream and its operator's browser, a rendezvous' two
+   * seats): on this worker, or another over the bus. Absent: such streams are closed (`media_lost`).
+   */
+  links?: CallLinks;
 }
 
 /**
@@ -95,8 +101,6 @@ export class CallSession {
    */
   private reportSeq = 0;
 
-  /** This stream took a rendezvous seat: no engine, its signalling relayed to the other seat. */
-  private member: SeatMember | undefined;
   /** call-end was sent (a session is ended once, by a command, its peer leaving, or its ring running out). */
   private endSent = false;
   /** Why the call ended, when this session was told (endStream): passed on to a rendezvous peer. */
@@ -104,6 +108,14 @@ export class CallSession {
 
   /** Closes a stream that never said `start` (protocols with a start timeout: a browser that connected and went quiet). */
   private startTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * A call whose two ends are people: the phone's side (it rings until the operator is there), the operator's, or
+   * a rendezvous seat (no engine; its signalling relayed to the other seat).
+   */
+  private line: PhoneLine | OperatorLine | SeatLine | undefined;
+  /** The ring (ring_seconds) of a phone call or a rendezvous' first seat; then a phone's wait for its operator. */
+  private ringTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly socket: StreamSocket,
@@ -181,11 +193,17 @@ export class CallSession {
           // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
           this.recorder?.write('caller', pcm, event.timestampMs);
           this.engine?.pushAudio(pcm);
+          this.line?.heard(pcm);
         }
         return;
       case 'dtmf':
         await this.attaching;
-        this.engine?.pushDtmf(event.digit);
+        if (this.line instanceof OperatorLine) this.line.press(event.digit);
+        else this.engine?.pushDtmf(event.digit);
+        return;
+      case 'transfer':
+        await this.attaching;
+        if (this.line instanceof OperatorLine) this.transferByOperator(event.destination);
         return;
       case 'mark':
         this.engine?.onMark(event.name);
@@ -195,8 +213,7 @@ export class CallSession {
         return this.finish('stop');
       case 'signal':
         if (!this.attached) await this.attaching;
-        // Before the peer joined there is nobody to take it: dropped (a client signals once told `peer` joined).
-        if (this.member && this.call) this.deps.rendezvous?.relay(this.call.id, this.member, event.data);
+        if (this.line instanceof SeatLine) this.line.send(event.data);
         return;
       default:
         return;
@@ -253,6 +270,8 @@ export class CallSession {
     this.streamId = event.streamId;
     let resume = '';
     let seat = '';
+    let role = '';
+    let awaitClaim = false;
     try {
       const attached = await this.deps.calls.attachMedia({
         stream_token: event.parameters['token'] ?? '',
@@ -263,6 +282,8 @@ export class CallSession {
       this.call = attached.call;
       resume = attached.resume;
       seat = attached.seat ?? '';
+      role = attached.role ?? '';
+      awaitClaim = attached.awaitClaim === true;
     } catch (error) {
       const refusal = error instanceof AppError && typeof error.extra?.['refusal'] === 'string' ? error.extra['refusal'] : 'refused';
       this.log.warn({ err: error, carrierCallId: event.carrierCallId, refusal }, 'media stream refused');
@@ -275,34 +296,115 @@ export class CallSession {
     this.encoding = event.format.encoding;
     // The origin of the recording and of the transcript's offsets alike.
     this.streamStartedAt = realClock.now();
-    // A seat sends no audio (copies for records are not built), so there is nothing to record.
-    if (this.call.recording_enabled && !seat) this.recorder = new CallRecorder(event.format.sampleRate);
+    // A seat sends no audio (copies for records are not built), so there is nothing to record; an operator's side is
+    // recorded by the phone's session, which plays it to the caller.
+    if (this.call.recording_enabled && !seat && role !== 'operator') this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
     if (seat) return this.takeSeat(call, seat);
+    if (role === 'operator') return this.joinAsOperator(call, event.format.sampleRate);
+    if (awaitClaim) return this.awaitClaim(call, event.format.sampleRate);
     await this.startEngine(call, event.format.sampleRate, resume);
   }
 
   /**
-   * A rendezvous seat: meets the other seat in this worker's rooms, or waits for it for the agent's ring_seconds;
-   * then the call is given up (`no_answer`) and this seat told.
+   * A call a person answers (a `simple` agent's inbound call): the caller hears ringback for the agent's
+   * ring_seconds, until the operator who claimed it is on the link; nobody claimed it by then: given up
+   * (`no_answer`). Claimed, the ring waits on for the operator's browser as long as the claim's token lets it
+   * connect; one that never came ends the call `no_answer`.
    */
-  private async takeSeat(call: callsV1.Call, seat: string): Promise<void> {
-    const rooms = this.deps.rendezvous;
-    const member: SeatMember = { seat, notify: (n) => this.notify(n), endStream: (reason) => this.endStream(reason) };
-    if (!rooms) return this.endStream('media_lost');
+  private async awaitClaim(call: callsV1.Call, sampleRate: number): Promise<void> {
+    const ringMs = await this.ringMs(call);
+    const line = new PhoneLine({ play: (pcm) => this.play(pcm) }, sampleRate, {
+      played: (pcm, at) => this.recorder?.write('agent', pcm, at - this.streamStartedAt),
+      operatorJoined: () => clearTimeout(this.ringTimer),
+      // A transfer moves the phone's leg elsewhere (the carrier ends this stream); anything else ends the call.
+      operatorLeft: (reason) => reason !== 'transferred' && this.endStream(reason),
+    });
+    this.line = line;
+    this.ringTimer = setTimeout(() => void this.ringOut(call, line), ringMs);
+    this.ringTimer.unref();
+    if (!this.deps.links) return this.endStream('media_lost');
+    line.ring(await this.deps.links.join(call.id, line));
+  }
+
+  private async ringOut(call: callsV1.Call, line: PhoneLine): Promise<void> {
+    if (line.answered || this.finished) return;
+    try {
+      await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'given_up' });
+      this.endStream('no_answer');
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === 'conflict')) return this.log.warn({ err: error, callId: call.id }, 'ringing call could not be given up');
+      // Claimed (or ended) meanwhile: its operator has the claim token's window to connect.
+      this.ringTimer = setTimeout(() => void this.operatorNeverCame(call, line), (REALTIME_TOKEN_TTL_SECONDS + OPERATOR_JOIN_GRACE_SECONDS) * 1000);
+      this.ringTimer.unref();
+    }
+  }
+
+  private async operatorNeverCame(call: callsV1.Call, line: PhoneLine): Promise<void> {
+    if (line.answered || this.finished) return;
+    this.log.warn({ callId: call.id }, 'the operator who claimed the call never connected');
+    await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'no_answer' }).then(
+      () => this.endStream('no_answer'),
+      (e: unknown) => this.log.warn({ err: e, callId: call.id }, 'claimed call could not be ended'),
+    );
+  }
+
+  /** The operator's browser on a claimed call: meets the phone's stream on the call's link. */
+  private async joinAsOperator(call: callsV1.Call, sampleRate: number): Promise<void> {
+    const line = new OperatorLine({ play: (pcm) => this.play(pcm) }, sampleRate, { phoneLeft: (reason) => this.endStream(reason) });
+    this.line = line;
+    if (!this.deps.links) return this.endStream('media_lost');
+    line.connect(await this.deps.links.join(call.id, line));
+  }
+
+  /** The operator puts the call through: the carrier moves the phone's leg, and this socket ends `transferred`. */
+  private transferByOperator(destination: string): void {
+    const call = this.call;
+    if (!call) return;
+    this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }).then(
+      () => this.endStream('transferred'),
+      (error: unknown) => {
+        this.log.warn({ err: error, callId: call.id, destination }, 'operator transfer failed');
+        this.notify({ type: 'error', code: 'transfer_failed', message: error instanceof Error ? error.message : 'the transfer could not be placed' });
+      },
+    );
+  }
+
+  /** Plays `pcm` (the stream's rate) to the far end in the stream's encoding; returns when it will play. */
+  private play(pcm: Int16Array): number {
+    return this.socket.audio(this.deps.protocol.audio(this.streamId, encodeFromPcm16(pcm, this.encoding)));
+  }
+
+  /** How long the call rings before nobody answered: the agent's ring_seconds (0, or unreadable: the default). */
+  private async ringMs(call: callsV1.Call): Promise<number> {
     const agent = await this.deps.agents.getAgent(call.account_id, call.agent_id).catch(() => undefined);
     const ring = Number((agent?.effective as Record<string, unknown> | undefined)?.['ring_seconds'] ?? agent?.spec['ring_seconds'] ?? 0);
-    const ringMs = (ring > 0 ? ring : DEFAULT_RING_SECONDS) * 1000;
-    this.member = member;
-    rooms.join(call.id, member, ringMs, () =>
-      void this.deps.calls
-        .endCall({ account_id: call.account_id, id: call.id, reason: 'given_up' })
-        .then(() => this.endStream('no_answer'))
-        .catch((e: unknown) => this.log.warn({ err: e, callId: call.id }, 'ringing rendezvous could not be given up')),
+    return (ring > 0 ? ring : DEFAULT_RING_SECONDS) * 1000;
+  }
+
+  /**
+   * A rendezvous seat: meets the other seat on the call's link, or waits for it for the agent's ring_seconds; then
+   * the call is given up (`no_answer`) and this seat told.
+   */
+  private async takeSeat(call: callsV1.Call, seat: string): Promise<void> {
+    const links = this.deps.links;
+    if (!links) return this.endStream('media_lost');
+    const ringMs = await this.ringMs(call);
+    const line = new SeatLine(seat, { notify: (n) => this.notify(n), met: () => clearTimeout(this.ringTimer), peerLeft: (reason) => this.endStream(reason) });
+    this.line = line;
+    this.ringTimer = setTimeout(
+      () =>
+        void this.deps.calls
+          .endCall({ account_id: call.account_id, id: call.id, reason: 'given_up' })
+          .then(() => this.endStream('no_answer'))
+          .catch((e: unknown) => this.log.warn({ err: e, callId: call.id }, 'ringing rendezvous could not be given up')),
+      ringMs,
     );
+    this.ringTimer.unref();
+    line.connect(await links.join(call.id, line));
   }
 
   /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */
@@ -349,7 +451,7 @@ export class CallSession {
         clock: realClock,
         sink: {
           sendAudio: (frame) => {
-            const at = this.socket.audio(this.deps.protocol.audio(this.streamId, encodeFromPcm16(frame, this.encoding)));
+            const at = this.play(frame);
             this.recorder?.write('agent', frame, at - this.streamStartedAt);
           },
           sendMark: (name) => this.socket.mark(this.deps.protocol.mark(this.streamId, name)),
@@ -433,7 +535,8 @@ export class CallSession {
     if (!call) return;
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
-    if (this.member) await this.leaveSeat(call);
+    clearTimeout(this.ringTimer);
+    if (this.line) await this.leaveLine(call, this.line);
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end).
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
@@ -447,17 +550,17 @@ export class CallSession {
   }
 
   /**
-   * A seat left: one end leaving ends the rendezvous, so the other seat is told and closed. The only seat leaving
-   * before the other came cancels the call (as a caller hanging up before the answer); an answered one ends
-   * `completed` on the stopped heartbeat that follows.
+   * One end of a call between people finished: the other end is told, and its socket ends too (one end leaving ends
+   * the call). A phone caller or the only seat leaving before anyone answered cancels the call (as a caller hanging
+   * up before the answer); an answered one ends `completed` on the stopped heartbeat that follows.
    */
-  private async leaveSeat(call: callsV1.Call): Promise<void> {
-    const met = this.deps.rendezvous?.leave(call.id, this.member as SeatMember, this.endReason ?? 'completed');
-    if (met || this.over) return;
+  private async leaveLine(call: callsV1.Call, line: PhoneLine | OperatorLine | SeatLine): Promise<void> {
+    line.stop(this.endReason ?? 'completed');
+    if (line instanceof OperatorLine || line.answered || this.over) return;
     await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'hangup' }).then(
       () => (this.endReason = 'canceled'),
       (e: unknown) => {
-        if (!(e instanceof AppError && e.code === 'conflict')) this.log.warn({ err: e, callId: call.id }, 'rendezvous could not be canceled');
+        if (!(e instanceof AppError && e.code === 'conflict')) this.log.warn({ err: e, callId: call.id }, 'ringing call could not be canceled');
       },
     );
   }

@@ -7,8 +7,11 @@ import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
  * read the agent.
  */
 export interface CallsPort {
-  /** `seat`: the rendezvous seat the stream took (absent or empty: not a seat). */
-  attachMedia(req: callsV1.AttachMediaRequest): Promise<{ call: callsV1.Call; resume: string; seat?: string }>;
+  /**
+   * `seat`: the rendezvous seat the stream took (absent or empty: not a seat). `role`: who the stream is (`operator`:
+   * the browser of the person who claimed the call). `awaitClaim`: a phone stream that rings until someone claims it.
+   */
+  attachMedia(req: callsV1.AttachMediaRequest): Promise<{ call: callsV1.Call; resume: string; seat?: string; role?: string; awaitClaim?: boolean }>;
   getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { mulawToPcm16, parseWav } from '@parley/audio';
+import { mulawToPcm16, parseWav, powerAt as goertzel, rms } from '@parley/audio';
 import { FakeMediaStream, FakeMediaStreamMessage, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { callsV1, EffectiveConfig } from '@parley/contracts';
 import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
@@ -276,6 +276,9 @@ function newCall(id: string, scenario: Scenario): callsV1.Call {
     extracted_json: '',
     answered_by: '',
     seats: [],
+    claimable: false,
+    claimed_by: '',
+    claimed_at: '',
   };
 }
 
@@ -306,24 +309,8 @@ function pcmOf(message: FakeMediaStreamMessage): Int16Array {
   return mulawToPcm16(Buffer.from((message['media'] as { payload: string }).payload, 'base64'));
 }
 
-function rms(pcm: Int16Array): number {
-  let sum = 0;
-  for (const s of pcm) sum += s * s;
-  return Math.sqrt(sum / Math.max(1, pcm.length));
-}
-
 /** Goertzel: the signal's power at `hz`. */
-function powerAt(pcm: Int16Array, hz: number): number {
-  const coeff = 2 * Math.cos((2 * Math.PI * hz) / RATE);
-  let s1 = 0;
-  let s2 = 0;
-  for (const x of pcm) {
-    const s0 = x + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s0;
-  }
-  return s1 * s1 + s2 * s2 - coeff * s1 * s2;
-}
+const powerAt = (pcm: Int16Array, hz: number) => goertzel(pcm, hz, RATE);
 
 /** Which of the candidate frequencies the audio carries most. */
 function loudestOf(pcm: Int16Array, candidates: number[]): number {

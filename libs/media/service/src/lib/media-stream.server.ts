@@ -1,7 +1,7 @@
 import { MediaStreamProtocol } from '@parley/carrier-core';
 import { serviceLogger } from '@parley/observability';
 import { engineMetrics, FRAME_MS } from '@parley/voice-engine';
-import { RendezvousRooms } from './rendezvous-rooms';
+import { CallLinks } from './call-links';
 import { CallSession, CallSessionDeps, SessionOutcome, StreamSocket } from './call-session';
 import { mediaPlayoutJitter } from './media-metrics';
 import { StreamThread } from './stream-thread/stream-thread';
@@ -72,8 +72,8 @@ export class MediaStreamServer {
   private thread: StreamThread;
   private readonly streams = new Map<number, { session: CallSession; queue: Promise<void> }>();
   private readonly sessions = new Set<CallSession>();
-  /** The rendezvous seats on this worker, paired by call. */
-  private readonly rooms = new RendezvousRooms();
+  /** Where the two ends of calls between people meet; this worker's own when the deps bring none (no bus). */
+  private readonly links: CallLinks;
   private draining = false;
   private listeningOn: { port: number; host: string } | undefined;
 
@@ -83,6 +83,7 @@ export class MediaStreamServer {
     private readonly paths: Record<string, string>,
     private readonly deps: Omit<CallSessionDeps, 'protocol'>,
   ) {
+    this.links = deps.links ?? new CallLinks();
     this.thread = this.startThread();
   }
 
@@ -157,7 +158,7 @@ export class MediaStreamServer {
   }
 
   private accept(id: number, protocol: MediaStreamProtocol): void {
-    const session = new CallSession(new ThreadSocket(this.thread, id), { rendezvous: this.rooms, ...this.deps, protocol });
+    const session = new CallSession(new ThreadSocket(this.thread, id), { ...this.deps, links: this.links, protocol });
     this.sessions.add(session);
     this.streams.set(id, { session, queue: Promise.resolve() });
   }

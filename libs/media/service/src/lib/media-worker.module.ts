@@ -14,6 +14,7 @@ import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
 import { EngineProviders } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
+import { CallLinks } from './call-links';
 import { MediaLoadReporter } from './media-load-reporter';
 import { MediaStreamServer } from './media-stream.server';
 import { MediaWorkerGrpcController, SESSION_DIRECTORY, SessionDirectory } from './media-worker.grpc-controller';
@@ -40,9 +41,9 @@ class GrpcCallsPort implements CallsPort {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest) {
-    const { call, resume, seat } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
+    const { call, resume, seat, role, await_claim } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
     if (!call) throw new Error('calls service answered without a call');
-    return { call, resume, seat };
+    return { call, resume, seat, role, awaitClaim: await_claim };
   }
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]> {
@@ -121,6 +122,8 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
         agents: new GrpcAgentsPort(agents, config.RPC_TIMEOUT_MS),
         commandAddress: config.MEDIA_GRPC_ADVERTISE_URL ?? config.MEDIA_GRPC_URL,
         recordings: createBlobStore(config),
+        // A claimed call's phone stream and its operator's browser may reach two workers: they meet on the bus.
+        links: new CallLinks(bus),
         providers: this.providers,
         defaults: { model: config.LLM_MODEL, sttProvider: stt, ttsProvider: tts, llmProvider: this.providers.llm.name },
         tools: {
