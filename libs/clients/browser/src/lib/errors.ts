@@ -27,6 +27,8 @@ export type ParleyErrorCode =
   | 'timeout'
   /** `sendDigits` was given something other than 0-9, *, #, A-D. */
   | 'invalid_digits'
+  /** `transfer` was given something other than an E.164 number or a sip: URI. */
+  | 'invalid_destination'
   /** `sendDigits` before `call-start` or after `call-end`. */
   | 'not_in_call'
   /** `start()` after the call ended (or was hung up before it started). */
