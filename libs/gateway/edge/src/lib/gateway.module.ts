@@ -14,6 +14,7 @@ import { CallsController } from './calls/calls.controller';
 import { RecordingLinksController } from './calls/recording-links.controller';
 import { RealtimeTokensController } from './calls/realtime-tokens.controller';
 import { RendezvousController } from './calls/rendezvous.controller';
+import { RingingController } from './calls/ringing.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
 import { DevPhoneModule } from './dev-phone/dev-phone.module';
@@ -66,6 +67,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     RecordingLinksController,
     RealtimeTokensController,
     RendezvousController,
+    RingingController,
     CarrierWebhooksController,
     AgentGroupsController,
     FunctionsController,

@@ -119,13 +119,59 @@ describe('the rendezvous routes in the OpenAPI document', () => {
     expect(seat.responses['501']).toBeUndefined();
     expect(Object.keys(schema(seat.requestBody.content['application/json'].schema.$ref).properties ?? {})).toEqual(['seat']);
     const token = schema(seat.responses['201'].content?.['application/json'].schema.$ref as string);
-    expect(token.properties?.['role']).toMatchObject({ enum: ['caller', 'seat'] });
+    expect(token.properties?.['role']).toMatchObject({ enum: expect.arrayContaining(['seat']) });
     expect(token.properties?.['seat']).toBeDefined();
     expect(Object.keys(seat.responses)).toEqual(expect.arrayContaining(['201', '404', '409']));
   });
 
-  it('leaves ringing and claim planned (501)', () => {
-    expect((document.paths['/v1/calls/ringing'].get as unknown as { responses: Record<string, unknown> }).responses['501']).toBeDefined();
-    expect(operation('/v1/calls/{id}/claim').responses['501']).toBeDefined();
+});
+
+describe('the ringing and claim routes in the OpenAPI document', () => {
+  let document: OpenAPIObject;
+
+  beforeAll(async () => {
+    document = await openApiDocument();
+  });
+
+  type Op = { description: string; 'x-permission': string; parameters?: { name: string }[]; requestBody?: { content: Record<string, { schema: { $ref: string }; examples?: Record<string, unknown> }> }; responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> };
+  const op = (path: string, method: 'get' | 'post') => document.paths[path][method] as unknown as Op;
+  const schema = (ref: string) => (document.components?.schemas as Record<string, Schema>)[ref.split('/').pop() as string];
+
+  it('publishes GET /v1/calls/ringing as JSON and as an event stream, no longer planned', () => {
+    const ringing = op('/v1/calls/ringing', 'get');
+    expect(ringing.responses['501']).toBeUndefined();
+    expect(ringing['x-permission']).toBe('calls:read');
+    expect(Object.keys(ringing.responses['200'].content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);
+    expect(ringing.description).toEqual(expect.stringContaining('`gone`'));
+    expect(ringing.description).toEqual(expect.stringContaining('session-expired'));
+  });
+
+  it('publishes POST /v1/calls/{id}/claim answering 201 a realtime token (operator or seat), 404 and 409, without Idempotency-Key', () => {
+    const claim = op('/v1/calls/{id}/claim', 'post');
+    expect(claim.responses['501']).toBeUndefined();
+    expect(Object.keys(claim.responses)).toEqual(expect.arrayContaining(['201', '404', '409']));
+    expect((claim.parameters ?? []).map((p) => p.name)).not.toContain('Idempotency-Key');
+    expect(Object.keys(schema(claim.requestBody?.content['application/json'].schema.$ref ?? '').properties ?? {})).toEqual(['operator']);
+    const token = schema(claim.responses['201'].content?.['application/json'].schema.$ref as string);
+    expect(token.properties?.['role']).toMatchObject({ enum: ['caller', 'seat', 'operator', 'console'] });
+  });
+
+  it('publishes the console token: both bodies of POST /v1/realtime/tokens, and its refresh', () => {
+    const mint = op('/v1/realtime/tokens', 'post');
+    const body = mint.requestBody?.content['application/json'];
+    expect(Object.keys(body?.examples ?? {}).sort()).toEqual(['console', 'web_call']);
+    expect(Object.keys(schema(body?.schema.$ref ?? '').properties ?? {}).sort()).toEqual(['agent_id', 'metadata', 'operator', 'role', 'ttl_seconds', 'variables']);
+    const token = schema(mint.responses['201'].content?.['application/json'].schema.$ref as string);
+    for (const field of ['operator', 'session_expires_at']) expect(token.properties?.[field]).toBeDefined();
+    for (const field of ['url', 'call_id', 'call']) expect(JSON.stringify(token.properties?.[field])).toContain('null');
+    const refresh = op('/v1/realtime/tokens/refresh', 'post');
+    expect(Object.keys(refresh.responses)).toEqual(expect.arrayContaining(['201', '401']));
+  });
+
+  it('shows claimable, claimed_by and claimed_at on every call', () => {
+    const call = schema('CallDto');
+    expect(call.properties?.['claimable']).toMatchObject({ type: 'boolean' });
+    expect(call.properties?.['claimed_by']).toMatchObject({ type: ['string', 'null'] });
+    expect(call.properties?.['claimed_at']).toMatchObject({ type: ['string', 'null'], format: 'date-time' });
   });
 });

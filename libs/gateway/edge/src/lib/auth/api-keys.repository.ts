@@ -8,6 +8,10 @@ export interface Principal {
   accountId: string;
   role: Role;
   keyId: string;
+  /** Set when an operator console's token (not an API key) authenticated the request: who holds the console. */
+  operator?: string;
+  /** The console session's end (console tokens only). */
+  sessionExpiresAt?: Date;
 }
 
 /** Keys are stored as SHA-256 digests (they are long random strings), so a leaked table reveals no key. */

@@ -2,8 +2,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { CallActivity, callsV1, LIVE, publicEnvelope } from '@parley/contracts';
 import { Bus } from '@parley/messaging';
 import { presentCall } from './call-presenter';
-
-const HEARTBEAT_MS = 15_000;
+import { openEventStream } from './event-stream';
 /** Statuses only move forward; a broadcast that arrives after a newer snapshot is stale and skipped. */
 const RANK: Record<string, number> = { queued: 0, ringing: 1, in_progress: 2, ended: 3, failed: 3 };
 
@@ -33,29 +32,7 @@ export async function streamCallEvents(
     throw error; // a 404 or 503 is answered as problem+json, as on any route
   }
 
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    ...(reply.getHeaders() as Record<string, string>),
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    // Proxies such as nginx would otherwise buffer the stream.
-    'x-accel-buffering': 'no',
-  });
-  let open = true;
-  const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
-  const finish = () => {
-    if (!open) return;
-    open = false;
-    stopListening();
-    clearInterval(heartbeat);
-    raw.end();
-  };
-  request.raw.on('close', finish);
-  const send = (event: string, id: string, data: unknown) => {
-    if (open) raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  };
+  const { send, finish } = openEventStream(request, reply, stopListening);
   let rank = -1;
   const status = (c: callsV1.Call) => {
     if ((RANK[c.status] ?? 0) <= rank) return;

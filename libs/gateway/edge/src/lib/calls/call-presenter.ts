@@ -30,6 +30,9 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     summary: orNull(c.summary),
     extracted: c.extracted_json ? (JSON.parse(c.extracted_json) as Record<string, unknown>) : null,
     seats: c.seats?.length ? c.seats.map((s) => ({ name: s.name, taken: s.taken })) : null,
+    claimable: c.claimable,
+    claimed_by: orNull(c.claimed_by),
+    claimed_at: orNull(c.claimed_at),
   };
 }
 

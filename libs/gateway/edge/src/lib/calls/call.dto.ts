@@ -1,6 +1,7 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsObject, IsOptional, IsString, Length, Matches } from 'class-validator';
-import { DEFAULT_SEATS, SEAT_NAME } from '@parley/contracts';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
+import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_MAX_TTL_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, DEFAULT_SEATS, SEAT_NAME } from '@parley/contracts';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
@@ -86,6 +87,16 @@ export class CallDto {
   extracted: Record<string, unknown> | null;
   @ApiProperty({ type: [SeatDto], nullable: true, description: 'A rendezvous’ two seats (`POST /v1/calls/rendezvous`); null on any other call.' })
   seats: SeatDto[] | null;
+  @ApiProperty({
+    description:
+      'Answered by a person who claims it (`POST /v1/calls/{id}/claim`) rather than by a model: an inbound call to a `simple` agent, or a rendezvous. ' +
+      'While it is `ringing` and unclaimed it is on `GET /v1/calls/ringing`.',
+  })
+  claimable: boolean;
+  @ApiProperty({ type: 'string', nullable: true, example: 'alice', description: 'Who claimed it: the console token’s operator, the claim’s `operator`, or `api`; null until claimed.' })
+  claimed_by: string | null;
+  @ApiProperty({ format: 'date-time', type: 'string', nullable: true, description: 'When it was claimed; null until then.' })
+  claimed_at: string | null;
 }
 
 export class TurnDto {
@@ -143,12 +154,8 @@ export class CallListDto {
 
 export { CALL_STATUSES };
 
-export class CreateRealtimeTokenDto {
-  @ApiProperty({ description: 'The agent the browser talks to: a `conversation` or `keypad` agent.', example: 'agt_…' })
-  @IsString()
-  @Length(1, 200)
-  agent_id: string;
-
+/** What a call placed for browsers carries besides its agent. */
+export class WebCallInputDto {
   @ApiPropertyOptional({ description: 'Values for the agent’s {{variables}}.', type: 'object', additionalProperties: { type: 'string' } })
   @IsOptional()
   @IsMetadata()
@@ -160,11 +167,70 @@ export class CreateRealtimeTokenDto {
   metadata?: Record<string, string>;
 }
 
-export class CreateRendezvousDto extends CreateRealtimeTokenDto {
+/** A console token's `ttl_seconds` (1-59 is refused by the calls service, naming the field). */
+const ConsoleTokenTtl = (what: string) =>
+  applyDecorators(
+    ApiPropertyOptional({
+      description: `${what}, 60-${CONSOLE_TOKEN_MAX_TTL_SECONDS}; absent or 0: ${CONSOLE_TOKEN_TTL_SECONDS}. Never past the session’s end; refresh it before it ends (POST /v1/realtime/tokens/refresh).`,
+      example: 900,
+    }),
+    IsOptional(),
+    IsInt(),
+    Min(0),
+    Max(CONSOLE_TOKEN_MAX_TTL_SECONDS),
+  );
+
+export class CreateRealtimeTokenDto extends WebCallInputDto {
+  @ApiPropertyOptional({
+    enum: ['caller', 'console'],
+    default: 'caller',
+    description:
+      '`caller` (the default): places a web call to `agent_id` and mints the token that joins it. `console`: mints an operator console’s token ' +
+      '(no call; `operator` required, `agent_id`, `variables` and `metadata` refused).',
+  })
+  @IsOptional()
+  @IsIn(['caller', 'console'])
+  role?: 'caller' | 'console';
+
+  @ApiPropertyOptional({ description: 'Role `caller`: the agent the browser talks to, a `conversation` or `keypad` agent. Required then.', example: 'agt_…' })
+  @IsOptional()
+  @IsString()
+  @Length(1, 200)
+  agent_id?: string;
+
+  @ApiPropertyOptional({ description: 'Role `console`: who holds the console, recorded as `claimed_by` on the calls it claims. Required then.', example: 'alice', minLength: 1, maxLength: 80 })
+  @IsOptional()
+  @IsString()
+  @Length(1, 80)
+  operator?: string;
+
+  @ConsoleTokenTtl('Role `console`: the token’s window in seconds')
+  ttl_seconds?: number;
+}
+
+export class RefreshConsoleTokenDto {
+  @ConsoleTokenTtl('The new token’s window in seconds')
+  ttl_seconds?: number;
+}
+
+export class ClaimCallDto {
+  @ApiPropertyOptional({
+    description: 'Who claims, recorded as `claimed_by` (an API key’s claim; absent: `api`). A console token’s claim records its own operator instead.',
+    example: 'alice',
+    minLength: 1,
+    maxLength: 80,
+  })
+  @IsOptional()
+  @IsString()
+  @Length(1, 80)
+  operator?: string;
+}
+
+export class CreateRendezvousDto extends WebCallInputDto {
   @ApiProperty({ description: 'The agent that introduces the two people: a `webrtc` agent.', example: 'agt_…' })
   @IsString()
   @Length(1, 200)
-  override agent_id = '';
+  agent_id: string;
 
   @ApiPropertyOptional({
     description: 'The two ends’ names, distinct, each 1-40 characters of `a-z`, `0-9`, `_`, `-`.',
@@ -203,16 +269,33 @@ export class RealtimeTokenDto {
   @ApiProperty({ enum: ['realtime_token'] }) object: 'realtime_token';
   @ApiProperty({
     description:
-      'Give it to one browser: it opens the realtime socket at `url` once, within 60 s (checked at connect), for this call and role only. ' +
-      'It carries no secret and is never an API key.',
+      'A call’s token: give it to one browser; it opens the realtime socket at `url` once, within 60 s (checked at connect), for this call and role only. ' +
+      'A console token (role `console`): the operator console’s bearer token for `GET /v1/calls/ringing`, `POST /v1/calls/{id}/claim` and ' +
+      '`POST /v1/realtime/tokens/refresh`, usable until `expires_at`. It carries no secret and is never an API key.',
     example: 'rtk_eyJqdGkiOi….3q2-7w',
   })
   token: string;
-  @ApiProperty({ description: 'The realtime socket to open with it (MEDIA_PUBLIC_URL + /realtime).', example: 'wss://media.example.com/realtime' })
-  url: string;
-  @ApiProperty({ example: 'call_…' }) call_id: string;
-  @ApiProperty({ enum: ['caller', 'seat'] }) role: string;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    description: 'The realtime socket to open with it (MEDIA_PUBLIC_URL + /realtime); null on a console token.',
+    example: 'wss://media.example.com/realtime',
+  })
+  url: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: 'call_…', description: 'The call it joins; null on a console token.' }) call_id: string | null;
+  @ApiProperty({
+    enum: ['caller', 'seat', 'operator', 'console'],
+    description: '`caller` (a web call), `seat` (one end of a rendezvous), `operator` (the person who claimed a phone call), `console` (an operator console).',
+  })
+  role: string;
   @ApiPropertyOptional({ description: 'The rendezvous seat this token takes (role `seat`).', example: 'a' }) seat?: string;
-  @ApiProperty({ format: 'date-time', description: 'When the window to connect closes.' }) expires_at: string;
-  @ApiProperty({ type: () => CallDto, description: 'The call, `queued` until the browser connects.' }) call: CallDto;
+  @ApiPropertyOptional({ description: 'Who holds the console (role `console`).', example: 'alice' }) operator?: string;
+  @ApiProperty({ format: 'date-time', description: 'A call’s token: when the window to connect closes. A console token: when it stops being accepted.' }) expires_at: string;
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: `Role \`console\`: the session's absolute end (${CONSOLE_SESSION_MAX_SECONDS / 3600} h after the first mint); no refresh reaches past it.`,
+  })
+  session_expires_at?: string;
+  @ApiProperty({ type: () => CallDto, nullable: true, description: 'The call, `queued` until the browser connects (claimed, for a claim); null on a console token.' })
+  call: CallDto | null;
 }

@@ -130,7 +130,9 @@ export class CallsController {
   @HttpCode(200)
   @Operation({
     summary: 'Record that nobody answered',
-    description: 'No body. Ends a call that was not answered with end_reason `no_answer`; 409 `conflict` once answered or ended.',
+    description:
+      'No body. Ends a call that was not answered with end_reason `no_answer` (a ringing rendezvous; a ringing phone call nobody claimed: the carrier leg ' +
+      'is hung up and the caller’s stream closed); 409 `conflict` once answered (claimed) or ended.',
     permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict'],

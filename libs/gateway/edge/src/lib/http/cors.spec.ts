@@ -44,6 +44,27 @@ describe('decideCors', () => {
     expect(decideCors(preflight('/v1/embed/', 'https://shop.example', 'DELETE'), [])).toEqual({ preflight: true, headers: {} });
   });
 
+  it('opens an operator console’s routes (ringing stream, claim, refresh) to other origins, with the bearer header allowed, and nothing else of calls', () => {
+    for (const [url, method] of [['/v1/calls/ringing', 'GET'], ['/v1/calls/call_123/claim', 'POST'], ['/v1/realtime/tokens/refresh', 'POST']]) {
+      expect(decideCors(preflight(url, 'https://console.example', method), [])).toEqual({
+        preflight: true,
+        headers: {
+          'access-control-allow-origin': '*',
+          'access-control-allow-methods': method,
+          'access-control-allow-headers': 'authorization, content-type',
+          'access-control-max-age': '600',
+        },
+      });
+      expect(decideCors({ method, url, origin: 'https://console.example' }, []).headers).toMatchObject({
+        'access-control-allow-origin': '*',
+        'access-control-expose-headers': expect.stringContaining('X-Request-Id'),
+      });
+    }
+    for (const [url, method] of [['/v1/calls/call_123', 'GET'], ['/v1/calls/call_123/end', 'POST'], ['/v1/realtime/tokens', 'POST'], ['/v1/calls/a/b/claim', 'POST']]) {
+      expect(decideCors(preflight(url, 'https://console.example', method), [])).toEqual({ preflight: true, headers: {} });
+    }
+  });
+
   it('treats an OPTIONS request without Origin or requested method as no preflight, and a same-origin request as no CORS', () => {
     expect(decideCors({ method: 'OPTIONS', url: '/v1/embed/' }, []).preflight).toBe(false);
     expect(decideCors({ method: 'GET', url: '/v1/embed/' }, [])).toEqual({ preflight: false, headers: {} });

@@ -1,13 +1,19 @@
 /**
  * Cross-origin policy, decided per route. Browsers never hold an API key (they hold call tokens minted server-side),
- * so every route that takes an API key is closed: no Access-Control-Allow-Origin, and a preflight is answered
+ * so every route that takes only an API key is closed: no Access-Control-Allow-Origin, and a preflight is answered
  * without allowing anything. Only the browser-facing routes below are open, to the origins of
- * CORS_ALLOWED_ORIGINS, or to any origin while that is empty (the browser client script is public and sent without
- * credentials, like a file on a CDN).
+ * CORS_ALLOWED_ORIGINS, or to any origin while that is empty: the browser client script (public and sent without
+ * credentials, like a file on a CDN) and an operator console's routes (a console token as bearer, never cookies, so
+ * no credentials mode either).
  */
-const BROWSER_ROUTES: { path: string; methods: string[] }[] = [{ path: '/v1/embed', methods: ['GET', 'HEAD'] }];
-// …and every path under them (`/v1/embed/parley.mjs`, `/v1/embed/{build}/parley.js`): a module script is always
-// fetched with CORS, so the ES module loads from another origin only with these headers.
+const BROWSER_ROUTES: { path: RegExp; methods: string[]; headers?: string }[] = [
+  // …and every path under it (`/v1/embed/parley.mjs`, `/v1/embed/{build}/parley.js`): a module script is always
+  // fetched with CORS, so the ES module loads from another origin only with these headers.
+  { path: /^\/v1\/embed(\/.*)?$/, methods: ['GET', 'HEAD'] },
+  { path: /^\/v1\/calls\/ringing$/, methods: ['GET'], headers: 'authorization, content-type' },
+  { path: /^\/v1\/calls\/[^/]+\/claim$/, methods: ['POST'], headers: 'authorization, content-type' },
+  { path: /^\/v1\/realtime\/tokens\/refresh$/, methods: ['POST'], headers: 'authorization, content-type' },
+];
 
 /** Response headers a page's script may read (browsers hide all but a few otherwise). */
 const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After';
@@ -40,7 +46,7 @@ export function parseAllowedOrigins(value: string): string[] {
 function browserRoute(url: string) {
   // Trailing slashes are not significant to the router (GET /v1/embed/ is the contract's spelling).
   const path = url.split('?')[0].replace(/\/+$/, '');
-  return BROWSER_ROUTES.find((r) => path === r.path || path.startsWith(`${r.path}/`));
+  return BROWSER_ROUTES.find((r) => r.path.test(path));
 }
 
 export function decideCors(request: CorsRequest, allowedOrigins: readonly string[]): CorsDecision {
@@ -56,7 +62,12 @@ export function decideCors(request: CorsRequest, allowedOrigins: readonly string
   return {
     preflight,
     headers: preflight
-      ? { ...allow, 'access-control-allow-methods': route.methods.join(', '), 'access-control-max-age': PREFLIGHT_MAX_AGE }
+      ? {
+          ...allow,
+          'access-control-allow-methods': route.methods.join(', '),
+          ...(route.headers ? { 'access-control-allow-headers': route.headers } : {}),
+          'access-control-max-age': PREFLIGHT_MAX_AGE,
+        }
       : { ...allow, 'access-control-expose-headers': EXPOSED },
   };
 }

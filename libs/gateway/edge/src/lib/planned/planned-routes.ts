@@ -36,10 +36,6 @@ export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
     r('delete', '/v1/knowledge_bases/{id}/documents/{doc}', 'knowledge:write', 'Delete a document'),
     r('post', '/v1/knowledge_bases/{id}/search', 'knowledge:read', 'Search a knowledge base'),
   ],
-  Calls: [
-    r('get', '/v1/calls/ringing', 'calls:read', 'Watch for calls waiting to be answered'),
-    r('post', '/v1/calls/{id}/claim', 'calls:write', 'Answer a ringing call', ID),
-  ],
   Workflows: [
     r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),
     r('post', '/v1/workflows', 'agents:write', 'Create a workflow', ID),

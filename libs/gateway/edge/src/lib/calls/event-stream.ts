@@ -1,0 +1,43 @@
+import { FastifyReply, FastifyRequest } from 'fastify';
+
+const HEARTBEAT_MS = 15_000;
+
+export interface EventStream {
+  /** One Server-Sent Event; nothing once the stream is closed. */
+  send(event: string, id: string, data: unknown): void;
+  /** Ends the stream (once); `onClose` runs. */
+  finish(): void;
+}
+
+/**
+ * Takes over the reply for Server-Sent Events: the route's headers (request id, CORS, rate limit) plus the stream's,
+ * a comment every 15 s so proxies keep an idle stream open, and `onClose` once it ends, by either side.
+ */
+export function openEventStream(request: FastifyRequest, reply: FastifyReply, onClose: () => void): EventStream {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    // Proxies such as nginx would otherwise buffer the stream.
+    'x-accel-buffering': 'no',
+  });
+  let open = true;
+  const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const finish = () => {
+    if (!open) return;
+    open = false;
+    clearInterval(heartbeat);
+    onClose();
+    raw.end();
+  };
+  request.raw.on('close', finish);
+  return {
+    send: (event, id, data) => {
+      if (open) raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    finish,
+  };
+}
