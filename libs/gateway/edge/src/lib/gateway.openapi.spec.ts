@@ -13,7 +13,7 @@ interface Schema extends Record<string, unknown> {
 }
 
 /** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'autonomy', 'ring_seconds'];
+const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'autonomy'];
 
 /** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
 async function openApiDocument(): Promise<OpenAPIObject> {
@@ -66,8 +66,10 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(schemas['FlowEdgeDto'].properties?.['type'].description).toContain('Not yet acted on: `intent` and `event` edges');
     expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('calls ignore it outside `keypad` mode');
     expect(schemas['AgentInputDto'].properties?.['mode'].description).not.toContain('Not yet acted on');
-    expect(schemas['AgentInputDto'].properties?.['ring_seconds'].description).toContain('Not yet acted on: `webrtc` agents ring a rendezvous for it; `simple` agents');
-    expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain('Not yet acted on: `simple` is stored and returned');
+    expect(schemas['AgentInputDto'].properties?.['ring_seconds'].description).not.toContain('Not yet acted on');
+    expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain(
+      'Not yet acted on: `simple` hands inbound phone calls to a person (they ring until `POST /v1/calls/{id}/claim`); an outbound or web call',
+    );
   });
 
   it('says that an injected call event reaches the media worker and is dropped', () => {

@@ -865,8 +865,8 @@ export class AgentInputDto implements AgentInput {
           '`agentic`: a model that searches knowledge bases before answering and calls tools in `tools`. ' +
           '`simple`: no model; a person takes the call in a browser. `custom`: a model limited to what `capabilities` switches on.',
       },
-      'human operators in browsers',
-      '`simple` is stored and returned, and such an agent answers with a model as `agentic` does,',
+      'human operators on outbound and web calls',
+      '`simple` hands inbound phone calls to a person (they ring until `POST /v1/calls/{id}/claim`); an outbound or web call to a `simple` agent is answered by a model as `agentic` does',
     ),
   )
   @Optional()
@@ -1057,21 +1057,15 @@ export class AgentInputDto implements AgentInput {
   @IsFlag()
   transcribe_calls?: boolean;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        type: 'integer',
-        minimum: 0,
-        maximum: 300,
-        default: 30,
-        description:
-          'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
-          'Read by `webrtc` agents and by `simple` agents on an inbound call.',
-      },
-      'human operators',
-      '`webrtc` agents ring a rendezvous for it; `simple` agents answer inbound calls with a model,',
-    ),
-  )
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 300,
+    default: 30,
+    description:
+      'How long a call rings before nobody has answered, in seconds; 0 means 30. ' +
+      'Read by `webrtc` agents (a rendezvous waits for its second seat) and by `simple` agents on an inbound call (it waits for a claim), then the call ends `no_answer`.',
+  })
   @Optional()
   @IsIntBetween(0, 300)
   ring_seconds?: number;
