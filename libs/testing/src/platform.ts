@@ -154,6 +154,28 @@ export class RunningPlatform {
     return { code, ms: Date.now() - startedAt };
   }
 
+  /**
+   * One more replica of a distributed platform's gateway or media worker, on ports of its own (as a second pod
+   * behind a load balancer): `url` is its HTTP address (gateway) or its MEDIA_PUBLIC_URL (media worker). Resolves
+   * once it answers; stopped with the platform. Calls still name the first media worker in their stream markup:
+   * a test reaches this one by connecting to `url` itself.
+   */
+  async addReplica(service: 'gateway' | 'media-worker'): Promise<{ name: string; url: string }> {
+    if (this.mode !== 'distributed') throw new Error('replicas need a distributed platform');
+    const name = `${service}-${this.processes.size}`;
+    const [a, b] = await Promise.all([freePort(), freePort()]);
+    if (service === 'gateway') {
+      this.spawn(service, name, { PORT: String(a) });
+      const url = `http://127.0.0.1:${a}`;
+      await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, 60_000, `${name} to be ready`);
+      return { name, url };
+    }
+    const url = `ws://127.0.0.1:${a}`;
+    this.spawn(service, name, { MEDIA_PORT: String(a), MEDIA_PUBLIC_URL: url, MEDIA_GRPC_URL: `127.0.0.1:${b}` });
+    await waitFor(async () => (await fetch(url.replace(/^ws/, 'http'))).status === 426, 60_000, `${name} to listen`);
+    return { name, url };
+  }
+
   /** Everything an app (`standalone` or a service) wrote to stdout and stderr, across its restarts. */
   output(app: string): string {
     return (this.outputs.get(app) ?? []).join('');
@@ -186,12 +208,13 @@ export class RunningPlatform {
     await this.database.drop().catch(() => undefined);
   }
 
-  private spawn(app: string): void {
-    const child = spawn(process.execPath, [entry(app)], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = this.outputs.get(app) ?? [];
-    this.outputs.set(app, lines);
+  /** Runs `app`'s build as the process `name` (a replica's own name; the app's by default), its env overridden by `env`. */
+  private spawn(app: string, name = app, env: Record<string, string> = {}): void {
+    const child = spawn(process.execPath, [entry(app)], { env: { ...this.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = this.outputs.get(name) ?? [];
+    this.outputs.set(name, lines);
     child.stdout?.on('data', (d: Buffer) => lines.push(d.toString()));
     child.stderr?.on('data', (d: Buffer) => lines.push(d.toString()));
-    this.processes.set(app, child);
+    this.processes.set(name, child);
   }
 }
