@@ -1,13 +1,24 @@
 import 'reflect-metadata';
 import { EventEmitter } from 'node:events';
 import { Metadata } from '@grpc/grpc-js';
+import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
 import { firstValueFrom, Observable, of } from 'rxjs';
 import { callsV1, LIVE, RingingActivity } from '@parley/contracts';
 import { GatewayConfig } from '@parley/config';
 import { InProcessBus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
-import { Principal } from '../auth/api-keys.repository';
+import { BUS, CONFIG } from '@parley/runtime';
+import { ApiKeysRepository, Principal } from '../auth/api-keys.repository';
+import { AuthGuard } from '../auth/auth.guard';
+import { IdempotencyStore } from '../edge/idempotency.store';
+import { CursorCodec } from '../http/pagination';
+import { ProblemFilter } from '../http/problem';
+import { BodyValidationPipe } from '../http/validation';
 import { CallsClient } from './calls.client';
+import { CallsController } from './calls.controller';
+import { Recordings } from './recordings';
 import { RealtimeTokensController } from './realtime-tokens.controller';
 import { RingingController } from './ringing.controller';
 
@@ -266,5 +277,78 @@ describe('POST /v1/realtime/tokens role console, and its refresh', () => {
     const request = { headers: { authorization: 'Bearer rtk_current.mac' } } as never;
     expect(await c.refresh(consoleToken, { ttl_seconds: 600 }, request)).toMatchObject({ role: 'console', operator: 'alice', token: 'rtk_console', call: null });
     expect(requests.mintConsoleToken).toEqual({ account_id: 'acme', operator: '', ttl_seconds: 600, refresh: 'rtk_current.mac' });
+  });
+});
+
+describe('ringing and claim over HTTP (the real AuthGuard, body pipe, routing)', () => {
+  const API_KEY = 'vsk_test_0123456789abcdef';
+  const CONSOLE = `rtk_${'e'.repeat(40)}.${'m'.repeat(43)}`;
+  let app: NestFastifyApplication;
+  let requests: Partial<Record<keyof Service, unknown>>;
+
+  beforeAll(async () => {
+    const fake = fakeClient({
+      listRinging: { calls: [call('call_1')] },
+      claimCall: (req: callsV1.ClaimCallRequest) => ({ call: call(req.id, { status: 'in_progress', claimed_by: req.operator }), token: { token: 'rtk_op', expires_at: '', role: 'operator', seat: '' } }),
+      getCall: (req: callsV1.GetCallRequest) => ({ call: call(req.id) }),
+      verifyConsoleToken: (req: callsV1.VerifyConsoleTokenRequest) => {
+        if (req.token !== CONSOLE) throw new AppError('unauthenticated', 'The console token is invalid or expired.');
+        return { account_id: 'acme', operator: 'alice', session_expires_at: new Date(Date.now() + 3_600_000).toISOString() };
+      },
+    });
+    requests = fake.requests;
+    const keys = { authenticate: async (key: string) => (key === API_KEY ? apiKey : undefined) };
+    const module = await Test.createTestingModule({
+      controllers: [CallsController, RingingController],
+      providers: [
+        { provide: CallsClient, useValue: fake.client },
+        { provide: ApiKeysRepository, useValue: keys },
+        { provide: CursorCodec, useValue: new CursorCodec('unit-test-secret-key-0000000000000001') },
+        { provide: Recordings, useValue: {} },
+        // The idempotent routes' interceptor; these requests send no Idempotency-Key, so it is never consulted.
+        { provide: IdempotencyStore, useValue: {} },
+        { provide: BUS, useValue: new InProcessBus() },
+        { provide: CONFIG, useValue: config },
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_PIPE, useClass: BodyValidationPipe },
+        { provide: APP_FILTER, useClass: ProblemFilter },
+      ],
+    }).compile();
+    app = module.createNestApplication<NestFastifyApplication>(new FastifyAdapter());
+    await app.init();
+    await app.getHttpAdapter().getInstance().ready();
+  });
+
+  afterAll(() => app?.close());
+
+  const get = (url: string, bearer: string) => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${bearer}` } });
+  const post = (url: string, bearer: string, payload: object) => app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${bearer}` }, payload });
+
+  it('routes GET /v1/calls/ringing to the ringing list (not to a call named ringing), for a key and a console token alike', async () => {
+    for (const bearer of [API_KEY, CONSOLE]) {
+      const res = await get('/v1/calls/ringing', bearer);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ object: 'list', data: [{ id: 'call_1' }], has_more: false });
+    }
+    expect(requests.getCall).toBeUndefined();
+  });
+
+  it('claims with a console token for its operator, and refuses the token on any other route (401)', async () => {
+    const claimed = await post('/v1/calls/call_1/claim', CONSOLE, { operator: 'mallory' });
+    expect(claimed.statusCode).toBe(201);
+    expect(claimed.json()).toMatchObject({ role: 'operator', call: { claimed_by: 'alice' } });
+    const elsewhere = await get('/v1/calls/call_1', CONSOLE);
+    expect(elsewhere.statusCode).toBe(401);
+    expect(elsewhere.json()).toMatchObject({ code: 'unauthenticated', detail: expect.stringContaining('console token') });
+    expect((await get('/v1/calls/ringing', `rtk_${'x'.repeat(40)}.${'m'.repeat(43)}`)).statusCode).toBe(401);
+  });
+
+  it('refuses an unknown claim field and an overlong operator (422 naming them)', async () => {
+    const unknown = await post('/v1/calls/call_1/claim', API_KEY, { operator: 'bob', seat: 'a' });
+    expect(unknown.statusCode).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(unknown.json())).toContain('seat');
+    const long = await post('/v1/calls/call_1/claim', API_KEY, { operator: 'x'.repeat(81) });
+    expect(long.statusCode).toBe(422);
+    expect(long.json()).toMatchObject({ errors: [{ field: 'operator' }] });
   });
 });
