@@ -212,7 +212,6 @@ export class CallsDomain {
     return call.lastMediaAt !== null && now.getTime() - call.lastMediaAt.getTime() < this.config.MEDIA_LOST_SECONDS * 1000;
   }
 
-  /** A media stream attached, on the worker that takes commands at `mediaWorker` (null: none given). */
   /** Marks a browser token as used; false when it was already (each opens one connection). */
   redeemRealtimeToken(jti: string, callId: string): Promise<boolean> {
     return this.repository.redeemRealtimeToken(jti, callId);
