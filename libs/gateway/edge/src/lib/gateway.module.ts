@@ -18,6 +18,7 @@ import { RingingController } from './calls/ringing.controller';
 import { BLOB_STORE, Recordings } from './calls/recordings';
 import { CarrierWebhooksController } from './carriers/carrier-webhooks.controller';
 import { DevPhoneModule } from './dev-phone/dev-phone.module';
+import { OperatorConsoleModule } from './operator-console/operator-console.module';
 import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
@@ -59,6 +60,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
       },
     ]),
     DevPhoneModule,
+    OperatorConsoleModule,
   ],
   controllers: [
     OpsController,
