@@ -3,7 +3,7 @@ import { CallStatus } from './call-state';
 import { transitionForCarrierStatus } from './call-control';
 
 const update = (status: CarrierCallStatus) => ({ carrierCallId: 'CA1', status, at: new Date() });
-const call = (status: CallStatus, transferredTo: string | null = null) => ({ status, transferredTo });
+const call = (status: CallStatus, transferredTo: string | null = null, claimable = false) => ({ status, transferredTo, claimable });
 
 describe('carrier status on the call state machine', () => {
   it('moves a queued call through ringing and answer', () => {
@@ -34,5 +34,11 @@ describe('carrier status on the call state machine', () => {
     expect(transitionForCarrierStatus(call('ringing'), update('no_answer'))).toEqual({ status: 'ended', endReason: 'no_answer' });
     expect(transitionForCarrierStatus(call('queued'), update('canceled'))).toEqual({ status: 'ended', endReason: 'canceled' });
     expect(transitionForCarrierStatus(call('queued'), update('failed'))).toMatchObject({ status: 'failed', endReason: 'carrier_error' });
+  });
+
+  it('leaves a claimable call ringing when the carrier answers its leg (its claim answers it), and ends it as any unanswered call', () => {
+    expect(transitionForCarrierStatus(call('ringing', null, true), update('in_progress'))).toBeUndefined();
+    expect(transitionForCarrierStatus(call('ringing', null, true), update('completed'))).toEqual({ status: 'ended', endReason: 'canceled' });
+    expect(transitionForCarrierStatus(call('in_progress', null, true), update('completed'))).toEqual({ status: 'ended', endReason: 'completed' });
   });
 });

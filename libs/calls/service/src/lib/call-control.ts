@@ -510,8 +510,12 @@ export class CallControl {
 /**
  * How a carrier status lands on the state machine. Carriers deliver callbacks late and out of order (a ringing
  * after the answer, a completed after the API ended the call): anything that would move backwards is ignored.
+ * A claimable call is answered by its claim: the carrier's answer is only its leg's (the caller hears ringback).
  */
-export function transitionForCarrierStatus(call: { status: CallStatus; transferredTo: string | null }, update: CarrierStatusUpdate): Transition | undefined {
+export function transitionForCarrierStatus(
+  call: { status: CallStatus; transferredTo: string | null; claimable: boolean },
+  update: CarrierStatusUpdate,
+): Transition | undefined {
   if (!isLive(call.status)) return undefined;
   const unanswered = call.status !== 'in_progress';
   switch (update.status) {
@@ -520,7 +524,7 @@ export function transitionForCarrierStatus(call: { status: CallStatus; transferr
     case 'ringing':
       return call.status === 'queued' ? { status: 'ringing' } : undefined;
     case 'in_progress':
-      return unanswered ? { status: 'in_progress' } : undefined;
+      return unanswered && !call.claimable ? { status: 'in_progress' } : undefined;
     case 'completed':
       return { status: 'ended', endReason: call.transferredTo ? 'transferred' : unanswered ? 'canceled' : 'completed' };
     case 'busy':

@@ -133,6 +133,12 @@ describe('ringing and claim: calls a person answers (real PostgreSQL)', () => {
       expect(attached).toMatchObject({ role: 'carrier', await_claim: true, call: { id: call.id, status: 'ringing', claimable: true, claimed_by: '', claimed_at: '' } });
       expect(activity).toEqual([{ kind: 'ringing', call: expect.objectContaining({ id: call.id, status: 'ringing' }) }]);
       expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ringing', mediaWorker: '10.0.0.7:50053' });
+
+      // The carrier answered its leg (the caller hears ringback): the call still waits for its claim.
+      const params = twilio.statusCallbackParams(carrierCallId, 'in-progress');
+      const url = 'https://parley.example/carriers/twilio/status';
+      await control.handleWebhook({ carrier: 'twilio', kind: 'status', url, headers: signedTwilioWebhook(url, params, twilio.authToken).headers, params, agent_id: '' });
+      expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ringing' });
       expect(await outboxTypes(call.id)).not.toContain('call.started');
     });
 
