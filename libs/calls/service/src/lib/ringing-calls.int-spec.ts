@@ -212,6 +212,8 @@ describe('ringing and claim: calls a person answers (real PostgreSQL)', () => {
       expect(call).toMatchObject({ status: 'ringing', claimedBy: 'alice' });
       expect(token).toMatchObject({ role: 'seat', seat: 'agent' });
       expect((await grpc.listRinging({ account_id: 'acc_1' })).calls.map((c) => c.id)).not.toContain(meeting.id);
+      // The free seat is the claimer's now: no other token for it.
+      await expect(web.seat('acc_1', meeting.id, 'agent')).rejects.toMatchObject({ code: 'conflict', message: 'Seat agent was claimed by alice.' });
       expect(await web.join(token.token, meeting.id, '10.0.0.8:50053')).toMatchObject({ role: 'seat', call: { status: 'in_progress' } });
     });
 

@@ -142,6 +142,8 @@ export class WebCalls {
     if (!named) throw AppError.validation([{ field: 'seat', message: `must be one of ${call.seats.map((s) => s.name).join(', ')}` }]);
     if (!isLive(call.status)) throw new AppError('conflict', `The call is over (${call.endReason ?? call.status}).`);
     if (named.taken) throw new AppError('conflict', `Seat ${seat} is taken: a browser joined with it.`);
+    // The free seat of a claimed rendezvous is the claimer's: their claim's token takes it, nobody else's.
+    if (call.claimedBy) throw new AppError('conflict', `Seat ${seat} was claimed by ${call.claimedBy}.`);
     return { call, token: this.mintFor(call, seat) };
   }
 
