@@ -57,7 +57,7 @@ export class RendezvousController {
     summary: 'Take one end of a rendezvous',
     description:
       'A token that joins the rendezvous as `seat` from a browser (as `POST /v1/realtime/tokens` mints, role `seat`): redeemable once, within 60 s. ' +
-      'A seat is taken once a browser joined with one of its tokens: then 409 `conflict`; so is the free seat of a claimed rendezvous (the claim's token takes it). A call that is not a rendezvous, or is over, is 409; ' +
+      'A seat is taken once a browser joined with one of its tokens: then 409 `conflict`; so is the free seat of a claimed rendezvous (the claim’s token takes it). A call that is not a rendezvous, or is over, is 409; ' +
       'another account’s call is 404.',
     permission: 'calls:write',
     idempotent: true,
