@@ -24,6 +24,9 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, on
     // Proxies such as nginx would otherwise buffer the stream.
     'x-accel-buffering': 'no',
   });
+  // A comment at once sends the headers now, not with the first event: a stream with nothing to say yet (no call
+  // ringing) is open all the same, and a client waiting for its headers (fetch) would wait for the first heartbeat.
+  raw.write(': open\n\n');
   let open = true;
   const heartbeat = setInterval(() => raw.write(': keep-alive\n\n'), HEARTBEAT_MS);
   const finish = () => {
