@@ -126,7 +126,19 @@ export type RealtimeClientMessage =
 
 /** Worker → browser. */
 export type RealtimeServerMessage =
-  | { type: 'call-start'; call_id: string; agent_id: string; direction: string; sample_rate: number; frame_ms: number }
+  | {
+      type: 'call-start';
+      call_id: string;
+      agent_id: string;
+      direction: string;
+      sample_rate: number;
+      frame_ms: number;
+      /**
+       * A rendezvous seat whose agent records or transcribes calls: send a copy of the microphone as `audio` frames
+       * (as on a web call) besides the peer connection. Absent: send none.
+       */
+      copy?: boolean;
+    }
   /** One frame of the agent (or the far end), to play in order. */
   | { type: 'audio'; audio: string }
   /** Echo it once everything received before it has played. */

@@ -5,7 +5,8 @@ export interface WebhookEventData {
   'call.started': { agent_id: string; direction: CallDirection; to: string; from: string };
   'call.ended': { duration_seconds: number; turns: number; end_reason: string };
   'call.failed': { reason: string; message?: string };
-  'call.transcript.updated': { role: 'user' | 'assistant'; text: string; language?: string };
+  /** `speaker`: who said it when the call's sides are people (a rendezvous seat's name). */
+  'call.transcript.updated': { role: 'user' | 'assistant'; text: string; language?: string; speaker?: string };
   'call.transferred': { destination: string };
   'call.recording.ready': { recording_url: string; content_type: string; duration_seconds: number };
   'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string };

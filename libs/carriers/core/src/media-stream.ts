@@ -37,7 +37,8 @@ export type MediaStreamEvent =
 
 /** What a session tells the far end beside audio, on protocols that carry it (a browser's); carriers ignore it. */
 export type StreamNotice =
-  | { type: 'call-start'; callId: string; agentId: string; direction: string; sampleRate: number }
+  /** `copy`: a rendezvous seat is asked for a copy of its microphone (for the recording or transcript). */
+  | { type: 'call-start'; callId: string; agentId: string; direction: string; sampleRate: number; copy?: boolean }
   | { type: 'transcript'; role: 'user' | 'assistant'; text: string; language: string; startMs: number; endMs: number; interrupted: boolean }
   | { type: 'call-end'; reason: string }
   /** A rendezvous: the other seat joined or left (`offer`: this end makes the peer connection's offer). */

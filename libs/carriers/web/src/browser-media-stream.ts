@@ -83,7 +83,15 @@ function parse(carrier: 'web' | 'dev', frame: string): MediaStreamEvent | undefi
 function wire(notice: StreamNotice): RealtimeServerMessage {
   switch (notice.type) {
     case 'call-start':
-      return { type: 'call-start', call_id: notice.callId, agent_id: notice.agentId, direction: notice.direction, sample_rate: notice.sampleRate, frame_ms: REALTIME_FRAME_MS };
+      return {
+        type: 'call-start',
+        call_id: notice.callId,
+        agent_id: notice.agentId,
+        direction: notice.direction,
+        sample_rate: notice.sampleRate,
+        frame_ms: REALTIME_FRAME_MS,
+        ...(notice.copy ? { copy: true } : {}),
+      };
     case 'transcript':
       return {
         type: 'transcript',

@@ -20,6 +20,8 @@ export interface Transition {
 }
 
 export interface TurnInput extends TranscriptTurn {
+  /** Who said it (a rendezvous seat's name); absent on calls with one person. */
+  speaker?: string;
   /** The media stream the turn was spoken on and its number there (from 1); absent: an unnumbered turn. */
   stream?: { id: string; seq: number };
 }
@@ -234,7 +236,7 @@ export class CallsDomain {
    * still takes turns (the ones being spoken as it ended); after that its transcript is closed (409).
    */
   async appendTurn(accountId: string, id: string, turn: TurnInput, now = new Date()): Promise<number> {
-    const { stream, ...fields } = turn;
+    const { stream, speaker, ...fields } = turn;
     const call = await this.amend(accountId, id, async (current, m) => {
       if (!isLive(current.status) && (!current.endedAt || now.getTime() - current.endedAt.getTime() > TRANSCRIPT_GRACE_MS)) {
         throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
@@ -243,8 +245,10 @@ export class CallsDomain {
       if (numbered.streamId !== null && (await this.repository.hasTurn(m, id, numbered.streamId, numbered.streamSeq))) return [];
       current.turns += 1;
       current.transcriptAvailable = true;
-      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered });
-      return [await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined })];
+      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered, speaker: speaker || null });
+      return [
+        await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined, ...(speaker ? { speaker } : {}) }),
+      ];
     });
     return call.turns;
   }

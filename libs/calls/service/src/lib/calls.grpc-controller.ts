@@ -18,6 +18,7 @@ const toTurn = (t: CallTurnEntity): callsV1.Turn => ({
   start_ms: t.startMs,
   end_ms: t.endMs,
   interrupted: t.interrupted,
+  speaker: t.speaker ?? '',
 });
 
 @Controller()
@@ -140,6 +141,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       startMs: Number(turn.start_ms),
       endMs: Number(turn.end_ms),
       interrupted: turn.interrupted,
+      speaker: turn.speaker || undefined,
       stream: req.seq > 0 ? { id: req.stream_id, seq: req.seq } : undefined,
     });
     return { turns };

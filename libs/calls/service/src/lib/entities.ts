@@ -81,4 +81,6 @@ export class CallTurnEntity {
   /** The media stream the worker heard the turn on and its number there: a retried append is recognised by them. */
   @Column({ name: 'stream_id', type: 'text', nullable: true }) streamId: string | null;
   @Column({ name: 'stream_seq', type: 'int', nullable: true }) streamSeq: number | null;
+  /** Who said it when the call's sides are people (a rendezvous seat); null on other calls. */
+  @Column({ type: 'text', nullable: true }) speaker: string | null;
 }

@@ -296,6 +296,19 @@ export class AddCallClaims1764600000390 implements MigrationInterface {
   }
 }
 
+/** Who said a turn, when the call's sides are people (a rendezvous seat's name); null on other calls' turns. */
+export class AddTurnSpeaker1764700000410 implements MigrationInterface {
+  name = 'AddTurnSpeaker1764700000410';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE call_turns ADD COLUMN IF NOT EXISTS speaker text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE call_turns DROP COLUMN IF EXISTS speaker`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -313,4 +326,5 @@ export const CALLS_MIGRATIONS = [
   CreateRealtimeTokens1764400000370,
   AddCallSeats1764500000380,
   AddCallClaims1764600000390,
+  AddTurnSpeaker1764700000410,
 ];

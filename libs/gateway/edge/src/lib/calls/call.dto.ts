@@ -106,6 +106,13 @@ export class TurnDto {
   @ApiProperty({ description: 'Seconds from the start of the call to the start of the turn.' }) start_seconds: number;
   @ApiProperty({ description: 'Seconds from the start of the call to the end of the turn.' }) end_seconds: number;
   @ApiProperty({ description: 'The caller cut the assistant off.' }) interrupted: boolean;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'patient',
+    description: 'Who said it when both sides are people: a rendezvous seat\'s name (each seat is its own speaker). Null on other calls.',
+  })
+  speaker: string | null;
 }
 
 export class TranscriptDto {

@@ -164,6 +164,7 @@ export class CallsController {
         start_seconds: Number(t.start_ms) / 1000,
         end_seconds: Number(t.end_ms) / 1000,
         interrupted: t.interrupted,
+        speaker: t.speaker || null,
       })),
     };
   }

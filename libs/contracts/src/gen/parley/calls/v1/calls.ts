@@ -384,6 +384,8 @@ export interface Turn {
   end_ms: number;
   /** The assistant was cut off; text is what the caller heard. */
   interrupted: boolean;
+  /** Who said it, when the call's sides are people: a rendezvous seat's name. Empty on other calls. */
+  speaker: string;
 }
 
 export interface AppendTurnRequest {
