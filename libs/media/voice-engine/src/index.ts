@@ -9,3 +9,6 @@ export type { ToolCallReport, ToolNetwork } from './tool-runner';
 export * from './vad';
 export * from './silero-vad';
 export * from './tools';
+export { TurnDetector } from './turn-detector';
+export type { UserTurn } from './turn-detector';
+export { FallbackSpeechToText } from './stt-fallback';

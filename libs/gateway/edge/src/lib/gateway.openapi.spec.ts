@@ -13,7 +13,7 @@ interface Schema extends Record<string, unknown> {
 }
 
 /** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'transcribe_calls', 'autonomy'];
+const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'autonomy'];
 
 /** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
 async function openApiDocument(): Promise<OpenAPIObject> {
@@ -46,7 +46,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(marked.map((m) => m.field).sort()).toEqual(
       [
         ...['AgentInputDto', 'AgentPatchDto', 'AgentDto'].flatMap((dto) => AGENT_FIELDS.map((f) => `${dto}.${f}`)),
-        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'transcribe_calls', 'autonomy'].map((f) => `${dto}.${f}`)),
+        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'autonomy'].map((f) => `${dto}.${f}`)),
         'CapabilitiesDto.retrieval_timeout_ms',
         'CapabilitiesDto.search_knowledge',
         ...['type', 'when', 'capture', 'event'].map((f) => `FlowEdgeDto.${f}`),

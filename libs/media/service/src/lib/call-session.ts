@@ -14,6 +14,7 @@ import { isTransient, TranscriptWriter } from './transcript-writer';
 import { CallLinks } from './call-links';
 import { OperatorLine, PhoneLine } from './operator-line';
 import { SeatLine } from './seat-line';
+import { SeatCopies, SeatTranscriber } from './seat-copies';
 
 /** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
 export const DEFAULT_RING_SECONDS = 30;
@@ -116,6 +117,10 @@ export class CallSession {
   private line: PhoneLine | OperatorLine | SeatLine | undefined;
   /** The ring (ring_seconds) of a phone call or a rendezvous' first seat; then a phone's wait for its operator. */
   private ringTimer: NodeJS.Timeout | undefined;
+  /** A rendezvous seat's copies of its microphone, when the agent records or transcribes. */
+  private copies: SeatCopies | undefined;
+  /** The call's agent, read once (undefined when it could not be read). */
+  private agent: Promise<Awaited<ReturnType<AgentsPort['getAgent']>> | undefined> | undefined;
 
   constructor(
     private readonly socket: StreamSocket,
@@ -223,7 +228,8 @@ export class CallSession {
   /** What this session achieved for its call so far; undefined before a call was attached. */
   get outcome(): SessionOutcome | undefined {
     if (!this.call) return undefined;
-    const recorded = !!this.recorder && this.recorder.durationMs > 0;
+    const recorder = this.recorder ?? this.copies?.recorder;
+    const recorded = !!recorder && recorder.durationMs > 0;
     return { callId: this.call.id, ended: this.over, recording: !recorded ? 'none' : this.recordingStored ? 'stored' : 'not_stored' };
   }
 
@@ -296,14 +302,14 @@ export class CallSession {
     this.encoding = event.format.encoding;
     // The origin of the recording and of the transcript's offsets alike.
     this.streamStartedAt = realClock.now();
-    // A seat sends no audio (copies for records are not built), so there is nothing to record; an operator's side is
-    // recorded by the phone's session, which plays it to the caller.
+    // A seat's recording is its copies' (SeatCopies); an operator's side is recorded by the phone's session, which
+    // plays it to the caller.
     if (this.call.recording_enabled && !seat && role !== 'operator') this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
     this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
+    if (seat) return this.takeSeat(call, seat, event.format.sampleRate);
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
-    if (seat) return this.takeSeat(call, seat);
     if (role === 'operator') return this.joinAsOperator(call, event.format.sampleRate);
     if (awaitClaim) return this.awaitClaim(call, event.format.sampleRate);
     await this.startEngine(call, event.format.sampleRate, resume);
@@ -380,20 +386,30 @@ export class CallSession {
 
   /** How long the call rings before nobody answered: the agent's ring_seconds (0, or unreadable: the default). */
   private async ringMs(call: callsV1.Call): Promise<number> {
-    const agent = await this.deps.agents.getAgent(call.account_id, call.agent_id).catch(() => undefined);
+    const agent = await this.agentOf(call);
     const ring = Number((agent?.effective as Record<string, unknown> | undefined)?.['ring_seconds'] ?? agent?.spec['ring_seconds'] ?? 0);
     return (ring > 0 ? ring : DEFAULT_RING_SECONDS) * 1000;
   }
 
+  private agentOf(call: callsV1.Call): Promise<Awaited<ReturnType<AgentsPort['getAgent']>> | undefined> {
+    return (this.agent ??= this.deps.agents.getAgent(call.account_id, call.agent_id).catch((e: unknown) => {
+      this.log.warn({ err: e, callId: call.id }, 'agent could not be read');
+      return undefined;
+    }));
+  }
+
   /**
    * A rendezvous seat: meets the other seat on the call's link, or waits for it for the agent's ring_seconds; then
-   * the call is given up (`no_answer`) and this seat told.
+   * the call is given up (`no_answer`) and this seat told. When the agent records or transcribes calls, its client
+   * is asked for a copy of its microphone (`call-start` `copy`).
    */
-  private async takeSeat(call: callsV1.Call, seat: string): Promise<void> {
+  private async takeSeat(call: callsV1.Call, seat: string, sampleRate: number): Promise<void> {
+    this.copies = await this.seatCopies(call, seat, sampleRate);
+    this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate, ...(this.copies ? { copy: true } : {}) });
     const links = this.deps.links;
     if (!links) return this.endStream('media_lost');
     const ringMs = await this.ringMs(call);
-    const line = new SeatLine(seat, { notify: (n) => this.notify(n), met: () => clearTimeout(this.ringTimer), peerLeft: (reason) => this.endStream(reason) });
+    const line = new SeatLine(seat, { notify: (n) => this.notify(n), met: () => clearTimeout(this.ringTimer), peerLeft: (reason) => this.endStream(reason) }, this.copies);
     this.line = line;
     this.ringTimer = setTimeout(
       () =>
@@ -405,6 +421,42 @@ export class CallSession {
     );
     this.ringTimer.unref();
     line.connect(await links.join(call.id, line));
+  }
+
+  /**
+   * What a seat does with its client's copies: recorded when the call is (record_calls), transcribed as the seat's
+   * own speaker when the agent's transcribe_calls says so; undefined when neither.
+   */
+  private async seatCopies(call: callsV1.Call, seat: string, sampleRate: number): Promise<SeatCopies | undefined> {
+    const agent = await this.agentOf(call);
+    const transcribe = (agent?.effective as Record<string, unknown> | undefined)?.['transcribe_calls'] ?? agent?.spec['transcribe_calls'];
+    if (!call.recording_enabled && transcribe !== true) return undefined;
+    const log = (message: string, fields?: Record<string, unknown>) => this.log.info({ callId: call.id, seat, ...fields }, message);
+    let transcriber: SeatTranscriber | undefined;
+    if (agent && transcribe === true) {
+      const language = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime).languages[0];
+      const stt = this.deps.providers.stt ?? [];
+      const writer = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
+      this.transcript = writer;
+      transcriber = new SeatTranscriber({
+        sampleRate,
+        stt: [...stt.filter((p) => p.name === language.sttProvider), ...stt.filter((p) => p.name !== language.sttProvider)],
+        language: language.code,
+        vad: this.deps.providers.vad?.(sampleRate),
+        clock: realClock,
+        log,
+        onUtterance: (u) => {
+          const req = {
+            account_id: call.account_id,
+            call_id: call.id,
+            ...this.nextReport(),
+            turn: { role: 'user', text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: seat },
+          };
+          writer.add('turn', () => this.deps.calls.appendTurn(req));
+        },
+      });
+    }
+    return new SeatCopies({ record: call.recording_enabled, transcriber, sampleRate, clock: realClock, log });
   }
 
   /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */
@@ -469,7 +521,7 @@ export class CallSession {
           const req = {
             ...ids,
             ...this.nextReport(),
-            turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted },
+            turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted, speaker: '' },
           };
           transcript.add('turn', () => this.deps.calls.appendTurn(req));
         },
@@ -537,6 +589,7 @@ export class CallSession {
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
     clearTimeout(this.ringTimer);
     if (this.line) await this.leaveLine(call, this.line);
+    await this.copies?.close();
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end).
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
@@ -566,7 +619,7 @@ export class CallSession {
   }
 
   private async saveRecording(call: callsV1.Call): Promise<void> {
-    const recorder = this.recorder;
+    const recorder = this.recorder ?? this.copies?.recorder;
     if (!recorder || recorder.durationMs === 0) return;
     const key = `recordings/${call.account_id}/${call.id}.wav`;
     const wav = recorder.finish();

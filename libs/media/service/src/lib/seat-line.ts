@@ -1,5 +1,6 @@
 import type { StreamNotice } from '@parley/carrier-core';
 import type { Link, LinkEnd } from './call-links';
+import type { SeatCopies } from './seat-copies';
 
 export interface SeatLineHooks {
   /** Tells this seat's browser `notice`. */
@@ -13,7 +14,8 @@ export interface SeatLineHooks {
 /**
  * One seat of a rendezvous on the call's link: told when the other seat joined (and whether it makes the peer
  * connection's offer) or left, and the two seats' signalling relayed between them. The server only signals; the
- * audio runs between the browsers.
+ * audio runs between the browsers. With `copies` (the agent records or transcribes), the copies of the microphones
+ * the clients send on their sockets are handed to them, and the one the other seat forwards over the link too.
  */
 export class SeatLine implements LinkEnd {
   private link: Link | undefined;
@@ -23,6 +25,7 @@ export class SeatLine implements LinkEnd {
     /** The seat's name. */
     readonly role: string,
     private readonly hooks: SeatLineHooks,
+    private readonly copies?: SeatCopies,
   ) {}
 
   connect(link: Link): void {
@@ -42,16 +45,18 @@ export class SeatLine implements LinkEnd {
   joined(seat: string, makesOffer: boolean): void {
     this.met = true;
     this.hooks.met();
+    this.copies?.met(makesOffer, (pcm, rate) => this.link?.audio(pcm, rate));
     this.hooks.notify({ type: 'peer', state: 'joined', seat, offer: makesOffer });
   }
 
-  /** A seat's socket carries no audio (copies for records are not built). */
-  heard(): void {
-    // Nothing to pass on: the audio runs between the browsers.
+  /** A frame of this seat's copy of its microphone (the live audio runs between the browsers). */
+  heard(pcm: Int16Array): void {
+    this.copies?.heard(pcm);
   }
 
-  audio(): void {
-    // Audio runs between the browsers, never through the server.
+  /** The other seat's copy, forwarded to the seat that records. */
+  audio(pcm: Int16Array, rate: number): void {
+    this.copies?.peer(pcm, rate);
   }
 
   dtmf(): void {

@@ -1035,24 +1035,22 @@ export class AgentInputDto implements AgentInput {
 
   @ApiPropertyOptional({
     description:
-      'Whether calls are recorded to audio. Not yet acted on for `webrtc` agents: the clients are not asked for a copy of their ' +
-      'microphone, so a rendezvous has no recording (docs/rendezvous.md).',
+      'Whether calls are recorded to audio. For a `webrtc` agent the seats\' clients are asked (`call-start` `copy`) to send a copy of ' +
+      'their microphone over the realtime socket, mixed into one recording on the call\'s timeline; a client that sends none yields ' +
+      'nothing of its side, and a rendezvous where none did has no recording (`recording_available` false; docs/rendezvous.md).',
   })
   @Optional()
   @IsFlag()
   record_calls?: boolean;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        default: false,
-        description:
-          "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
-          'Needs the clients to send a copy of their microphone over the realtime socket.',
-      },
-      'browser-call transcription',
-    ),
-  )
+  @ApiPropertyOptional({
+    default: false,
+    description:
+      "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
+      'Needs the clients to send a copy of their microphone over the realtime socket (the embed client does when `call-start` says ' +
+      '`copy`); a client that sends nothing yields nothing. Each seat is transcribed by the configured recognizer as its own ' +
+      'speaker: turns of role `user` whose `speaker` is the seat\'s name.',
+  })
   @Optional()
   @IsFlag()
   transcribe_calls?: boolean;
