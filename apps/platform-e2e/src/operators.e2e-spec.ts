@@ -297,7 +297,11 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
         await row.waitFor({ timeout: 10_000 });
         expect(await row.textContent()).toContain(frontDesk);
       }
-      await Promise.all(rows.map((row) => row.getByRole('button', { name: 'Claim' }).click()));
+      const claimButtons = rows.map((row) => row.getByRole('button', { name: 'Claim' }));
+      for (const button of claimButtons) expect(await button.isEnabled()).toBe(true);
+      // Clicked in the pages themselves, at once: Playwright's pointer clicks run one after the other, and the first
+      // claim's gone event can take the row from the second page before its click lands.
+      await Promise.all(claimButtons.map((button) => button.evaluate((b: HTMLButtonElement) => b.click())));
 
       const states = await Promise.all(
         pages.map((p) =>
