@@ -25,22 +25,33 @@ async function openMicrophone(): Promise<{ context: AudioContext; stream: MediaS
   }
 }
 
+/** Loads the capture and playback worklets into `context`, from a Blob URL so the one script is enough. */
+async function loadWorklets(context: AudioContext): Promise<void> {
+  const url = URL.createObjectURL(new Blob([WORKLET_SOURCE], { type: 'application/javascript' }));
+  try {
+    await context.audioWorklet.addModule(url);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** The capture worklet on `stream`, handing `capture` ~21 ms batches of the microphone. */
+function captureMicrophone(context: AudioContext, stream: MediaStream, capture: (samples: Float32Array) => void): AudioWorkletNode {
+  const node = new AudioWorkletNode(context, 'parley-capture', { numberOfOutputs: 1, outputChannelCount: [1] });
+  node.port.onmessage = (event: MessageEvent<Float32Array>) => capture(event.data);
+  // Its output is silence; connected so the graph keeps pulling it.
+  context.createMediaStreamSource(stream).connect(node).connect(context.destination);
+  return node;
+}
+
 /** The thin Web Audio layer: getUserMedia, one AudioContext, the capture and playback worklets. */
 async function openBrowserAudio(handlers: AudioHandlers): Promise<AudioIO> {
   const { context, stream } = await openMicrophone();
   try {
-    const url = URL.createObjectURL(new Blob([WORKLET_SOURCE], { type: 'application/javascript' }));
-    try {
-      await context.audioWorklet.addModule(url);
-    } finally {
-      URL.revokeObjectURL(url);
-    }
+    await loadWorklets(context);
     // Not awaited: a page without a user gesture resolves it only once the person interacts.
     void context.resume();
-    const capture = new AudioWorkletNode(context, 'parley-capture', { numberOfOutputs: 1, outputChannelCount: [1] });
-    capture.port.onmessage = (event: MessageEvent<Float32Array>) => handlers.capture(event.data);
-    // Its output is silence; connected so the graph keeps pulling it.
-    context.createMediaStreamSource(stream).connect(capture).connect(context.destination);
+    const capture = captureMicrophone(context, stream, handlers.capture);
     const playback = new AudioWorkletNode(context, 'parley-playback', { numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [1] });
     playback.port.onmessage = (event: MessageEvent<number>) => handlers.consumed(event.data);
     playback.connect(context.destination);
@@ -94,11 +105,19 @@ async function openBrowserPeer(options: { iceServers: IceServer[] }): Promise<Pe
     context.createMediaStreamSource(incoming).connect(remote);
   };
   const buffer = new Float32Array(microphone.fftSize);
+  let copying: AudioWorkletNode | undefined;
   return {
     connection: connection as unknown as PeerConnectionLike,
+    sampleRate: context.sampleRate,
+    // The worklets load only when the worker asks for a copy: a seat without one never runs them.
+    copy: async (capture) => {
+      await loadWorklets(context);
+      copying = captureMicrophone(context, stream, capture);
+    },
     levels: () => ({ microphone: levelOf(microphone, buffer), remote: levelOf(remote, buffer) }),
     close: () => {
       for (const track of stream.getTracks()) track.stop();
+      if (copying) copying.port.onmessage = null;
       connection.ontrack = null;
       connection.close();
       speaker.srcObject = null;

@@ -114,8 +114,15 @@ class FakeConnection implements PeerConnectionLike {
 
 class FakePeer implements PeerIO {
   readonly connection = new FakeConnection();
+  readonly sampleRate = 48_000;
   closed = false;
   level = { microphone: 0.2, remote: 0.1 };
+  /** Where the copy goes once the call asked for it. */
+  capture?: (samples: Float32Array) => void;
+
+  async copy(capture: (samples: Float32Array) => void): Promise<void> {
+    this.capture = capture;
+  }
 
   levels() {
     return this.level;
@@ -582,11 +589,39 @@ describe('the browser call', () => {
     const SEAT_TOKEN = `rtk_${Buffer.from(JSON.stringify({ jti: 'j', account_id: 'acc_1', call_id: 'call_1', role: 'seat', seat: 'a', exp: 1 })).toString('base64url')}.mac`;
     const signals = (socket: FakeSocket) => socket.of('signal').map((m) => m.data);
 
-    async function seated(options: Partial<ConstructorParameters<typeof ParleyCall>[0]> = {}) {
+    async function seated(options: Partial<ConstructorParameters<typeof ParleyCall>[0]> = {}, start: Partial<typeof CALL_START> = {}) {
       const env = new FakeEnvironment();
-      const { call, events, socket } = await inCall(env, { token: SEAT_TOKEN, ...options });
-      return { call, events, socket, env, peer: env.peer as FakePeer, connection: (env.peer as FakePeer).connection };
+      const call = new ParleyCall({ url: URL, token: SEAT_TOKEN, ...options }, env);
+      const events = recorder(call);
+      const started = call.start();
+      await flush();
+      env.socket.open();
+      env.socket.receive({ ...CALL_START, ...start } as RealtimeServerMessage);
+      await started;
+      return { call, events, socket: env.socket, env, peer: env.peer as FakePeer, connection: (env.peer as FakePeer).connection };
     }
+
+    it('told copy: also streams the microphone on the socket as 20 ms frames at the call’s rate, seq from 0, silence while muted', async () => {
+      const { call, socket, peer } = await seated({}, { copy: true });
+      await flush();
+      // A 48 kHz device: 60 ms of it make about three 16 kHz frames (the resampler's filter holds a few samples back).
+      peer.capture?.(tone(2_880));
+      call.mute(true);
+      peer.capture?.(tone(2_880));
+      const frames = socket.of('audio');
+      expect(frames.length).toBeGreaterThanOrEqual(5);
+      expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i));
+      for (const f of frames) expect(decodePcm16(f.audio)).toHaveLength(320);
+      expect(decodePcm16(frames[1].audio).some((s) => s !== 0)).toBe(true);
+      expect(decodePcm16(frames[frames.length - 1].audio).every((s) => s === 0)).toBe(true);
+    });
+
+    it('not told copy: sends no audio on the socket and takes no copy of the microphone', async () => {
+      const { socket, peer } = await seated();
+      await flush();
+      expect(peer.capture).toBeUndefined();
+      expect(socket.of('audio')).toEqual([]);
+    });
 
     it('opens a peer connection with the given ICE servers (none by default) instead of inline audio, and sends no audio frames', async () => {
       const { env, events } = await seated({ iceServers: [{ urls: 'stun:stun.example.org:3478' }] });

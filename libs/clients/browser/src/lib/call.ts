@@ -283,20 +283,32 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
 
   private callStarted(message: Extract<RealtimeServerMessage, { type: 'call-start' }>): void {
     if (this.phase !== 'starting') return;
-    if (this.peer) {
+    const peer = this.peer;
+    if (peer) {
       this.signalling = new PeerSignalling(
-        this.peer.connection,
+        peer.connection,
         (data) => this.send({ type: 'signal', data }),
         (error) => this.emit('error', { code: 'peer_failed', message: `The peer connection could not be negotiated: ${(error as Error)?.message ?? error}` }),
       );
+      // The worker records or transcribes the call: the microphone also goes on the socket, as on a web call.
+      if (message.copy) {
+        this.encodeFrames(peer.sampleRate, message);
+        peer.copy((samples) => this.capture(samples)).catch((error: unknown) =>
+          this.emit('error', { code: 'copy_failed', message: `The copy of the microphone could not be sent: ${(error as Error)?.message ?? error}` }),
+        );
+      }
       return this.started(message);
     }
     if (!this.audio) return;
-    const rate = message.sample_rate || REALTIME_SAMPLE_RATE;
-    this.encoder = new FrameEncoder(this.audio.sampleRate, rate, message.frame_ms || REALTIME_FRAME_MS);
-    this.speaker = new Resampler(rate, this.audio.sampleRate);
-    this.silence = encodePcm16(new Float32Array(this.encoder.frameSamples));
+    this.encodeFrames(this.audio.sampleRate, message);
+    this.speaker = new Resampler(message.sample_rate || REALTIME_SAMPLE_RATE, this.audio.sampleRate);
     this.started(message);
+  }
+
+  /** Cuts the microphone (at `deviceRate`) into the call's frames. */
+  private encodeFrames(deviceRate: number, message: Extract<RealtimeServerMessage, { type: 'call-start' }>): void {
+    this.encoder = new FrameEncoder(deviceRate, message.sample_rate || REALTIME_SAMPLE_RATE, message.frame_ms || REALTIME_FRAME_MS);
+    this.silence = encodePcm16(new Float32Array(this.encoder.frameSamples));
   }
 
   private started(message: Extract<RealtimeServerMessage, { type: 'call-start' }>): void {

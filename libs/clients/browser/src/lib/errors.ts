@@ -34,7 +34,9 @@ export type ParleyErrorCode =
   /** `start()` after the call ended (or was hung up before it started). */
   | 'call_ended'
   /** A rendezvous seat's peer connection could not be negotiated (a description or candidate was refused). */
-  | 'peer_failed';
+  | 'peer_failed'
+  /** A rendezvous seat could not send the copy of its microphone the worker asked for (the call goes on, unrecorded). */
+  | 'copy_failed';
 
 export class ParleyError extends Error {
   override readonly name = 'ParleyError';

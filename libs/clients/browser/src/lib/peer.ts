@@ -25,6 +25,13 @@ export interface PeerConnectionLike {
 /** A rendezvous seat's media: the microphone on a peer connection, the other seat's audio played when it comes. */
 export interface PeerIO {
   readonly connection: PeerConnectionLike;
+  /** The device's rate, of the copy's samples. */
+  readonly sampleRate: number;
+  /**
+   * Also hands the microphone to `capture` (mono, -1…1, at `sampleRate`), for the copy the worker asked for to
+   * record or transcribe the call (`call-start` `copy`).
+   */
+  copy(capture: (samples: Float32Array) => void): Promise<void>;
   /** RMS levels (0 silence to 1 full scale) of the microphone and of the other seat's audio, as of now. */
   levels(): { microphone: number; remote: number };
   /** Releases the microphone, the connection and the speakers. */
