@@ -14,13 +14,21 @@ const CALL = { id: 'call_op', account_id: 'acc_1', agent_id: 'agt_desk', directi
 
 /** The calls service as a claimable call sees it: ringing until `claimed`, then a given-up is refused (409). */
 function controlPlane() {
-  const state = { claimed: false, ended: [] as callsV1.EndCallRequest[], heartbeats: [] as callsV1.MediaHeartbeatRequest[], transfers: [] as string[] };
+  const state = {
+    claimed: false,
+    ended: [] as callsV1.EndCallRequest[],
+    heartbeats: [] as callsV1.MediaHeartbeatRequest[],
+    transfers: [] as string[],
+    /** Runs inside an end, before it is recorded: the carrier hanging up first (its stream's stop). */
+    whileEnding: async () => undefined as void,
+  };
   const calls = {
     attachMedia: async (req: callsV1.AttachMediaRequest) =>
       req.stream_token === 'rtk_operator' ? { call: { ...CALL, status: 'in_progress' }, resume: '', role: 'operator' } : { call: CALL, resume: '', role: 'carrier', awaitClaim: true },
     heartbeat: async (req: callsV1.MediaHeartbeatRequest) => (state.heartbeats.push(req), !req.stopped),
     endCall: async (req: callsV1.EndCallRequest) => {
       if (req.reason === 'given_up' && state.claimed) throw new AppError('conflict', 'The call was answered.');
+      await state.whileEnding();
       state.ended.push(req);
     },
     transferCall: async (req: callsV1.TransferCallRequest) => {
@@ -169,6 +177,15 @@ describe('a phone call a person answers', () => {
     expect(desk.sent.at(-1)).toEqual({ type: 'call-end', reason: 'completed' });
     expect(desk.closed).toHaveLength(1);
     expect(state.ended).toEqual([]);
+  });
+
+  it('takes the carrier’s stop that its own give-up causes for that end, not for the caller hanging up', async () => {
+    const { state, calls } = controlPlane();
+    const caller = await phone(calls, new CallLinks(), 1);
+    state.whileEnding = () => caller.hangUp();
+    await until(() => state.ended.length > 0, 'the ring to run out', 3000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(state.ended).toEqual([{ account_id: 'acc_1', id: CALL.id, reason: 'given_up' }]);
   });
 
   it('cancels a call whose caller hung up while it rang', async () => {

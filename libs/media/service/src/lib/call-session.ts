@@ -117,6 +117,11 @@ export class CallSession {
   private line: PhoneLine | OperatorLine | SeatLine | undefined;
   /** The ring (ring_seconds) of a phone call or a rendezvous' first seat; then a phone's wait for its operator. */
   private ringTimer: NodeJS.Timeout | undefined;
+  /**
+   * This session asked for the call's end (its ring ran out): the carrier hangs up first, so the stream's stop that
+   * follows is that end, not the caller hanging up (which would race it to the record as `canceled`).
+   */
+  private endingHere = false;
   /** A rendezvous seat's copies of its microphone, when the agent records or transcribes. */
   private copies: SeatCopies | undefined;
   /** The call's agent, read once (undefined when it could not be read). */
@@ -338,10 +343,12 @@ export class CallSession {
 
   private async ringOut(call: callsV1.Call, line: PhoneLine): Promise<void> {
     if (line.answered || this.finished) return;
+    this.endingHere = true;
     try {
       await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'given_up' });
       this.endStream('no_answer');
     } catch (error) {
+      this.endingHere = false;
       if (!(error instanceof AppError && error.code === 'conflict')) return this.log.warn({ err: error, callId: call.id }, 'ringing call could not be given up');
       // Claimed (or ended) meanwhile: its operator has the claim token's window to connect.
       this.ringTimer = setTimeout(() => void this.operatorNeverCame(call, line), (REALTIME_TOKEN_TTL_SECONDS + OPERATOR_JOIN_GRACE_SECONDS) * 1000);
@@ -352,6 +359,7 @@ export class CallSession {
   private async operatorNeverCame(call: callsV1.Call, line: PhoneLine): Promise<void> {
     if (line.answered || this.finished) return;
     this.log.warn({ callId: call.id }, 'the operator who claimed the call never connected');
+    this.endingHere = true;
     await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'no_answer' }).then(
       () => this.endStream('no_answer'),
       (e: unknown) => this.log.warn({ err: e, callId: call.id }, 'claimed call could not be ended'),
@@ -609,7 +617,7 @@ export class CallSession {
    */
   private async leaveLine(call: callsV1.Call, line: PhoneLine | OperatorLine | SeatLine): Promise<void> {
     line.stop(this.endReason ?? 'completed');
-    if (line instanceof OperatorLine || line.answered || this.over) return;
+    if (line instanceof OperatorLine || line.answered || this.over || this.endingHere) return;
     await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'hangup' }).then(
       () => (this.endReason = 'canceled'),
       (e: unknown) => {
