@@ -100,6 +100,10 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
       return call.status === 'ended' ? call : undefined;
     }, `${callId} to end`, 15_000);
 
+  it('is announced by npm start with the console page’s address', () => {
+    expect(platform.output('standalone')).toContain(`Operator console: ${platform.baseUrl}/operator `);
+  });
+
   describe('over the Twilio protocol and the realtime socket', () => {
     it('rings the caller (ringback, no greeting), shows the call on two consoles, lets exactly one of two simultaneous claims win, carries audio both ways and ends on the operator’s hang-up', async () => {
       const [alice, bob] = await Promise.all([consoleToken('alice'), consoleToken('bob')]);
@@ -301,7 +305,7 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
       for (const button of claimButtons) expect(await button.isEnabled()).toBe(true);
       // Clicked in the pages themselves, at once: Playwright's pointer clicks run one after the other, and the first
       // claim's gone event can take the row from the second page before its click lands.
-      await Promise.all(claimButtons.map((button) => button.evaluate((b: HTMLButtonElement) => b.click())));
+      await Promise.all(claimButtons.map((button) => button.evaluate((b) => (b as unknown as { click(): void }).click())));
 
       const states = await Promise.all(
         pages.map((p) =>

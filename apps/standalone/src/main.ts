@@ -40,5 +40,6 @@ void runProcess(GatewayConfig, async (config) => {
   rootLogger().info({ url: gateway.url }, `Parley is running at ${gateway.url}`);
   process.stdout.write(`Parley is running at ${gateway.url}\n`);
   if (config.DEV_CARRIER === 'on') process.stdout.write(`Dev phone: ${gateway.url}/dev/phone\n`);
+  process.stdout.write(`Operator console: ${gateway.url}/operator (open it with a console token: docs/operators.md)\n`);
   return [stopBus, ...started];
 });
