@@ -2,6 +2,8 @@ import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Browser, Page } from 'playwright-core';
 import { REALTIME_CLOSE, RealtimeServerMessage } from '@parley/contracts';
+import { parseWav } from '@parley/audio';
+import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 import { launchChromium } from './support/chromium';
 import { RealtimeTestClient } from './support/realtime-client';
@@ -11,6 +13,32 @@ import { WebhookReceiver } from './support/webhook-receiver';
 const KEY = 'vsk_rendezvous_owner_key_01';
 const OTHER_KEY = 'vsk_rendezvous_other_key_01';
 const RING_SECONDS = 3;
+const DOCTOR_SAYS = 'Good morning doctor speaking';
+const PATIENT_SAYS = 'Hello I have a question';
+
+/**
+ * Where a recording is loud: stretches (start and end, in seconds) whose 50 ms windows are above a tenth of the
+ * loudest one, pauses shorter than 700 ms (between words) bridged.
+ */
+function loudStretches(wav: Buffer): { start: number; end: number }[] {
+  const { samples, sampleRate } = parseWav(wav);
+  const window = Math.round(sampleRate / 20);
+  const levels: number[] = [];
+  for (let at = 0; at + window <= samples.length; at += window) {
+    let squares = 0;
+    for (let i = at; i < at + window; i++) squares += samples[i] * samples[i];
+    levels.push(Math.sqrt(squares / window));
+  }
+  const threshold = Math.max(...levels) / 10;
+  const stretches: { start: number; end: number }[] = [];
+  levels.forEach((level, i) => {
+    if (level < threshold) return;
+    const last = stretches.at(-1);
+    if (last && i * 0.05 - last.end < 0.7) last.end = (i + 1) * 0.05;
+    else stretches.push({ start: i * 0.05, end: (i + 1) * 0.05 });
+  });
+  return stretches;
+}
 
 interface Minted {
   token: string;
@@ -28,12 +56,14 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
   let api: ApiClient;
   let other: ApiClient;
   const hooks = new WebhookReceiver();
+  // The recognizer of an agent that transcribes its rendezvous, speaking Deepgram's protocol.
+  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
   let agentId: string;
 
   beforeAll(async () => {
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${KEY}`, `globex:owner:${OTHER_KEY}`],
-      env: { WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1', EGRESS_ALLOWLIST: '127.0.0.1' },
+      env: { WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1', EGRESS_ALLOWLIST: '127.0.0.1', DEEPGRAM_API_KEY: 'dg-key', DEEPGRAM_BASE_URL: await deepgram.start() },
     });
     api = platform.api(KEY);
     other = platform.api(OTHER_KEY);
@@ -51,9 +81,10 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
   afterAll(async () => {
     await platform?.stop();
     await hooks.stop();
+    await deepgram.stop();
   });
 
-  const rendezvous = async (body: Record<string, unknown> = {}) => {
+  const rendezvous = async (body: Record<string, unknown> = {}): Promise<{ id: string; status: string; direction: string; carrier: string; seats: { name: string; taken: boolean }[] }> => {
     const res = await api.post('/v1/calls/rendezvous', { agent_id: agentId, ...body });
     expect(res.status).toBe(201);
     return res.body as { id: string; status: string; direction: string; carrier: string; seats: { name: string; taken: boolean }[] };
@@ -172,7 +203,7 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
 
     /** The customer's page: `window.takeSeat(callId, seat)` asks the customer's server for the seat's token and joins. */
     const page = (baseUrl: string) => `<!doctype html><html><head><meta charset="utf-8"><script src="${baseUrl}/v1/embed/"></script></head><body><script>
-      window.seen = { events: [], peers: [], remotePeak: 0, remoteLoudMs: 0, micPeak: 0, ends: [], errors: [] };
+      window.seen = { events: [], peers: [], remotePeak: 0, remoteLoudMs: 0, micPeak: 0, micOnsets: [], micLoudAt: 0, ends: [], errors: [] };
       window.takeSeat = async (callId, seat) => {
         const minted = await (await fetch('/seat', { method: 'POST', body: JSON.stringify({ call_id: callId, seat }) })).json();
         const call = new Parley.ParleyCall({ url: minted.url, token: minted.token, callId });
@@ -183,6 +214,10 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
         call.on('volume', (v) => {
           window.seen.remotePeak = Math.max(window.seen.remotePeak, v.remote);
           window.seen.micPeak = Math.max(window.seen.micPeak, v.microphone);
+          if (v.microphone > 0.02) {
+            if (Date.now() - window.seen.micLoudAt > 1000) window.seen.micOnsets.push(Date.now());
+            window.seen.micLoudAt = Date.now();
+          }
           if (v.remote > 0.02) window.seen.remoteLoudMs += 100;
         });
         call.on('call-end', (e) => window.seen.ends.push(e.reason));
@@ -190,8 +225,20 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
       };
     </script></body></html>`;
 
-    type Seen = { events: string[]; peers: string[]; remotePeak: number; remoteLoudMs: number; micPeak: number; ends: string[]; errors: string[] };
+    type Seen = {
+      events: string[];
+      peers: string[];
+      remotePeak: number;
+      remoteLoudMs: number;
+      micPeak: number;
+      /** When (epoch ms) the microphone became loud after a second of quiet: when the person started speaking. */
+      micOnsets: number[];
+      ends: string[];
+      errors: string[];
+    };
     const seen = (p: Page) => p.evaluate(() => (globalThis as unknown as { seen: Seen }).seen);
+    const takeSeat = (p: Page, callId: string, name: string) =>
+      p.evaluate(([id, s]) => (globalThis as unknown as { takeSeat(id: string, s: string): Promise<void> }).takeSeat(id, s), [callId, name] as const);
 
     beforeAll(async () => {
       const html = page(platform.baseUrl);
@@ -223,10 +270,8 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
       const [doctor, patient] = await Promise.all(browsers.map((b) => b.newPage()));
       try {
         await Promise.all([doctor.goto(siteUrl), patient.goto(siteUrl)]);
-        const takeSeat = (p: Page, name: string) =>
-          p.evaluate(([id, s]) => (globalThis as unknown as { takeSeat(id: string, s: string): Promise<void> }).takeSeat(id, s), [call.id, name] as const);
-        await takeSeat(doctor, 'doctor');
-        await takeSeat(patient, 'patient');
+        await takeSeat(doctor, call.id, 'doctor');
+        await takeSeat(patient, call.id, 'patient');
         // The fake microphones loop 4 s of silence, the phrase, 8 s of silence: within a loop each hears the other speak.
         for (const [p, who] of [
           [doctor, 'the doctor hears the patient'],
@@ -251,5 +296,87 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
         await patient.close();
       }
     }, 90_000);
+
+    it(`ends the call no_answer when the other page never takes its seat, at ring_seconds (${RING_SECONDS} s) ± 1 s`, async () => {
+      const call = await rendezvous();
+      const alone = await browsers[0].newPage();
+      try {
+        await alone.goto(siteUrl);
+        await takeSeat(alone, call.id, 'a');
+        const seatedAt = Date.now();
+        await until(async () => (await seen(alone)).ends.length > 0, 'the ring to run out', 10_000);
+        const waited = Date.now() - seatedAt;
+        expect(waited).toBeGreaterThanOrEqual(RING_SECONDS * 1000 - 1000);
+        expect(waited).toBeLessThanOrEqual(RING_SECONDS * 1000 + 1000);
+        expect((await seen(alone)).ends).toEqual(['no_answer']);
+        expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'no_answer' });
+      } finally {
+        await alone.close();
+      }
+    }, 30_000);
+
+    describe('with copies for records (record_calls, transcribe_calls)', () => {
+      let recordedAgentId: string;
+
+      beforeAll(async () => {
+        const agent = await api.post('/v1/agents', {
+          name: 'Recorded consultation',
+          mode: 'webrtc',
+          ring_seconds: 30,
+          record_calls: true,
+          transcribe_calls: true,
+          languages: [{ code: 'en-US', stt_provider: 'deepgram' }],
+        });
+        expect(agent.status).toBe(201);
+        recordedAgentId = agent.body.id;
+      });
+
+      it('each page hears the other; the recording has both voices on one timeline, and the transcript both seats as speakers', async () => {
+        // Chromium's fake microphone plays from the browser's start: launched together, right before the seats are
+        // taken, the doctor speaks about 5 s in and the patient 5 s later, both after the seats met, never together.
+        const voices = await Promise.all([launchChromium(DOCTOR_SAYS, 5), launchChromium(PATIENT_SAYS, 10)]);
+        // A phrase eSpeak pauses in may make two segments: the patient's text is there for the doctor's second one.
+        deepgram.utterances(DOCTOR_SAYS, PATIENT_SAYS, PATIENT_SAYS, PATIENT_SAYS);
+        try {
+          const call = await rendezvous({ agent_id: recordedAgentId, seats: ['doctor', 'patient'] });
+          const [doctor, patient] = await Promise.all(voices.map((b) => b.newPage()));
+          await Promise.all([doctor.goto(siteUrl), patient.goto(siteUrl)]);
+          await takeSeat(doctor, call.id, 'doctor');
+          await takeSeat(patient, call.id, 'patient');
+          await until(async () => (await seen(patient)).remoteLoudMs >= 500, 'the patient hears the doctor', 30_000);
+          await until(async () => (await seen(doctor)).remoteLoudMs >= 500, 'the doctor hears the patient', 30_000);
+
+          type Turn = { role: string; text: string; speaker: string | null; start_seconds: number };
+          const turns = async () => ((await api.get(`/v1/calls/${call.id}/transcript`)).body as { turns: Turn[] }).turns;
+          await until(async () => new Set((await turns()).map((t) => t.speaker)).size === 2, 'both seats transcribed', 30_000);
+          await doctor.evaluate(() => (globalThis as unknown as { call: { hangup(): void } }).call.hangup());
+          await until(async () => (await seen(patient)).ends.length > 0, 'the patient’s call-end');
+          const [d, p] = [await seen(doctor), await seen(patient)];
+          expect([...d.errors, ...p.errors]).toEqual([]);
+
+          const said = await turns();
+          const first = (speaker: string) => said.find((t) => t.speaker === speaker);
+          expect(said.every((t) => t.role === 'user')).toBe(true);
+          expect(first('doctor')?.text).toBe(DOCTOR_SAYS);
+          expect(first('patient')?.text).toBe(PATIENT_SAYS);
+
+          await until(async () => (await api.get(`/v1/calls/${call.id}`)).body.recording_available === true, 'the recording', 20_000);
+          const file = await fetch(`${platform.baseUrl}/v1/calls/${call.id}/recording`, { headers: { authorization: `Bearer ${KEY}` } });
+          expect(file.status).toBe(200);
+          const [doctorSpoke, patientSpoke] = loudStretches(Buffer.from(await file.arrayBuffer()));
+          // One timeline: the voices are as far apart in the recording as the two people started speaking (their
+          // pages' microphones, on one clock), and where the transcript of each seat says they spoke.
+          const apart = (p.micOnsets[0] - d.micOnsets[0]) / 1000;
+          expect(apart).toBeGreaterThan(3);
+          expect(patientSpoke.start - doctorSpoke.start).toBeGreaterThan(apart - 0.75);
+          expect(patientSpoke.start - doctorSpoke.start).toBeLessThan(apart + 0.75);
+          expect(patientSpoke.start - doctorSpoke.end).toBeGreaterThan(1);
+          expect(Math.abs((first('doctor')?.start_seconds ?? NaN) - doctorSpoke.start)).toBeLessThan(1);
+          expect(Math.abs((first('patient')?.start_seconds ?? NaN) - patientSpoke.start)).toBeLessThan(1);
+        } finally {
+          for (const b of voices) await b.close();
+        }
+      }, 120_000);
+    });
   });
 });
