@@ -1,5 +1,10 @@
+import { callsV1 } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
-import { callListFilter } from './calls.controller';
+import type { Bus } from '@parley/messaging';
+import { CallsClient } from './calls.client';
+import { CursorCodec } from '../http/pagination';
+import { Recordings } from './recordings';
+import { CallsController, callListFilter } from './calls.controller';
 
 const code = (value: string) => {
   try {
@@ -21,4 +26,21 @@ describe('the calls list time filters', () => {
       expect(code(value)).toBe('invalid_request');
     },
   );
+});
+
+describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
+  const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', ...over });
+  const transcriptOf = (turns: callsV1.Turn[]) => {
+    const calls = { call: async () => ({ call: { status: 'ended' }, turns }) } as unknown as CallsClient;
+    return new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).transcript({ accountId: 'acc_1' } as never, 'call_1');
+  };
+
+  it('shows who said each turn of a rendezvous (the seat), and null on calls with one person', async () => {
+    const rendezvous = await transcriptOf([turn({ speaker: 'doctor', text: 'Good morning' }), turn({ speaker: 'patient', text: 'Hello' })]);
+    expect(rendezvous.turns.map((t) => [t.speaker, t.role, t.text, t.start_seconds])).toEqual([
+      ['doctor', 'user', 'Good morning', 1.2],
+      ['patient', 'user', 'Hello', 1.2],
+    ]);
+    expect((await transcriptOf([turn({}), turn({ role: 'assistant' })])).turns.map((t) => t.speaker)).toEqual([null, null]);
+  });
 });
