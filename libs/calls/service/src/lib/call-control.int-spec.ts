@@ -20,6 +20,11 @@ import { FakeMediaWorkers } from './testing/fake-media-workers';
 const AGENT = { effective_json: '{"record_calls":true}', spec_json: '{"ring_seconds":45}' };
 /** agt_vm leaves a message on answering machines. */
 const VOICEMAIL_AGENT = { effective_json: '{}', spec_json: '{"conversation":{"voicemail":"message","voicemail_message":"Please call us back."}}' };
+/** agt_desk's calls are answered by a person (simple); agt_meet introduces two browsers (webrtc). */
+const PERSON_AGENTS: Record<string, { effective_json: string; spec_json: string }> = {
+  agt_desk: { effective_json: '{"autonomy":"simple"}', spec_json: '{"autonomy":"simple"}' },
+  agt_meet: { effective_json: '{}', spec_json: '{"mode":"webrtc"}' },
+};
 const agents = {
   getService: () => ({
     getAgent: (req: { account_id: string; id: string }) =>
@@ -27,6 +32,8 @@ const agents = {
         ? of({ agent: AGENT }).pipe(delay(300))
         : req.id === 'agt_vm'
           ? of({ agent: VOICEMAIL_AGENT })
+        : PERSON_AGENTS[req.id]
+          ? of({ agent: PERSON_AGENTS[req.id] })
         : of({ agent: ['acc_1', 'acc_3'].includes(req.account_id) && req.id === 'agt_1' ? AGENT : undefined }),
     locateAgent: () => of({ account_id: 'acc_1' }),
   }),
@@ -237,6 +244,19 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
       code: 'validation_error',
       errors: [{ field: 'from', message: expect.stringContaining('TWILIO_FROM_NUMBER') }],
     });
+  });
+
+  it('refuses outbound calls through agents that would have nobody talking: a simple agent (a person answers calls in) and a webrtc agent, dialling nothing', async () => {
+    const before = twilio.calls.length;
+    await expect(control.placeOutbound('acc_1', { agentId: 'agt_desk', to: '+15550100000' })).rejects.toMatchObject({
+      code: 'validation_error',
+      errors: [{ field: 'agent_id', message: expect.stringContaining('simple agent') }],
+    });
+    await expect(control.placeOutbound('acc_1', { agentId: 'agt_meet', to: '+15550100000' })).rejects.toMatchObject({
+      code: 'validation_error',
+      errors: [{ field: 'agent_id', message: expect.stringContaining('POST /v1/calls/rendezvous') }],
+    });
+    expect(twilio.calls.length).toBe(before);
   });
 
   it('puts an opted-out number on the do-not-call list, tells webhooks, and refuses later calls to it', async () => {

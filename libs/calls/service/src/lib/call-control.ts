@@ -160,6 +160,11 @@ export class CallControl {
       throw AppError.validation([{ field: 'to', message: 'is on this account’s do-not-call list: its owner asked not to be called again' }]);
     }
     const agent = await this.agentSettings(accountId, input.agentId, 'agent_id');
+    // Nothing would talk on such a call: refused before anything is dialled.
+    if (agent.mode === 'webrtc') throw AppError.validation([{ field: 'agent_id', message: 'names a webrtc agent: it introduces two browsers (POST /v1/calls/rendezvous), it places no phone calls' }]);
+    if (agent.answersByClaim) {
+      throw AppError.validation([{ field: 'agent_id', message: 'names a simple agent: a person answers the calls that ring in to it; outbound calls through it are not supported yet' }]);
+    }
     const carrier = this.carrierFor(agent);
     const from = input.from || this.defaultFrom(carrier);
     if (!from) {
