@@ -373,6 +373,12 @@ describe('rendezvous: two people in browsers through a webrtc agent (standalone)
           expect(patientSpoke.start - doctorSpoke.end).toBeGreaterThan(1);
           expect(Math.abs((first('doctor')?.start_seconds ?? NaN) - doctorSpoke.start)).toBeLessThan(1);
           expect(Math.abs((first('patient')?.start_seconds ?? NaN) - patientSpoke.start)).toBeLessThan(1);
+          // The record says both clients sent their copies.
+          await until(async () => (await api.get(`/v1/calls/${call.id}`)).body.seats.every((s: { copy: boolean | null }) => s.copy !== null), 'the seats’ copies reported');
+          expect((await api.get(`/v1/calls/${call.id}`)).body.seats).toEqual([
+            { name: 'doctor', taken: true, copy: true },
+            { name: 'patient', taken: true, copy: true },
+          ]);
         } finally {
           for (const b of voices) await b.close();
         }

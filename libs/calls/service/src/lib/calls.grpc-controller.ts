@@ -157,6 +157,11 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     return {};
   }
 
+  async reportSeatCopy(req: callsV1.ReportSeatCopyRequest): Promise<callsV1.ReportSeatCopyResponse> {
+    await this.web.reportSeatCopy(req.account_id, req.call_id, req.seat, req.sent);
+    return {};
+  }
+
   async getRecording(req: callsV1.GetRecordingRequest): Promise<callsV1.GetRecordingResponse> {
     const call = await this.calls.get(req.account_id, req.id);
     if (!call.recordingAvailable || !call.recordingKey) throw AppError.notFound('recording');

@@ -65,6 +65,8 @@ export class CallEntity {
 export interface Seat {
   name: string;
   taken: boolean;
+  /** Whether its client sent the copy of its microphone the worker asked for (agents that record or transcribe). */
+  copy?: boolean;
 }
 
 @Entity({ name: 'call_turns' })

@@ -270,6 +270,19 @@ export class WebCalls {
     return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)), role: claims.role };
   }
 
+  /**
+   * A seat's session ended: whether its client sent the copy of its microphone it was asked for, shown on the call's
+   * seats (nothing of a seat that sent none is recorded or transcribed).
+   */
+  async reportSeatCopy(accountId: string, id: string, seat: string, sent: boolean): Promise<void> {
+    await this.calls.amend(accountId, id, (current) => {
+      const named = current.seats?.find((s) => s.name === seat);
+      if (!named) throw AppError.validation([{ field: 'seat', message: 'the call has no such seat' }]);
+      named.copy = sent;
+      return [];
+    });
+  }
+
   /** Marks `seat` taken under the call's lock: the first seat rings the call, the second answers it (call.started). */
   private async takeSeat(call: CallEntity, seat: string, commandAddress: string): Promise<CallEntity> {
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);

@@ -113,7 +113,7 @@ describe('the rendezvous routes in the OpenAPI document', () => {
     expect(Object.keys(schema(create.requestBody.content['application/json'].schema.$ref).properties ?? {}).sort()).toEqual(['agent_id', 'metadata', 'seats', 'variables']);
     const call = schema(create.responses['201'].content?.['application/json'].schema.$ref as string);
     expect(call.properties?.['seats']).toMatchObject({ type: ['array', 'null'] });
-    expect(Object.keys(schema('SeatDto').properties ?? {}).sort()).toEqual(['name', 'taken']);
+    expect(Object.keys(schema('SeatDto').properties ?? {}).sort()).toEqual(['copy', 'name', 'taken']);
   });
 
   it('publishes POST /v1/calls/{id}/seat answering 201 a realtime token of role seat, 404 and 409 among its problems', () => {

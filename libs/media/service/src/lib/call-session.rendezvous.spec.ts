@@ -36,6 +36,7 @@ function worker(ringSeconds = 30, links = new CallLinks(), copies: CopyOptions =
   const ended: callsV1.EndCallRequest[] = [];
   const heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   const turns: callsV1.AppendTurnRequest[] = [];
+  const copyReports: callsV1.ReportSeatCopyRequest[] = [];
   const recordings: { key: string; wav: Buffer; ready?: callsV1.RecordingReadyRequest }[] = [];
   const call = { ...CALL, recording_enabled: copies.record === true };
   const calls = {
@@ -43,6 +44,7 @@ function worker(ringSeconds = 30, links = new CallLinks(), copies: CopyOptions =
     heartbeat: async (req: callsV1.MediaHeartbeatRequest) => (heartbeats.push(req), !req.stopped),
     endCall: async (req: callsV1.EndCallRequest) => void ended.push(req),
     appendTurn: async (req: callsV1.AppendTurnRequest) => void turns.push(req),
+    reportSeatCopy: async (req: callsV1.ReportSeatCopyRequest) => void copyReports.push(req),
     recordingReady: async (req: callsV1.RecordingReadyRequest) => void recordings.filter((r) => r.key === req.key).forEach((r) => (r.ready = req)),
   } as unknown as CallsPort;
   const store = { put: async (key: string, wav: Buffer) => void recordings.push({ key, wav }) } as unknown as BlobStore;
@@ -69,7 +71,7 @@ function worker(ringSeconds = 30, links = new CallLinks(), copies: CopyOptions =
     return { session, sent, closed };
   };
   const signal = (from: Seat, data: Record<string, unknown>) => from.session.onFrame(JSON.stringify({ type: 'signal', data }));
-  return { rooms, ended, heartbeats, turns, recordings, seat, signal };
+  return { rooms, ended, heartbeats, turns, recordings, copyReports, seat, signal };
 }
 
 /** Two workers behind a load balancer: each seat lands on its own, and they meet over the bus. */
@@ -254,8 +256,12 @@ function expectBothOnOneTimeline(recordings: { wav: Buffer; ready?: callsV1.Reco
 
 describe('copies of the seats’ microphones for the record (record_calls, transcribe_calls)', () => {
   it('asks each seat for a copy (call-start copy) only when the agent records or transcribes calls', async () => {
-    const plain = await worker().seat('a');
+    const unasked = worker();
+    const plain = await unasked.seat('a');
     expect(of(plain, 'call-start')[0]).not.toHaveProperty('copy');
+    await unasked.seat('b');
+    await plain.session.onClose();
+    expect(unasked.copyReports).toEqual([]);
     expect(of(await worker(30, new CallLinks(), { record: true }).seat('a'), 'call-start')[0]).toMatchObject({ copy: true });
     expect(of(await worker(30, new CallLinks(), { transcribe: true, stt: new FakeSpeechToText() }).seat('a'), 'call-start')[0]).toMatchObject({ copy: true });
   });
@@ -304,9 +310,9 @@ describe('copies of the seats’ microphones for the record (record_calls, trans
     expect(stt.streams.map((s) => s.closed)).toEqual([true, true]);
   });
 
-  it('yields nothing of a seat whose client sends no copy: no turns of it, and no recording when neither sent one', async () => {
+  it('yields nothing of a seat whose client sends no copy: no turns of it, no recording when neither sent one, and the call’s record says which', async () => {
     const stt = new FakeSpeechToText().queue('Only the doctor speaks.');
-    const { seat, turns, recordings } = worker(30, new CallLinks(), { record: true, transcribe: true, stt });
+    const { seat, turns, recordings, copyReports } = worker(30, new CallLinks(), { record: true, transcribe: true, stt });
     const a = await seat('patient');
     const b = await seat('doctor');
     await sendCopy(b, utterance(880));
@@ -316,6 +322,10 @@ describe('copies of the seats’ microphones for the record (record_calls, trans
     expect(turns.map((t) => t.turn?.speaker)).toEqual(['doctor']);
     // The patient records: only the doctor's copy reached it.
     expect(recordings).toHaveLength(1);
+    expect(copyReports.map((r) => [r.seat, r.sent])).toEqual([
+      ['patient', false],
+      ['doctor', true],
+    ]);
 
     const silent = worker(30, new CallLinks(), { record: true });
     const c = await silent.seat('a');
@@ -324,5 +334,6 @@ describe('copies of the seats’ microphones for the record (record_calls, trans
     await d.session.onClose();
     expect(silent.recordings).toEqual([]);
     expect(c.session.outcome?.recording).toBe('none');
+    expect(silent.copyReports.map((r) => r.sent)).toEqual([false, false]);
   });
 });

@@ -464,7 +464,11 @@ export class CallSession {
         },
       });
     }
-    return new SeatCopies({ record: call.recording_enabled, transcriber, sampleRate, clock: realClock, log });
+    const report = async (sent: boolean) =>
+      this.deps.calls
+        .reportSeatCopy?.({ account_id: call.account_id, call_id: call.id, seat, sent })
+        .catch((e: unknown) => this.log.warn({ err: e, callId: call.id, seat }, 'whether the seat sent a copy could not be reported'));
+    return new SeatCopies({ record: call.recording_enabled, transcriber, sampleRate, clock: realClock, report, log });
   }
 
   /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */

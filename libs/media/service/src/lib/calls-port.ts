@@ -15,6 +15,8 @@ export interface CallsPort {
   getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;
+  /** A rendezvous seat's session ended: whether its client sent the copy asked for. Only seat sessions call it. */
+  reportSeatCopy?(req: callsV1.ReportSeatCopyRequest): Promise<void>;
   appendTurn(req: callsV1.AppendTurnRequest): Promise<void>;
   endCall(req: callsV1.EndCallRequest): Promise<void>;
   transferCall(req: callsV1.TransferCallRequest): Promise<void>;

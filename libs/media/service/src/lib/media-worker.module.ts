@@ -58,6 +58,10 @@ class GrpcCallsPort implements CallsPort {
     await this.client.call('recordingReady', (s, md) => s.recordingReady(req, md));
   }
 
+  async reportSeatCopy(req: callsV1.ReportSeatCopyRequest): Promise<void> {
+    await this.client.call('reportSeatCopy', (s, md) => s.reportSeatCopy(req, md));
+  }
+
   async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
     await this.client.call('appendTurn', (s, md) => s.appendTurn(req, md));
   }

@@ -120,6 +120,8 @@ export interface SeatCopiesOptions {
   transcriber?: SeatTranscriber;
   sampleRate: number;
   clock: Clock;
+  /** The seat leaves after the seats met: whether its client sent a copy (the call's record shows it). */
+  report(sent: boolean): Promise<void>;
   log(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -167,10 +169,12 @@ export class SeatCopies {
     this.recording?.write('agent', pcm, rate);
   }
 
-  /** The seat leaves: its recognizer closes; a client that sent no copy is logged (it yields nothing). */
+  /** The seat leaves: its recognizer closes; whether its client sent a copy is reported (one that sent none yields nothing). */
   async close(): Promise<void> {
-    if (this.meeting && this.copies === 0) this.options.log('the seat sent no copy of its microphone: nothing of it is recorded or transcribed');
-    if (this.recording && this.recording.recorder.durationMs === 0) this.options.log('no seat sent a copy of its microphone: the rendezvous has no recording');
     await this.options.transcriber?.close();
+    if (!this.meeting) return;
+    if (this.copies === 0) this.options.log('the seat sent no copy of its microphone: nothing of it is recorded or transcribed');
+    if (this.recording && this.recording.recorder.durationMs === 0) this.options.log('no seat sent a copy of its microphone: the rendezvous has no recording');
+    await this.options.report(this.copies > 0);
   }
 }

@@ -1037,7 +1037,8 @@ export class AgentInputDto implements AgentInput {
     description:
       'Whether calls are recorded to audio. For a `webrtc` agent the seats\' clients are asked (`call-start` `copy`) to send a copy of ' +
       'their microphone over the realtime socket, mixed into one recording on the call\'s timeline; a client that sends none yields ' +
-      'nothing of its side, and a rendezvous where none did has no recording (`recording_available` false; docs/rendezvous.md).',
+      'nothing of its side (its seat shows `copy` false), and a rendezvous where none did has no recording (`recording_available` ' +
+      'false; docs/rendezvous.md).',
   })
   @Optional()
   @IsFlag()

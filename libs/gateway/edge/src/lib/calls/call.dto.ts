@@ -9,6 +9,15 @@ const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
 export class SeatDto {
   @ApiProperty({ example: 'a', description: 'The seat’s name, as the rendezvous was created with it.' }) name: string;
   @ApiProperty({ description: 'A browser joined with one of this seat’s tokens: no further token is minted for it.' }) taken: boolean;
+  @ApiProperty({
+    type: 'boolean',
+    nullable: true,
+    description:
+      'When the agent records or transcribes calls (`record_calls`, `transcribe_calls`): whether this seat’s client sent the copy of its ' +
+      'microphone it was asked for, known once its browser left. `false`: nothing of this seat is recorded or transcribed. Null until ' +
+      'then, and when no copy was asked for.',
+  })
+  copy: boolean | null;
 }
 
 export class CreateCallDto {

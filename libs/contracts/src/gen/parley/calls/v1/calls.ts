@@ -66,6 +66,12 @@ export interface Call_MetadataEntry {
 export interface Seat {
   name: string;
   taken: boolean;
+  /**
+   * A rendezvous whose agent records or transcribes calls: whether this seat's client sent a copy of its microphone
+   * once the seats met (nothing of a seat that sent none is recorded or transcribed). Unset until its session ended,
+   * and when no copy was asked for.
+   */
+  copy?: boolean | undefined;
 }
 
 export interface CreateCallRequest {
@@ -429,6 +435,17 @@ export interface RecordingReadyRequest {
 export interface RecordingReadyResponse {
 }
 
+/** A rendezvous seat's session ended: whether its client sent the copy of its microphone it was asked for. */
+export interface ReportSeatCopyRequest {
+  account_id: string;
+  call_id: string;
+  seat: string;
+  sent: boolean;
+}
+
+export interface ReportSeatCopyResponse {
+}
+
 export interface GetRecordingRequest {
   account_id: string;
   id: string;
@@ -542,6 +559,8 @@ export interface CallsServiceClient {
 
   recordingReady(request: RecordingReadyRequest, metadata?: Metadata): Observable<RecordingReadyResponse>;
 
+  reportSeatCopy(request: ReportSeatCopyRequest, metadata?: Metadata): Observable<ReportSeatCopyResponse>;
+
   getRecording(request: GetRecordingRequest, metadata?: Metadata): Observable<GetRecordingResponse>;
 
   injectEvent(request: InjectEventRequest, metadata?: Metadata): Observable<InjectEventResponse>;
@@ -644,6 +663,11 @@ export interface CallsServiceController {
     metadata?: Metadata,
   ): Promise<RecordingReadyResponse> | Observable<RecordingReadyResponse> | RecordingReadyResponse;
 
+  reportSeatCopy(
+    request: ReportSeatCopyRequest,
+    metadata?: Metadata,
+  ): Promise<ReportSeatCopyResponse> | Observable<ReportSeatCopyResponse> | ReportSeatCopyResponse;
+
   getRecording(
     request: GetRecordingRequest,
     metadata?: Metadata,
@@ -691,6 +715,7 @@ export function CallsServiceControllerMethods() {
       "appendTurn",
       "getTranscript",
       "recordingReady",
+      "reportSeatCopy",
       "getRecording",
       "injectEvent",
       "transferCall",

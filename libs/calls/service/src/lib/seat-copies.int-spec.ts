@@ -2,7 +2,6 @@ import { DataSource } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
@@ -11,11 +10,12 @@ import { CallControl } from './call-control';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
+import { CallAdmission } from './call-admission';
 import { WebCalls } from './web-calls';
 
-const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
+const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example', SECRET_KEY: 'x'.repeat(40) });
 
-describe('who said a turn (calls.call_turns.speaker, real PostgreSQL)', () => {
+describe('what a rendezvous’ record says of its seats’ copies: who said each turn, which seat sent a copy (real PostgreSQL)', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
   let relay: OutboxRelay;
@@ -29,8 +29,8 @@ describe('who said a turn (calls.call_turns.speaker, real PostgreSQL)', () => {
     bus.open();
     relay = new OutboxRelay(dataSource, bus);
     calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config, new FakeMediaWorkers().commands);
-    // Only the turn routes are exercised: they need the domain alone.
-    grpc = new CallsGrpcController(calls, {} as CallControl, {} as WebCalls);
+    // Only the turn and seat routes are exercised: they need the domain (and the web calls on it) alone.
+    grpc = new CallsGrpcController(calls, {} as CallControl, new WebCalls(calls, {} as CallControl, {} as CallAdmission, config));
   });
 
   afterAll(async () => {
@@ -40,7 +40,7 @@ describe('who said a turn (calls.call_turns.speaker, real PostgreSQL)', () => {
   });
 
   /** A call in progress. */
-  const answered = async (call: Pick<NewCall, 'agentId' | 'direction' | 'to' | 'from' | 'carrier'>) => {
+  const answered = async (call: Pick<NewCall, 'agentId' | 'direction' | 'to' | 'from' | 'carrier' | 'seats'>) => {
     const placed = await calls.insert({ accountId: 'acc_1', status: 'queued', carrierCallId: null, recordingEnabled: true, variables: {}, metadata: {}, ...call });
     await calls.transition('acc_1', placed.id, () => ({ status: 'in_progress' }));
     return placed;
@@ -73,5 +73,16 @@ describe('who said a turn (calls.call_turns.speaker, real PostgreSQL)', () => {
       .map((r) => r.payload as { type: string; call_id: string; data: Record<string, unknown> })
       .find((e) => e.call_id === call.id && e.type === 'call.transcript.updated');
     expect(event?.data).not.toHaveProperty('speaker');
+  });
+
+  it('shows on the call’s seats which clients sent the copy they were asked for, and refuses a seat the call does not have', async () => {
+    const call = await answered({ agentId: 'agt_meet', direction: 'web', to: '', from: '', carrier: 'web', seats: [{ name: 'doctor', taken: true }, { name: 'patient', taken: true }] });
+    await grpc.reportSeatCopy({ account_id: 'acc_1', call_id: call.id, seat: 'doctor', sent: true });
+    await grpc.reportSeatCopy({ account_id: 'acc_1', call_id: call.id, seat: 'patient', sent: false });
+    expect((await calls.get('acc_1', call.id)).seats).toEqual([
+      { name: 'doctor', taken: true, copy: true },
+      { name: 'patient', taken: true, copy: false },
+    ]);
+    await expect(grpc.reportSeatCopy({ account_id: 'acc_1', call_id: call.id, seat: 'nurse', sent: true })).rejects.toMatchObject({ code: 'validation_error' });
   });
 });
