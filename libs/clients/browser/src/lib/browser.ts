@@ -90,7 +90,8 @@ async function openBrowserPeer(options: { iceServers: IceServer[] }): Promise<Pe
   if (typeof RTCPeerConnection === 'undefined') throw new ParleyError('unsupported_browser', 'This browser has no RTCPeerConnection: a rendezvous needs one.');
   const { context, stream } = await openMicrophone();
   const connection = new RTCPeerConnection({ iceServers: options.iceServers });
-  for (const track of stream.getAudioTracks()) connection.addTrack(track, stream);
+  // A clone goes on the connection: muting disables it alone, so the microphone's level stays measured.
+  for (const track of stream.getAudioTracks()) connection.addTrack(track.clone(), stream);
   void context.resume();
   const microphone = context.createAnalyser();
   context.createMediaStreamSource(stream).connect(microphone);
@@ -115,8 +116,12 @@ async function openBrowserPeer(options: { iceServers: IceServer[] }): Promise<Pe
       copying = captureMicrophone(context, stream, capture);
     },
     levels: () => ({ microphone: levelOf(microphone, buffer), remote: levelOf(remote, buffer) }),
+    // The sender keeps its track: a disabled one sends silence, so the connection is not renegotiated.
+    mute: (muted) => {
+      for (const sender of connection.getSenders()) if (sender.track) sender.track.enabled = !muted;
+    },
     close: () => {
-      for (const track of stream.getTracks()) track.stop();
+      for (const track of [...stream.getTracks(), ...connection.getSenders().map((s) => s.track)]) track?.stop();
       if (copying) copying.port.onmessage = null;
       connection.ontrack = null;
       connection.close();

@@ -124,6 +124,12 @@ class FakePeer implements PeerIO {
     this.capture = capture;
   }
 
+  muted = false;
+
+  mute(muted: boolean): void {
+    this.muted = muted;
+  }
+
   levels() {
     return this.level;
   }
@@ -614,6 +620,14 @@ describe('the browser call', () => {
       for (const f of frames) expect(decodePcm16(f.audio)).toHaveLength(320);
       expect(decodePcm16(frames[1].audio).some((s) => s !== 0)).toBe(true);
       expect(decodePcm16(frames[frames.length - 1].audio).every((s) => s === 0)).toBe(true);
+    });
+
+    it('mute silences the microphone on the peer connection too; unmute gives it back', async () => {
+      const { call, peer } = await seated();
+      call.mute(true);
+      expect(peer.muted).toBe(true);
+      call.mute(false);
+      expect(peer.muted).toBe(false);
     });
 
     it('not told copy: sends no audio on the socket and takes no copy of the microphone', async () => {

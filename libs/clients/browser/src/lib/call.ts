@@ -145,9 +145,13 @@ export class ParleyCall extends Emitter<ParleyCallEvents> {
     return this.starting;
   }
 
-  /** Muting sends silence in place of the microphone, so the call's recording and timeline stay whole. */
+  /**
+   * Muting sends silence in place of the microphone, so the call's recording and timeline stay whole; a rendezvous
+   * seat's peer connection sends silence too.
+   */
   mute(muted: boolean = true): void {
     this.muted = muted;
+    this.peer?.mute(muted);
   }
 
   /** Sends keypresses, one `dtmf` message each; throws (sending nothing) on anything but 0-9, *, #, A-D. */

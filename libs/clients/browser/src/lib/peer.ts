@@ -32,6 +32,8 @@ export interface PeerIO {
    * record or transcribe the call (`call-start` `copy`).
    */
   copy(capture: (samples: Float32Array) => void): Promise<void>;
+  /** Silences the microphone on the peer connection (the other seat hears nothing) or gives it back. */
+  mute(muted: boolean): void;
   /** RMS levels (0 silence to 1 full scale) of the microphone and of the other seat's audio, as of now. */
   levels(): { microphone: number; remote: number };
   /** Releases the microphone, the connection and the speakers. */
