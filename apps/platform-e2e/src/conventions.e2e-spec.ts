@@ -32,9 +32,9 @@ describe('API conventions and security', () => {
 
   afterAll(() => platform?.stop());
 
-  // The interface's 62 routes; API keys, secret rotation and the browser client's module and versioned URLs
-  // (beside GET /v1/embed/) are additions beyond it.
-  const ADDITIONS = ['/v1/webhook_endpoints/{id}/rotate_secret'];
+  // The interface's 62 routes; API keys, secret rotation, an operator console's token refresh and the browser
+  // client's module and versioned URLs (beside GET /v1/embed/) are additions beyond it.
+  const ADDITIONS = ['/v1/webhook_endpoints/{id}/rotate_secret', '/v1/realtime/tokens/refresh'];
   const isAddition = (path: string) => ADDITIONS.includes(path) || (path.startsWith('/v1/embed/') && path !== '/v1/embed/');
   const versionedOperations = () =>
     Object.entries(openapi.paths)
