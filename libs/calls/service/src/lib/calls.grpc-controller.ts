@@ -120,8 +120,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
     // A browser's token (web calls) is redeemed once; a carrier's stream token names its call.
     if (req.carrier === WEB_CARRIER) {
-      const { call, role, seat } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
-      return { call: toCallMessage(call), resume: '', seat: seat ?? '', role, await_claim: false };
+      const { call, role, seat, awaitClaim } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
+      return { call: toCallMessage(call), resume: '', seat: seat ?? '', role, await_claim: awaitClaim ?? false };
     }
     const { call, resume, awaitClaim } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
     return { call: toCallMessage(call), resume, seat: '', role: 'carrier', await_claim: awaitClaim };

@@ -142,6 +142,26 @@ describe('ringing and claim: calls a person answers (real PostgreSQL)', () => {
       expect(await outboxTypes(call.id)).not.toContain('call.started');
     });
 
+    it('rings a web call to a simple agent for a person once its browser joined, and lets one claim it', async () => {
+      const placed = await web.place('acc_1', { agentId: 'agt_simple' });
+      expect(placed.call).toMatchObject({ status: 'queued', claimable: true });
+      const announced = await heard('acc_1', async () => {
+        const joined = await grpc.attachMedia({ stream_token: placed.token.token, carrier: 'web', carrier_call_id: placed.call.id, command_address: '10.0.0.9:50053' });
+        expect(joined).toMatchObject({ role: 'caller', await_claim: true, call: { status: 'ringing', claimable: true } });
+      });
+      expect(announced).toEqual([expect.objectContaining({ kind: 'ringing', call: expect.objectContaining({ id: placed.call.id }) })]);
+      expect((await grpc.listRinging({ account_id: 'acc_1' })).calls.map((c) => c.id)).toContain(placed.call.id);
+      const { call, token } = await web.claim('acc_1', placed.call.id, 'alice');
+      expect(call).toMatchObject({ status: 'in_progress', claimedBy: 'alice' });
+      expect(token.role).toBe('operator');
+      expect(await web.join(token.token, placed.call.id, '10.0.0.8:50053')).toMatchObject({ role: 'operator' });
+    });
+
+    it('answers a web call to an agentic agent as before: not claimable, in progress when its browser joins', async () => {
+      const placed = await web.place('acc_1', { agentId: 'agt_talk' });
+      expect(await web.join(placed.token.token, placed.call.id, '')).toMatchObject({ call: { status: 'in_progress', claimable: false } });
+    });
+
     it('answers an inbound call to an agentic agent as before: not claimable, in progress on attach', async () => {
       const { streamToken, carrierCallId } = await inbound('agt_talk');
       const attached = await grpc.attachMedia({ stream_token: streamToken, carrier: 'twilio', carrier_call_id: carrierCallId, command_address: '' });

@@ -19,7 +19,7 @@ import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { isLive } from './call-state';
-import { CallsDomain } from './calls.domain';
+import { awaitsClaim, CallsDomain } from './calls.domain';
 import { CallEntity, Seat } from './entities';
 
 /** The carrier name of a web call: the browser on the realtime socket is the call's far end. */
@@ -57,6 +57,8 @@ export interface Joined {
   call: CallEntity;
   role: RealtimeRole;
   seat?: string;
+  /** A web call a person answers: the worker rings the browser until the claim. */
+  awaitClaim?: boolean;
 }
 
 /** Who a claim records when it names nobody (an API key's claim without `operator`). */
@@ -105,7 +107,8 @@ export class WebCalls {
     if (!WEB_MODES.includes(agent.mode)) {
       throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a browser can talk to conversation and keypad agents` }]);
     }
-    const call = await this.record(accountId, input, agent.recordCalls);
+    // A `simple` agent's web call is answered by a person who claims it, as its inbound phone calls are.
+    const call = await this.record(accountId, input, agent.recordCalls, undefined, agent.answersByClaim);
     return { call, token: this.mintFor(call) };
   }
 
@@ -148,7 +151,7 @@ export class WebCalls {
   }
 
   /** Admission first, as for a phone call: a platform that cannot carry one more call refuses (503) before it is recorded. */
-  private async record(accountId: string, input: NewWebCall, recordingEnabled: boolean, seats?: Seat[]): Promise<CallEntity> {
+  private async record(accountId: string, input: NewWebCall, recordingEnabled: boolean, seats?: Seat[], answeredByClaim = false): Promise<CallEntity> {
     // Answered well within the gateway's deadline, so a refusal still reaches the browser's server.
     const ticket = await this.admission.admit(Date.now() + (this.config.RPC_TIMEOUT_MS * 3) / 4);
     try {
@@ -167,7 +170,7 @@ export class WebCalls {
         idempotencyKey: input.idempotencyKey || null,
         seats: seats ?? null,
         // A rendezvous' second end may be a person who claims it from the ringing list.
-        claimable: seats !== undefined,
+        claimable: seats !== undefined || answeredByClaim,
       });
       ticket.recorded();
       return call;
@@ -267,6 +270,12 @@ export class WebCalls {
     if (claims.role === 'operator') return { call, role: 'operator' };
     if (call.status !== 'queued') throw refused('token_forbidden', 'A browser is on this call already.');
     await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    if (call.claimable) {
+      // The caller is on the line: the call rings for a person (consoles see it) until one claims it.
+      const ringing = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'ringing' } : undefined));
+      this.calls.announceRinging(ringing);
+      return { call: ringing, role: claims.role, awaitClaim: awaitsClaim(ringing) };
+    }
     return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)), role: claims.role };
   }
 

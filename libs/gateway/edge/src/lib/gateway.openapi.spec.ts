@@ -68,7 +68,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(schemas['AgentInputDto'].properties?.['mode'].description).not.toContain('Not yet acted on');
     expect(schemas['AgentInputDto'].properties?.['ring_seconds'].description).not.toContain('Not yet acted on');
     expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain(
-      'Not yet acted on: `simple` hands inbound phone calls to a person (they ring until `POST /v1/calls/{id}/claim`); `POST /v1/calls` refuses a `simple` agent',
+      'Not yet acted on: `simple` hands inbound phone calls and web calls to a person (they ring until `POST /v1/calls/{id}/claim`); `POST /v1/calls` refuses a `simple` agent',
     );
   });
 

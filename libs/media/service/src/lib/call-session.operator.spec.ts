@@ -81,8 +81,8 @@ async function phone(calls: CallsPort, links: CallLinks, ringSeconds = 30) {
   return { session, media, closed, say, hangUp };
 }
 
-/** The operator's browser on the realtime socket, with the claim's token. */
-async function operator(calls: CallsPort, links: CallLinks) {
+/** A browser on the realtime socket: the operator with the claim's token, or (`rtk_caller`) a web caller. */
+async function operator(calls: CallsPort, links: CallLinks, token = 'rtk_operator') {
   const sent: RealtimeServerMessage[] = [];
   const closed: [number, string][] = [];
   const session = new CallSession(
@@ -92,7 +92,7 @@ async function operator(calls: CallsPort, links: CallLinks) {
     ),
     { ...deps(calls, links, 30), protocol: browserMediaProtocol('web') },
   );
-  await session.onFrame(JSON.stringify({ type: 'start', token: 'rtk_operator', version: 1 }));
+  await session.onFrame(JSON.stringify({ type: 'start', token, version: 1 }));
   let seq = 0;
   const send = (message: Record<string, unknown>) => session.onFrame(JSON.stringify(message));
   const say = (pcm: Int16Array) => send({ type: 'audio', seq: seq++, audio: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') });
@@ -213,6 +213,26 @@ describe('a phone call a person answers', () => {
     // The carrier moves the phone's leg; this worker does not close it.
     await desk.session.onClose();
     expect(caller.closed).toEqual([]);
+  });
+});
+
+describe('a web call a person answers', () => {
+  it('rings the browser caller, then each hears the other at 16 kHz once the operator is on the line', async () => {
+    const { state, calls } = controlPlane();
+    const links = new CallLinks();
+    const caller = await operator(calls, links, 'rtk_caller');
+    expect(caller.audio().length).toBeGreaterThan(0);
+    expect(caller.audio().slice(0, 5).every((f) => f.length === 320 && rms(f) > 1000)).toBe(true);
+    state.claimed = true;
+    const desk = await operator(calls, links);
+    const rung = caller.audio().length;
+    await desk.say(tone(16000));
+    await caller.say(tone(16000));
+    expect(caller.audio().slice(rung)).toHaveLength(1);
+    expect(rms(caller.audio()[rung])).toBeGreaterThan(3000);
+    expect(desk.audio()).toHaveLength(1);
+    await caller.send({ type: 'hangup' });
+    expect(desk.sent.at(-1)).toEqual({ type: 'call-end', reason: 'completed' });
   });
 });
 

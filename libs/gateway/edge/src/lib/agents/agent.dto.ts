@@ -865,8 +865,8 @@ export class AgentInputDto implements AgentInput {
           '`agentic`: a model that searches knowledge bases before answering and calls tools in `tools`. ' +
           '`simple`: no model; a person takes the call in a browser. `custom`: a model limited to what `capabilities` switches on.',
       },
-      'human operators on outbound and web calls',
-      '`simple` hands inbound phone calls to a person (they ring until `POST /v1/calls/{id}/claim`); `POST /v1/calls` refuses a `simple` agent (422, outbound calls answered by a person are not built); a web call to a `simple` agent is answered by a model as `agentic` does',
+      'human operators on outbound calls',
+      '`simple` hands inbound phone calls and web calls to a person (they ring until `POST /v1/calls/{id}/claim`); `POST /v1/calls` refuses a `simple` agent (422: outbound calls answered by a person are not built)',
     ),
   )
   @Optional()

@@ -33,7 +33,8 @@ export class RealtimeTokensController {
     summary: 'Mint a browser token',
     description:
       'Role `caller` (the default): places a web call (direction `web`, `queued`) to `agent_id` and returns a token to join it from a browser: the embed client ' +
-      '(`GET /v1/embed/`) connects with it. The call is answered when the browser connects; a token is redeemable once, within 60 s. ' +
+      '(`GET /v1/embed/`) connects with it. The call is answered when the browser connects (an agent whose `autonomy` is `simple`: it rings then, ' +
+      'for a person to claim it, docs/operators.md); a token is redeemable once, within 60 s. ' +
       'At capacity the call is refused before it is recorded: 503 `service_unavailable` with `Retry-After`. ' +
       'Role `console`: an operator console’s token for `operator` (no call: `url`, `call_id` and `call` are null): the console presents it as ' +
       '`Authorization: Bearer rtk_…` on `GET /v1/calls/ringing` and `POST /v1/calls/{id}/claim`, as often as it likes until `expires_at` ' +
