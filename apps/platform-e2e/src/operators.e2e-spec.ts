@@ -192,6 +192,39 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
       expect((await hooks.next('call.ended', call.id)).data).toMatchObject({ end_reason: 'completed' });
     }, 30_000);
 
+    it('rings a web call to a simple agent for a person: the visitor hears ringback, then the operator who claimed it, and hangs up', async () => {
+      const minted = (await api.post('/v1/realtime/tokens', { agent_id: frontDesk })).body as Minted;
+      const visitor = new RealtimeTestClient(minted.url);
+      await visitor.start(minted.token, minted.call_id);
+      const peakFrom = (client: RealtimeTestClient, from: number) => {
+        let peak = 0;
+        for (const m of client.received.slice(from)) {
+          if (m.type !== 'audio') continue;
+          const pcm = Buffer.from(m.audio, 'base64');
+          for (let i = 0; i + 1 < pcm.length; i += 2) peak = Math.max(peak, Math.abs(pcm.readInt16LE(i)));
+        }
+        return peak;
+      };
+      await until(() => peakFrom(visitor, 0) > 1000, 'ringback at the visitor', 10_000);
+      await until(async () => (await api.get('/v1/calls/ringing')).body.data.some((c: { id: string }) => c.id === minted.call_id), 'the web call ringing', 10_000);
+
+      const claimed = await api.post(`/v1/calls/${minted.call_id}/claim`, { operator: 'erin' });
+      expect(claimed.status).toBe(201);
+      const operator = await join(claimed.body as Minted);
+      // What the ring had queued plays out within 160 ms; after that the visitor hears only the operator.
+      await new Promise((r) => setTimeout(r, 300));
+      const heardFrom = visitor.received.length;
+      expect(peakFrom(visitor, heardFrom)).toBe(0);
+      await operator.speak('Front desk, how can I help?');
+      await until(() => peakFrom(visitor, heardFrom) > 1000, 'the operator’s voice at the visitor', 10_000);
+      await visitor.speak('I have a question.');
+      await until(() => operator.agentPeak > 1000, 'the visitor’s voice at the operator', 10_000);
+
+      visitor.send({ type: 'hangup' });
+      expect((await operator.closed).code).toBe(1000);
+      expect(await ended(minted.call_id)).toMatchObject({ direction: 'web', end_reason: 'completed', claimed_by: 'erin' });
+    }, 30_000);
+
     it(`ends a call nobody claims no_answer at ring_seconds (${RING_SECONDS} s) ± 1 s, and says it is gone`, async () => {
       const watcher = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/ringing`, (await consoleToken('dave')).token);
       try {
@@ -313,7 +346,9 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
             if ((await p.locator('#callState').textContent())?.startsWith('Connected')) return 'on the call';
             if ((await p.locator('#notice').textContent())?.includes('Someone else took the call')) return 'told';
             return undefined;
-          }, 'each page to settle', 15_000),
+          }, 'each page to settle', 15_000).catch(async (e: Error) => {
+            throw new Error(`${e.message} (call state: ${await p.locator('#callState').textContent()}; notice: ${await p.locator('#notice').textContent()})`);
+          }),
         ),
       );
       expect([...states].sort()).toEqual(['on the call', 'told']);

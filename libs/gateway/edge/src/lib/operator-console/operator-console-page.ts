@@ -47,6 +47,8 @@ const session = { token: '', operator: '', expiresAt: 0, sessionEnd: 0, refreshT
 // Server time minus this browser's (from the Date header), so "ringing for" does not depend on the local clock.
 let skewMs = 0;
 const ringing = new Map(); // call id -> { call, item, age, seenAt }
+// Calls that stopped ringing lately: a Claim clicked as the row went still says why it cannot be had.
+const departed = new Map(); // call id -> { call, reason }
 let current = null; // { call, client, startedAt, heardMs, ended }
 
 function log(text) {
@@ -231,6 +233,8 @@ function onEvent(event, data) {
     const entry = ringing.get(data.call_id);
     if (!entry) return;
     ringing.delete(data.call_id);
+    departed.set(data.call_id, { call: data.call || entry.call, reason: data.reason });
+    if (departed.size > 50) departed.delete(departed.keys().next().value);
     const mine = current && current.call.id === data.call_id;
     if (!mine) log((data.reason === 'claimed' ? 'Answered by ' + (data.call.claimed_by || 'someone') : 'Stopped ringing') + ': ' + describe(entry.call) + '.');
     renderRinging();
@@ -275,7 +279,12 @@ function renderRinging() {
 
 async function claim(id) {
   const entry = ringing.get(id);
-  if (!entry || (current && !current.ended)) return;
+  if (current && !current.ended) return;
+  if (!entry) {
+    const gone = departed.get(id);
+    if (gone) notice(gone.reason === 'claimed' ? 'Someone else took the call ' + describe(gone.call).toLowerCase() + ' (claimed by ' + (gone.call.claimed_by || 'someone') + ').' : 'The call stopped ringing: ' + describe(gone.call).toLowerCase() + '.');
+    return;
+  }
   entry.claiming = true;
   renderRinging();
   const res = await post('/v1/calls/' + encodeURIComponent(id) + '/claim');
