@@ -3,6 +3,7 @@ import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { browserMediaProtocol } from '@parley/carrier-web';
 import { callsV1, RealtimeServerMessage } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
+import { FakeSpeechToText } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { CallLinks } from './call-links';
 import { CallSession, CallSessionDeps } from './call-session';
@@ -19,12 +20,16 @@ function controlPlane() {
     ended: [] as callsV1.EndCallRequest[],
     heartbeats: [] as callsV1.MediaHeartbeatRequest[],
     transfers: [] as string[],
+    turns: [] as callsV1.AppendTurnRequest[],
     /** Runs inside an end, before it is recorded: the carrier hanging up first (its stream's stop). */
     whileEnding: async () => undefined as void,
   };
   const calls = {
     attachMedia: async (req: callsV1.AttachMediaRequest) =>
-      req.stream_token === 'rtk_operator' ? { call: { ...CALL, status: 'in_progress' }, resume: '', role: 'operator' } : { call: CALL, resume: '', role: 'carrier', awaitClaim: true },
+      req.stream_token === 'rtk_operator'
+        ? { call: { ...CALL, status: 'in_progress', claimed_by: 'alice' }, resume: '', role: 'operator' }
+        : { call: CALL, resume: '', role: 'carrier', awaitClaim: true },
+    appendTurn: async (req: callsV1.AppendTurnRequest) => void state.turns.push(req),
     heartbeat: async (req: callsV1.MediaHeartbeatRequest) => (state.heartbeats.push(req), !req.stopped),
     endCall: async (req: callsV1.EndCallRequest) => {
       if (req.reason === 'given_up' && state.claimed) throw new AppError('conflict', 'The call was answered.');
@@ -40,13 +45,14 @@ function controlPlane() {
   return { state, calls };
 }
 
-function deps(calls: CallsPort, links: CallLinks, ringSeconds: number): Omit<CallSessionDeps, 'protocol'> {
+/** `stt`: the agent transcribes its calls (transcribe_calls) with this recognizer. */
+function deps(calls: CallsPort, links: CallLinks, ringSeconds: number, stt?: FakeSpeechToText): Omit<CallSessionDeps, 'protocol'> {
   return {
     calls,
-    agents: { getAgent: async () => ({ spec: { mode: 'conversation', autonomy: 'simple', ring_seconds: ringSeconds }, effective: {} }) },
+    agents: { getAgent: async () => ({ spec: { mode: 'conversation', autonomy: 'simple', ring_seconds: ringSeconds, transcribe_calls: !!stt }, effective: {} }) },
     recordings: new LocalBlobStore('/nonexistent'),
-    // A call a person answers runs no engine: no provider is ever asked.
-    providers: {} as CallSessionDeps['providers'],
+    // A call a person answers runs no engine: no provider is asked but a transcribing agent's recognizer.
+    providers: (stt ? { stt: [stt] } : {}) as CallSessionDeps['providers'],
     defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
     links,
   };
@@ -82,7 +88,7 @@ async function phone(calls: CallsPort, links: CallLinks, ringSeconds = 30) {
 }
 
 /** A browser on the realtime socket: the operator with the claim's token, or (`rtk_caller`) a web caller. */
-async function operator(calls: CallsPort, links: CallLinks, token = 'rtk_operator') {
+async function operator(calls: CallsPort, links: CallLinks, token = 'rtk_operator', stt?: FakeSpeechToText) {
   const sent: RealtimeServerMessage[] = [];
   const closed: [number, string][] = [];
   const session = new CallSession(
@@ -90,7 +96,7 @@ async function operator(calls: CallsPort, links: CallLinks, token = 'rtk_operato
       (frame) => void sent.push(JSON.parse(frame) as RealtimeServerMessage),
       (code, reason) => void closed.push([code, reason]),
     ),
-    { ...deps(calls, links, 30), protocol: browserMediaProtocol('web') },
+    { ...deps(calls, links, 30, stt), protocol: browserMediaProtocol('web') },
   );
   await session.onFrame(JSON.stringify({ type: 'start', token, version: 1 }));
   let seq = 0;
@@ -213,6 +219,48 @@ describe('a phone call a person answers', () => {
     // The carrier moves the phone's leg; this worker does not close it.
     await desk.session.onClose();
     expect(caller.closed).toEqual([]);
+  });
+});
+
+describe('a claimed call whose agent transcribes its calls', () => {
+  /** 20 ms frames at `rate`: 200 ms of silence, `toneMs` of a sine at `hz`, then 1 s of silence (the end of speech). */
+  const utterance = (rate: number, hz: number, toneMs = 500) =>
+    Array.from({ length: (200 + toneMs + 1000) / 20 }, (_, f) =>
+      f >= 10 && f < 10 + toneMs / 20 ? Int16Array.from({ length: rate / 50 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * (f * rate / 50 + i)) / rate))) : new Int16Array(rate / 50),
+    );
+
+  it('transcribes the caller and the operator as their own speakers, and shows each turn on the operator’s page as it is said', async () => {
+    const stt = new FakeSpeechToText().queue('I need help with my order.', 'Sure, what is the number?');
+    const { state, calls } = controlPlane();
+    const links = new CallLinks();
+    const caller = await phone(calls, links);
+    state.claimed = true;
+    const desk = await operator(calls, links, 'rtk_operator', stt);
+    for (const frame of utterance(8000, 440)) await caller.say(frame);
+    await until(() => state.turns.length === 1, 'the caller’s turn', 3_000);
+    for (const frame of utterance(16000, 880)) await desk.say(frame);
+    await until(() => state.turns.length === 2, 'the operator’s turn', 3_000);
+    expect(state.turns.map((t) => [t.turn?.speaker, t.turn?.role, t.turn?.text])).toEqual([
+      ['caller', 'user', 'I need help with my order.'],
+      ['alice', 'assistant', 'Sure, what is the number?'],
+    ]);
+    expect(desk.sent.filter((m) => m.type === 'transcript').map((m) => m.type === 'transcript' && [m.role, m.text])).toEqual([
+      ['user', 'I need help with my order.'],
+      ['assistant', 'Sure, what is the number?'],
+    ]);
+    await desk.session.onClose();
+    expect(stt.streams.map((s) => s.closed)).toEqual([true, true]);
+  });
+
+  it('transcribes nothing when the agent does not ask', async () => {
+    const { state, calls } = controlPlane();
+    const links = new CallLinks();
+    const caller = await phone(calls, links);
+    state.claimed = true;
+    await operator(calls, links);
+    for (const frame of utterance(8000, 440)) await caller.say(frame);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(state.turns).toEqual([]);
   });
 });
 

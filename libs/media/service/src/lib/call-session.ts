@@ -1,6 +1,6 @@
 import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
-import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16 } from '@parley/audio';
+import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16, resamplePcm16 } from '@parley/audio';
 import { OPERATOR_JOIN_GRACE_SECONDS, REALTIME_TOKEN_TTL_SECONDS } from '@parley/contracts';
 import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
@@ -14,7 +14,12 @@ import { isTransient, TranscriptWriter } from './transcript-writer';
 import { CallLinks } from './call-links';
 import { OperatorLine, PhoneLine } from './operator-line';
 import { SeatLine } from './seat-line';
-import { SeatCopies, SeatTranscriber } from './seat-copies';
+import { SeatCopies, SpeakerTranscriber } from './seat-copies';
+
+/** The agent's transcribe_calls: calls between people (rendezvous, claimed calls) are transcribed only when it asks. */
+function transcribesCalls(agent: { spec: Record<string, unknown>; effective: unknown } | undefined): boolean {
+  return ((agent?.effective as Record<string, unknown> | undefined)?.['transcribe_calls'] ?? agent?.spec['transcribe_calls']) === true;
+}
 
 /** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
 export const DEFAULT_RING_SECONDS = 30;
@@ -124,6 +129,9 @@ export class CallSession {
   private endingHere = false;
   /** A rendezvous seat's copies of its microphone, when the agent records or transcribes. */
   private copies: SeatCopies | undefined;
+  /** An operator's session transcribing the call (transcribe_calls): the caller's voice and the operator's own. */
+  private transcribers: SpeakerTranscriber[] = [];
+  private ownVoice: SpeakerTranscriber | undefined;
   /** The call's agent, read once (undefined when it could not be read). */
   private agent: Promise<Awaited<ReturnType<AgentsPort['getAgent']>> | undefined> | undefined;
 
@@ -204,6 +212,7 @@ export class CallSession {
           this.recorder?.write('caller', pcm, event.timestampMs);
           this.engine?.pushAudio(pcm);
           this.line?.heard(pcm);
+          this.ownVoice?.push(pcm);
         }
         return;
       case 'dtmf':
@@ -368,7 +377,20 @@ export class CallSession {
 
   /** The operator's browser on a claimed call: meets the phone's stream on the call's link. */
   private async joinAsOperator(call: callsV1.Call, sampleRate: number): Promise<void> {
-    const line = new OperatorLine({ play: (pcm) => this.play(pcm) }, sampleRate, { phoneLeft: (reason) => this.endStream(reason) });
+    // With the agent's transcribe_calls, both people are transcribed here, where both voices pass: the caller's
+    // arriving on the link, the operator's from this socket; the operator's page sees each turn as it is said.
+    const read = await this.agentOf(call);
+    const agent = transcribesCalls(read) ? read : undefined;
+    const caller = agent && this.speakerTranscriber(call, agent, sampleRate, { speaker: 'caller', role: 'user', notify: true });
+    const operator = agent && this.speakerTranscriber(call, agent, sampleRate, { speaker: call.claimed_by || 'operator', role: 'assistant', notify: true });
+    this.transcribers = [caller, operator].filter((t): t is SpeakerTranscriber => t !== undefined);
+    this.ownVoice = operator;
+    const origin = realClock.now();
+    await Promise.all(this.transcribers.map((t) => t.open(origin)));
+    const line = new OperatorLine({ play: (pcm) => this.play(pcm) }, sampleRate, {
+      phoneLeft: (reason) => this.endStream(reason),
+      callerAudio: caller && ((pcm, rate) => caller.push(rate === sampleRate ? pcm : resamplePcm16(pcm, rate, sampleRate))),
+    });
     this.line = line;
     if (!this.deps.links) return this.endStream('media_lost');
     line.connect(await this.deps.links.join(call.id, line));
@@ -437,38 +459,49 @@ export class CallSession {
    */
   private async seatCopies(call: callsV1.Call, seat: string, sampleRate: number): Promise<SeatCopies | undefined> {
     const agent = await this.agentOf(call);
-    const transcribe = (agent?.effective as Record<string, unknown> | undefined)?.['transcribe_calls'] ?? agent?.spec['transcribe_calls'];
-    if (!call.recording_enabled && transcribe !== true) return undefined;
+    const transcribe = transcribesCalls(agent);
+    if (!call.recording_enabled && !transcribe) return undefined;
     const log = (message: string, fields?: Record<string, unknown>) => this.log.info({ callId: call.id, seat, ...fields }, message);
-    let transcriber: SeatTranscriber | undefined;
-    if (agent && transcribe === true) {
-      const language = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime).languages[0];
-      const stt = this.deps.providers.stt ?? [];
-      const writer = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
-      this.transcript = writer;
-      transcriber = new SeatTranscriber({
-        sampleRate,
-        stt: [...stt.filter((p) => p.name === language.sttProvider), ...stt.filter((p) => p.name !== language.sttProvider)],
-        language: language.code,
-        vad: this.deps.providers.vad?.(sampleRate),
-        clock: realClock,
-        log,
-        onUtterance: (u) => {
-          const req = {
-            account_id: call.account_id,
-            call_id: call.id,
-            ...this.nextReport(),
-            turn: { role: 'user', text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: seat },
-          };
-          writer.add('turn', () => this.deps.calls.appendTurn(req));
-        },
-      });
-    }
+    const transcriber = agent && transcribe ? this.speakerTranscriber(call, agent, sampleRate, { speaker: seat, role: 'user' }) : undefined;
     const report = async (sent: boolean) =>
       this.deps.calls
         .reportSeatCopy?.({ account_id: call.account_id, call_id: call.id, seat, sent })
         .catch((e: unknown) => this.log.warn({ err: e, callId: call.id, seat }, 'whether the seat sent a copy could not be reported'));
     return new SeatCopies({ record: call.recording_enabled, transcriber, sampleRate, clock: realClock, report, log });
+  }
+
+  /**
+   * One speaker of a call between people through the agent's recognizer: each utterance a transcript turn naming
+   * `speaker` (written in order through this session's TranscriptWriter) and, with `notify`, a `transcript` notice to
+   * this session's browser as it is said.
+   */
+  private speakerTranscriber(
+    call: callsV1.Call,
+    agent: NonNullable<Awaited<ReturnType<CallSession['agentOf']>>>,
+    sampleRate: number,
+    who: { speaker: string; role: 'user' | 'assistant'; notify?: boolean },
+  ): SpeakerTranscriber {
+    const language = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime).languages[0];
+    const stt = this.deps.providers.stt ?? [];
+    const writer = (this.transcript ??= new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript }));
+    return new SpeakerTranscriber({
+      sampleRate,
+      stt: [...stt.filter((p) => p.name === language.sttProvider), ...stt.filter((p) => p.name !== language.sttProvider)],
+      language: language.code,
+      vad: this.deps.providers.vad?.(sampleRate),
+      clock: realClock,
+      log: (message, fields) => this.log.info({ callId: call.id, speaker: who.speaker, ...fields }, message),
+      onUtterance: (u) => {
+        if (who.notify) this.notify({ type: 'transcript', role: who.role, text: u.text, language: u.language, startMs: u.startMs, endMs: u.endMs, interrupted: false });
+        const req = {
+          account_id: call.account_id,
+          call_id: call.id,
+          ...this.nextReport(),
+          turn: { role: who.role, text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: who.speaker },
+        };
+        writer.add('turn', () => this.deps.calls.appendTurn(req));
+      },
+    });
   }
 
   /** Closes a stream that is not let in, with the protocol's code and reason for `refusal` (carriers: 1008). */
@@ -602,6 +635,7 @@ export class CallSession {
     clearTimeout(this.ringTimer);
     if (this.line) await this.leaveLine(call, this.line);
     await this.copies?.close();
+    await Promise.all(this.transcribers.map((t) => t.close()));
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end).
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);

@@ -170,6 +170,8 @@ export class PhoneLine implements LinkEnd {
 export interface OperatorLineHooks {
   /** The phone's end left (the caller hung up, the call was transferred or ended): the operator's socket ends. */
   phoneLeft(reason: string): void;
+  /** The caller's audio as it arrives (its own rate), for the call's transcript. */
+  callerAudio?(pcm: Int16Array, rate: number): void;
 }
 
 /**
@@ -209,6 +211,7 @@ export class OperatorLine implements LinkEnd {
 
   audio(pcm: Int16Array, rate: number): void {
     this.player.play(pcm, rate);
+    this.hooks.callerAudio?.(pcm, rate);
   }
 
   dtmf(): void {

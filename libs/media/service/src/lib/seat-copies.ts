@@ -46,15 +46,15 @@ export class SeatRecording {
   }
 }
 
-/** A finished utterance of one seat, in ms from the moment the seats met. */
-export interface SeatUtterance {
+/** A finished utterance of one speaker, in ms from the transcriber's origin (the moment the two ends met). */
+export interface SpeakerUtterance {
   text: string;
   language: string;
   startMs: number;
   endMs: number;
 }
 
-export interface SeatTranscriberOptions {
+export interface SpeakerTranscriberOptions {
   sampleRate: number;
   /** The deployment's recognizers, the agent's first choice first (tried in order, as the engine does). */
   stt: SpeechToText[];
@@ -62,21 +62,22 @@ export interface SeatTranscriberOptions {
   /** The worker's VAD for this stream; absent: the engine's energy detector. */
   vad?: Vad;
   clock: Clock;
-  onUtterance(utterance: SeatUtterance): void;
+  onUtterance(utterance: SpeakerUtterance): void;
   log(message: string, fields?: Record<string, unknown>): void;
 }
 
 /**
- * One seat's copy through the configured recognizer, as the engine hears a caller (VAD and streaming recognizer,
- * with fallback), with nobody to answer: each finished utterance is reported. Opened when the seats meet (an idle
- * vendor stream would be closed while the first seat rings alone).
+ * One speaker's audio (a rendezvous seat's copy; the caller or the operator of a claimed call) through the configured
+ * recognizer, as the engine hears a caller (VAD and streaming recognizer, with fallback), with nobody to answer:
+ * each finished utterance is reported. Opened when the two ends meet (an idle vendor stream would be closed while
+ * one end rings alone).
  */
-export class SeatTranscriber {
+export class SpeakerTranscriber {
   private readonly turns: TurnDetector;
   private origin = 0;
   private language: string;
 
-  constructor(private readonly options: SeatTranscriberOptions) {
+  constructor(private readonly options: SpeakerTranscriberOptions) {
     this.language = options.language;
     this.turns = new TurnDetector({
       clock: options.clock,
@@ -117,7 +118,7 @@ export interface SeatCopiesOptions {
   /** The agent's record_calls: the seat that joined first records both copies. */
   record: boolean;
   /** The agent's transcribe_calls: this seat's copy is transcribed. */
-  transcriber?: SeatTranscriber;
+  transcriber?: SpeakerTranscriber;
   sampleRate: number;
   clock: Clock;
   /** The seat leaves after the seats met: whether its client sent a copy (the call's record shows it). */

@@ -1050,7 +1050,10 @@ export class AgentInputDto implements AgentInput {
       "Transcribe a `webrtc` agent's calls (other modes are always transcribed). " +
       'Needs the clients to send a copy of their microphone over the realtime socket (the embed client does when `call-start` says ' +
       '`copy`); a client that sends nothing yields nothing. Each seat is transcribed by the configured recognizer as its own ' +
-      'speaker: turns of role `user` whose `speaker` is the seat\'s name.',
+      'speaker: turns of role `user` whose `speaker` is the seat\'s name. ' +
+      'A `simple` agent (its calls answered by a person) runs no recognizer unless this is on: then a claimed call is transcribed ' +
+      'once the operator joined, the caller as `speaker` `caller` (role `user`) and the operator under their name (role `assistant`), ' +
+      'each turn shown on the operator\'s page as it is said.',
   })
   @Optional()
   @IsFlag()
