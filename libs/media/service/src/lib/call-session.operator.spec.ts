@@ -52,7 +52,7 @@ function deps(calls: CallsPort, links: CallLinks, ringSeconds: number, stt?: Fak
     agents: { getAgent: async () => ({ spec: { mode: 'conversation', autonomy: 'simple', ring_seconds: ringSeconds, transcribe_calls: !!stt }, effective: {} }) },
     recordings: new LocalBlobStore('/nonexistent'),
     // A call a person answers runs no engine: no provider is asked but a transcribing agent's recognizer.
-    providers: (stt ? { stt: [stt] } : {}) as CallSessionDeps['providers'],
+    providers: (stt ? { stt: [stt] } : {}) as unknown as CallSessionDeps['providers'],
     defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
     links,
   };
