@@ -3,9 +3,9 @@ import { of } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { FakeTwilioServer, signedTwilioWebhook } from '@parley/carrier-twilio';
 import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, LIVE, RingingActivity } from '@parley/contracts';
-import { ServiceConfig } from '@parley/config';
+import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
-import { openServiceDatabase } from '@parley/persistence';
+import { openServiceDatabase, SignedTokens } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallAdmission } from './call-admission';
@@ -371,6 +371,14 @@ describe('ringing and claim: calls a person answers (real PostgreSQL)', () => {
       jest.spyOn(Date, 'now').mockReturnValue(now + 61_000);
       expect(() => web.verifyConsole(minted.token.token)).toThrow(expect.objectContaining({ code: 'unauthenticated' }));
       expect(() => web.mintConsole('acc_1', { operator: '', ttlSeconds: 0, refresh: minted.token.token })).toThrow(expect.objectContaining({ code: 'unauthenticated' }));
+    });
+
+    it('refuses a console token past its session’s end even inside its own window (one no mint would make)', () => {
+      const forged = new SignedTokens<Record<string, unknown>>(resolveSecretKey(config), 'realtime').sign(
+        { jti: 'j1', account_id: 'acc_1', call_id: '', role: 'console', operator: 'alice', session_exp: Math.floor(Date.now() / 1000) - 1 },
+        600,
+      );
+      expect(() => web.verifyConsole(`rtk_${forged.token}`)).toThrow(expect.objectContaining({ code: 'unauthenticated' }));
     });
 
     it('opens no call on the realtime socket', async () => {

@@ -242,7 +242,8 @@ export class WebCalls {
 
   private readConsole(token: string): RealtimeTokenClaims & { operator: string; session_exp: number } {
     const claims = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.verify(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
-    if (!claims || claims.role !== 'console' || !claims.operator || typeof claims.session_exp !== 'number') {
+    // The session's end is checked too, though minting never lets a window pass it: a second line of defence.
+    if (!claims || claims.role !== 'console' || !claims.operator || typeof claims.session_exp !== 'number' || claims.session_exp * 1000 <= Date.now()) {
       throw new AppError('unauthenticated', 'The console token is invalid or expired; refresh it before it expires, or mint a new one from your server.');
     }
     return claims as RealtimeTokenClaims & { operator: string; session_exp: number };

@@ -46,7 +46,7 @@ const MAX_BACKOFF_MS = 30000;
 const session = { token: '', operator: '', expiresAt: 0, sessionEnd: 0, refreshTimer: 0, stream: null, backoff: 1000, reconnectTimer: 0, over: false };
 // Server time minus this browser's (from the Date header), so "ringing for" does not depend on the local clock.
 let skewMs = 0;
-const ringing = new Map(); // call id -> { call, item, age, seenAt }
+const ringing = new Map(); // call id -> { call, seenAt, claiming, and once shown: item, button, age }
 // Calls that stopped ringing lately: a Claim clicked as the row went still says why it cannot be had.
 const departed = new Map(); // call id -> { call, reason }
 let current = null; // { call, client, startedAt, heardMs, ended }
@@ -246,33 +246,37 @@ function ringingFor(entry) {
   return created ? Date.now() + skewMs - created : Date.now() - entry.seenAt;
 }
 
+// Rows are kept and updated in place, only added and removed: a person tabbing to a Claim button keeps its focus
+// while other calls arrive and leave.
 function renderRinging() {
   const list = $('ringing');
-  list.textContent = '';
+  for (const item of [...list.children]) if (!ringing.has(item.dataset.callId)) item.remove();
   $('noCalls').hidden = ringing.size > 0;
   document.title = (ringing.size ? '(' + ringing.size + ') ' : '') + 'Parley operator console';
   for (const [id, entry] of ringing) {
-    const item = document.createElement('li');
-    item.dataset.callId = id;
-    const text = document.createElement('div');
-    text.id = 'ring-' + id;
-    const what = document.createElement('div');
-    what.textContent = describe(entry.call);
-    const more = document.createElement('div');
-    more.className = 'muted';
-    const age = document.createElement('span');
-    age.className = 'age';
-    more.append('Agent ' + entry.call.agent_id + ' · ringing for ', age);
-    text.append(what, more);
-    const claimButton = document.createElement('button');
-    claimButton.className = 'go';
-    claimButton.textContent = entry.claiming ? 'Claiming…' : 'Claim';
-    claimButton.setAttribute('aria-describedby', text.id);
-    claimButton.disabled = !!entry.claiming || !!(current && !current.ended) || session.over;
-    claimButton.onclick = () => claim(id);
-    item.append(text, claimButton);
-    list.append(item);
-    entry.age = age;
+    if (!entry.item) {
+      const item = document.createElement('li');
+      item.dataset.callId = id;
+      const text = document.createElement('div');
+      text.id = 'ring-' + id;
+      const what = document.createElement('div');
+      what.textContent = describe(entry.call);
+      const more = document.createElement('div');
+      more.className = 'muted';
+      const age = document.createElement('span');
+      age.className = 'age';
+      more.append('Agent ' + entry.call.agent_id + ' · ringing for ', age);
+      text.append(what, more);
+      const claimButton = document.createElement('button');
+      claimButton.className = 'go';
+      claimButton.setAttribute('aria-describedby', text.id);
+      claimButton.onclick = () => claim(id);
+      item.append(text, claimButton);
+      list.append(item);
+      Object.assign(entry, { item, button: claimButton, age });
+    }
+    entry.button.textContent = entry.claiming ? 'Claiming…' : 'Claim';
+    entry.button.disabled = !!entry.claiming || !!(current && !current.ended) || session.over;
   }
   tick();
 }
