@@ -7,3 +7,4 @@ export * from './eventually';
 export * from './nats-server';
 export * from './postgres-server';
 export * from './raw-http';
+export * from './call-message';

@@ -188,7 +188,7 @@ export class WebCalls {
     if (role !== 'caller') throw AppError.validation([{ field: 'role', message: 'must be caller' }]);
     if (call.seats) throw new AppError('conflict', 'The call is a rendezvous: take a seat (POST /v1/calls/{id}/seat).');
     if (call.direction !== 'web') {
-      throw new AppError('conflict', 'Only web calls can be joined from a browser; joining a phone call (operators, listeners) is not supported yet.');
+      throw new AppError('conflict', 'Only web calls can be joined from a browser with this token; an operator joins a phone call with its claim’s token (POST /v1/calls/{id}/claim), and listeners are not supported yet.');
     }
     if (!isLive(call.status)) throw new AppError('conflict', `The call is over (${call.endReason ?? call.status}).`);
     if (call.status !== 'queued') throw new AppError('conflict', 'A browser is on this call already; a web call has one caller.');
@@ -224,7 +224,6 @@ export class WebCalls {
     if (request.refresh) {
       const current = this.readConsole(request.refresh);
       if (current.account_id !== accountId) throw new AppError('unauthenticated', 'The console token belongs to another account.');
-      if (current.session_exp <= now) throw new AppError('unauthenticated', 'The console session ended; mint a new console token from your server.');
       operator = current.operator;
       sessionExp = current.session_exp;
     } else if (!operator || operator.length > OPERATOR_MAX_LENGTH) {
@@ -242,10 +241,11 @@ export class WebCalls {
 
   private readConsole(token: string): RealtimeTokenClaims & { operator: string; session_exp: number } {
     const claims = token.startsWith(REALTIME_TOKEN_PREFIX) ? this.tokens.verify(token.slice(REALTIME_TOKEN_PREFIX.length)) : undefined;
-    // The session's end is checked too, though minting never lets a window pass it: a second line of defence.
-    if (!claims || claims.role !== 'console' || !claims.operator || typeof claims.session_exp !== 'number' || claims.session_exp * 1000 <= Date.now()) {
+    if (!claims || claims.role !== 'console' || !claims.operator || typeof claims.session_exp !== 'number') {
       throw new AppError('unauthenticated', 'The console token is invalid or expired; refresh it before it expires, or mint a new one from your server.');
     }
+    // Minting never lets a window pass the session's end; checked here all the same, for refresh and verify alike.
+    if (claims.session_exp * 1000 <= Date.now()) throw new AppError('unauthenticated', 'The console session ended; mint a new console token from your server.');
     return claims as RealtimeTokenClaims & { operator: string; session_exp: number };
   }
 

@@ -22,6 +22,7 @@ import {
   OpenAiTextToSpeech,
 } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
+import { callMessage } from '@parley/testing';
 import { AgentSpec, EnergyVad, SentenceChunker } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { MediaStreamServer } from './media-stream.server';
@@ -248,38 +249,18 @@ async function placeCall(scenario: Scenario) {
 }
 
 function newCall(id: string, scenario: Scenario): callsV1.Call {
-  return {
+  const now = new Date().toISOString();
+  return callMessage({
     id,
-    account_id: 'acc_1',
     agent_id: 'agent_ada',
-    direction: 'outbound',
     to: '+15550100001',
     from: '+15550100002',
-    status: 'in_progress',
-    end_reason: '',
     carrier: 'twilio',
-    carrier_call_id: '',
     variables: scenario.variables ?? { name: 'Sam' },
-    metadata: {},
-    created_at: new Date().toISOString(),
-    answered_at: new Date().toISOString(),
-    ended_at: '',
-    duration_seconds: 0,
-    turns: 0,
-    recording_available: false,
-    transcript_available: false,
-    failure_reason: '',
+    created_at: now,
+    answered_at: now,
     recording_enabled: scenario.recording ?? false,
-    recording_content_type: '',
-    recording_duration_seconds: 0,
-    summary: '',
-    extracted_json: '',
-    answered_by: '',
-    seats: [],
-    claimable: false,
-    claimed_by: '',
-    claimed_at: '',
-  };
+  });
 }
 
 /** An agent in conversation mode on Deepgram and ElevenLabs, quiet-line timers off unless asked for. */

@@ -274,7 +274,7 @@ export class CallTokenDto {
   @ApiPropertyOptional({
     enum: ['caller'],
     default: 'caller',
-    description: 'Who joins: `caller`, the person on a web call nobody has joined yet. Operators and listeners on phone calls are not supported yet.',
+    description: 'Who joins: `caller`, the person on a web call nobody has joined yet. An operator joins a call with the token its claim answers (`POST /v1/calls/{id}/claim`); listeners are not supported yet.',
   })
   @IsOptional()
   @IsIn(['caller'])

@@ -105,7 +105,7 @@ export class RealtimeTokensController {
     summary: 'Join a call from a browser (short-lived call token)',
     description:
       'A token to join the call from a browser, as for `POST /v1/realtime/tokens`. Today: a web call nobody has joined yet (its first token ' +
-      'expired unused, say). A call with a browser on it, an ended call, or a phone call (operators and listeners are not supported yet) is 409 `conflict`.',
+      'expired unused, say). A call with a browser on it, an ended call, or a phone call is 409 `conflict` (an operator joins with the token `POST /v1/calls/{id}/claim` answers; listeners are not supported yet).',
     permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'validation_error', 'conflict'],

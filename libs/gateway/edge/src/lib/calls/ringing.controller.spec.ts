@@ -10,6 +10,7 @@ import { GatewayConfig } from '@parley/config';
 import { InProcessBus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
+import { callMessage } from '@parley/testing';
 import { ApiKeysRepository, Principal } from '../auth/api-keys.repository';
 import { AuthGuard } from '../auth/auth.guard';
 import { IdempotencyStore } from '../edge/idempotency.store';
@@ -25,39 +26,19 @@ import { RingingController } from './ringing.controller';
 type Service = callsV1.CallsServiceClient;
 
 const call = (id: string, over: Partial<callsV1.Call> = {}): callsV1.Call =>
-  ({
+  callMessage({
     id,
     account_id: 'acme',
-    agent_id: 'agt_1',
     direction: 'inbound',
     to: '+15550009999',
     from: '+15550177777',
     status: 'ringing',
-    end_reason: '',
     carrier: 'twilio',
     carrier_call_id: 'CA1',
-    variables: {},
-    metadata: {},
     created_at: '2026-11-25T10:00:00.000Z',
-    answered_at: '',
-    ended_at: '',
-    duration_seconds: 0,
-    turns: 0,
-    recording_available: false,
-    transcript_available: false,
-    failure_reason: '',
-    recording_enabled: false,
-    recording_content_type: '',
-    recording_duration_seconds: 0,
-    answered_by: '',
-    summary: '',
-    extracted_json: '',
-    seats: [],
     claimable: true,
-    claimed_by: '',
-    claimed_at: '',
     ...over,
-  }) as callsV1.Call;
+  });
 
 /** A CallsClient answering from `answers` (a function of the request, or a value) and recording every request. */
 function fakeClient(answers: Partial<Record<keyof Service, unknown>>) {
