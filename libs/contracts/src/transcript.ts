@@ -11,3 +11,28 @@ export interface TranscriptTurn {
   /** The caller talked over it: `text` is what was heard. */
   interrupted: boolean;
 }
+
+/** How a flow moved: its first entry (`start`), or the type of the edge that fired. */
+export type FlowTransitionKind = 'start' | 'intent' | 'expression' | 'always' | 'event';
+
+/**
+ * One move of a call's conversation flow, as the voice engine reports it: where from, where to, why (the edge's
+ * type, position, label and event) and what an intent edge captured (JSON-typed; the call's variables keep them as
+ * text). On the call's event stream (`call.flow.transitioned`) and in its transcript.
+ */
+export interface FlowTransition {
+  /** The node left; empty on the call's first entry. */
+  from: string;
+  to: string;
+  kind: FlowTransitionKind;
+  /** Position of the edge in the `from` node's `edges`; -1 on the first entry. */
+  edge_index: number;
+  /** The edge's `when` label, when it has one. */
+  when?: string;
+  /** The injected event an `event` edge fired on. */
+  event?: string;
+  /** Values an intent edge captured (also written to the call's variables). */
+  captured?: Record<string, string | number | boolean>;
+  /** Offset from the start of the media stream, in milliseconds. */
+  at_ms: number;
+}

@@ -1,4 +1,4 @@
-import type { AgentDocument, AgentMode, AgentRuntimeTools, EffectiveConfig, FlowNode, LanguageDetection } from '@parley/contracts';
+import type { AgentDocument, AgentMode, AgentRuntimeTools, EffectiveConfig, Flow, FlowNode, LanguageDetection } from '@parley/contracts';
 import { ToolConfig, ToolSettings } from './tools';
 
 /**
@@ -17,6 +17,9 @@ export interface LanguageSettings {
 }
 
 export type { FlowEdge, FlowNode } from '@parley/contracts';
+
+/** A flow with nodes (the agent's `flow` when it has any). */
+export type AgentFlow = Omit<Flow, 'nodes'> & { nodes: FlowNode[] };
 
 export interface AgentSettings {
   mode: AgentMode;
@@ -37,7 +40,7 @@ export interface AgentSettings {
   /** What the conversation turn offers the model, and how many tool rounds it allows. */
   tools: ToolSettings;
   transferNumber: string;
-  flow: { start?: string; nodes: FlowNode[] } | undefined;
+  flow: AgentFlow | undefined;
   keypadTimeoutSeconds: number;
   maxNoInput: number;
   /** `follow`: move to another configured language when the caller speaks it. */
@@ -112,7 +115,7 @@ export function agentSettings(
       transferNumber: effective.transfer_number ?? '',
     },
     transferNumber: effective.transfer_number ?? '',
-    flow: spec.flow?.nodes?.length ? { start: spec.flow.start, nodes: spec.flow.nodes } : undefined,
+    flow: spec.flow?.nodes?.length ? { ...spec.flow, nodes: spec.flow.nodes } : undefined,
     keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,
     maxNoInput: spec.max_no_input || 2,
     noInput: spec.no_input ?? '',

@@ -1,9 +1,10 @@
-import { FlowEdge, FlowNode } from './agent-settings';
+import { AgentFlow, FlowNode } from './agent-settings';
 import { Clock } from './clock';
+import { expressionHolds } from './flow/conditions';
 
 export interface KeypadMenuOptions {
   clock: Clock;
-  flow: { start?: string; nodes: FlowNode[] } | undefined;
+  flow: AgentFlow | undefined;
   /** keypad_timeout_seconds: the wait for a key after a menu is read. */
   timeoutSeconds: number;
   /** max_no_input: silent rounds before the call ends (`no_input`). */
@@ -93,44 +94,8 @@ export class KeypadMenu {
   /** The next node for a keypress: expression edges first (by priority), then the catch-all. */
   private route(node: FlowNode, variables: Record<string, string>): FlowNode | undefined {
     const edges = [...(node.edges ?? [])].sort((a, b) => (a.priority ?? 0) - (b.priority ?? 0));
-    const match = edges.find((e) => e.type === 'expression' && matches(e, { ...this.options.variables, ...variables })) ?? edges.find((e) => e.type === 'always');
+    const scope = { values: { ...this.options.variables, ...variables }, types: this.options.flow?.variables };
+    const match = edges.find((e) => e.type === 'expression' && expressionHolds(e.expression, scope)) ?? edges.find((e) => e.type === 'always');
     return match ? this.options.flow?.nodes.find((n) => n.id === match.to) : undefined;
   }
-}
-
-function matches(edge: FlowEdge, variables: Record<string, string>): boolean {
-  const conditions = edge.expression?.conditions ?? [];
-  const test = (c: { variable: string; operator: string; value?: unknown }) => {
-    const actual = variables[c.variable];
-    const expected = c.value === undefined ? undefined : String(c.value);
-    switch (c.operator) {
-      case 'eq':
-        return actual === expected;
-      case 'neq':
-        return actual !== expected;
-      case 'in':
-        return Array.isArray(c.value) && c.value.map(String).includes(actual ?? '');
-      case 'not_in':
-        return Array.isArray(c.value) && !c.value.map(String).includes(actual ?? '');
-      case 'contains':
-        return actual !== undefined && expected !== undefined && actual.includes(expected);
-      case 'exists':
-        return actual !== undefined;
-      case 'not_exists':
-        return actual === undefined;
-      case 'gt':
-      case 'gte':
-      case 'lt':
-      case 'lte': {
-        const a = Number(actual);
-        const b = Number(c.value);
-        if (Number.isNaN(a) || Number.isNaN(b)) return false;
-        return c.operator === 'gt' ? a > b : c.operator === 'gte' ? a >= b : c.operator === 'lt' ? a < b : a <= b;
-      }
-      default:
-        return false;
-    }
-  };
-  if (!conditions.length) return false;
-  return edge.expression?.logic === 'or' ? conditions.some(test) : conditions.every(test);
 }

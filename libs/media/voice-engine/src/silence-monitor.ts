@@ -1,11 +1,13 @@
 import { Clock } from './clock';
 
+type Seconds = number | undefined | (() => number | undefined);
+
 export interface SilenceMonitorOptions {
   clock: Clock;
-  /** silence_prompt_seconds; undefined = never. */
-  promptSeconds: number | undefined;
+  /** silence_prompt_seconds; undefined = never. A function is read at each arming (a flow node's own timer). */
+  promptSeconds: Seconds;
   /** silence_hangup_seconds; undefined = never. */
-  hangupSeconds: number | undefined;
+  hangupSeconds: Seconds;
   /** Ask the caller whether they are still there. */
   onPrompt(): void;
   /** Say goodbye and end the call (`silence`). */
@@ -23,7 +25,10 @@ export class SilenceMonitor {
 
   arm(): void {
     this.disarm();
-    const { clock, promptSeconds, hangupSeconds } = this.options;
+    const { clock } = this.options;
+    const read = (s: Seconds) => (typeof s === 'function' ? s() : s);
+    const promptSeconds = read(this.options.promptSeconds);
+    const hangupSeconds = read(this.options.hangupSeconds);
     if (promptSeconds !== undefined) this.timers.push(clock.setTimeout(() => this.options.onPrompt(), promptSeconds * 1000));
     if (hangupSeconds !== undefined) this.timers.push(clock.setTimeout(() => this.options.onHangup(), hangupSeconds * 1000));
   }

@@ -8,15 +8,19 @@ import { SentenceChunker } from './sentences';
 
 /** Ends a sentence early in a spoken stream: what is pending is synthesized now (before a tool runs). */
 export const FLUSH = Symbol('flush');
-export type Spoken = string | typeof FLUSH;
+/**
+ * Text as it streams; FLUSH; or a fixed line, said whole as one segment (what is pending is said first), so it
+ * is played from the fixed lines' cache when held there.
+ */
+export type Spoken = string | typeof FLUSH | { line: string };
 
 export interface SpeechDeps {
   playout: Playout;
   clock: Clock;
   /** Sample rate of the audio out. */
   sampleRate: number;
-  /** Audio for one sentence (a synthesizer, or the fixed lines' cache). */
-  synthesize(text: string, signal: AbortSignal): AsyncIterable<SpeechChunk>;
+  /** Audio for one sentence, or a whole fixed line (`fixed`: from the fixed lines' cache when held). */
+  synthesize(text: string, signal: AbortSignal, fixed: boolean): AsyncIterable<SpeechChunk>;
   log(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -61,14 +65,15 @@ export class SpeechHandle {
     try {
       for await (const piece of source) {
         if (signal.aborted) break;
-        const ready = piece === FLUSH ? [chunker.flush()].filter((x): x is string => !!x) : chunker.push(piece);
+        const ready = typeof piece === 'string' ? chunker.push(piece) : [chunker.flush()].filter((x): x is string => !!x);
         for (const s of ready) {
           if (signal.aborted) break;
-          await this.sentence(s);
+          await this.sentence(s, false);
         }
+        if (typeof piece === 'object' && piece.line && !signal.aborted) await this.sentence(piece.line, true);
       }
       const rest = chunker.flush();
-      if (rest && !signal.aborted) await this.sentence(rest);
+      if (rest && !signal.aborted) await this.sentence(rest, false);
       await this.played();
     } catch (error) {
       if (!signal.aborted) this.deps.log('speaking failed', { err: String(error) });
@@ -106,8 +111,8 @@ export class SpeechHandle {
     for (const s of this.segments) this.deps.playout.release(s.id);
   }
 
-  /** Synthesizes one sentence into a playout segment, as fast as playback makes room for it. */
-  private async sentence(text: string): Promise<void> {
+  /** Synthesizes one sentence (or fixed line) into a playout segment, as fast as playback makes room for it. */
+  private async sentence(text: string, fixed: boolean): Promise<void> {
     const { playout, clock, sampleRate } = this.deps;
     const signal = this.signal;
     const id = playout.open();
@@ -115,7 +120,7 @@ export class SpeechHandle {
     const frames = new FrameCutter(playout.frameSize);
     let resampler: Resampler | undefined;
     try {
-      for await (const chunk of this.deps.synthesize(text, signal)) {
+      for await (const chunk of this.deps.synthesize(text, signal, fixed)) {
         if (signal.aborted) break;
         resampler ??= new Resampler(chunk.sampleRate, sampleRate);
         for (const frame of frames.push(resampler.process(chunk.pcm))) {

@@ -1,24 +1,33 @@
-import { TranscriptTurn } from '@parley/contracts';
-import { ChatMessage, LlmProvider, ToolCall } from '@parley/llm';
+import { FlowTransition, TranscriptTurn } from '@parley/contracts';
+import { ChatMessage, LlmProvider, LlmStreamEvent, ToolCall } from '@parley/llm';
 import { SpeechChunk, SpeechToText, TextToSpeech } from '@parley/speech';
 import { AgentSettings, fillVariables, FlowNode, LanguageSettings } from './agent-settings';
 import { BuiltInLines } from './built-in-lines';
 import { Clock } from './clock';
 import { AgentDialogue, Dialogue } from './dialogue';
+import { FlowRuntime, FlowStep } from './flow/flow-runtime';
+import { modelRouter } from './flow/intent-router';
 import { KeypadMenu } from './keypad-menu';
 import { LineCache, LineRequest } from './line-cache';
 import { engineMetrics } from './metrics';
 import { AudioSink, Playout } from './playout';
+import { Prefetch } from './prefetch';
 import { SilenceMonitor } from './silence-monitor';
 import { FLUSH, SpeechHandle, Spoken } from './speech-handle';
 import { FallbackSpeechToText } from './stt-fallback';
 import { ToolCallReport, ToolNetwork, ToolRunner } from './tool-runner';
-import { OfferedTool } from './tools';
+import { offeredTools, OfferedTool } from './tools';
 import { FallbackTextToSpeech } from './tts-fallback';
 import { TurnDetector, UserTurn } from './turn-detector';
 import { VadFactory } from './vad';
 
 export type EngineTurn = TranscriptTurn;
+
+/** What an agent turn decided on the way: end the call after it (end_call), or the flow's step it carried out. */
+interface TurnState {
+  endCall: boolean;
+  step?: FlowStep;
+}
 
 /** What the engine asks of whoever hosts the call (the media worker's session, or a test). */
 export interface EngineHost {
@@ -34,6 +43,8 @@ export interface EngineHost {
   recordToolCall?(report: ToolCallReport): void;
   /** The caller asked not to be contacted again (call.opt_out). */
   recordOptOut?(): Promise<void>;
+  /** The conversation flow moved (call.flow.transitioned); captured values are in it. */
+  recordTransition?(transition: FlowTransition): void;
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -103,6 +114,12 @@ export class VoiceEngine {
   private readonly keypad: KeypadMenu | undefined;
   private readonly tools: ToolRunner;
   private readonly dialogue: Dialogue;
+  /** The agent's conversation flow, when it has one (conversation mode). */
+  private readonly flow: FlowRuntime | undefined;
+  /** A flow node's own re-prompt after silence (repeat_after_silence_seconds), beside the call's. */
+  private readonly nodeSilence: SilenceMonitor;
+  /** The call's variables: those the call was placed with, then what a flow captures and events bring. */
+  private readonly variables: Record<string, string>;
   private readonly builtIns: BuiltInLines;
   /** The synthesizer (a fallback chain) of each language the call has spoken. */
   private readonly voices = new Map<string, FallbackTextToSpeech>();
@@ -118,7 +135,22 @@ export class VoiceEngine {
     this.playout = new Playout(host.sink, clock, options.sampleRate, options.marksEchoed ?? true);
     this.startedAt = options.startedAt ?? clock.now();
     this.language = settings.languages[0];
-    this.dialogue = new AgentDialogue(settings);
+    this.variables = { ...(options.variables ?? {}) };
+    if (settings.mode === 'conversation' && settings.flow) {
+      const flow = settings.flow;
+      this.flow = new FlowRuntime({
+        flow,
+        variables: this.variables,
+        tools: offeredTools(settings.tools),
+        route: modelRouter(providers.llm, { model: flow.routing?.model || settings.model, instructions: flow.routing?.instructions, log }),
+        onTransition: (t) => {
+          this.log('flow moved', { from: t.from, to: t.to, kind: t.kind });
+          host.recordTransition?.({ ...t, at_ms: this.offset() });
+        },
+        log,
+      });
+    }
+    this.dialogue = this.flow ?? new AgentDialogue(settings);
     this.builtIns = new BuiltInLines(providers.llm, settings.model, (language, line) => this.prepareLines(language, [line]), log);
     this.turns = new TurnDetector({
       clock,
@@ -127,7 +159,7 @@ export class VoiceEngine {
       interruptPhrases: settings.interruptPhrases,
       vad: providers.vad?.(options.sampleRate),
       agent: () => this.speech,
-      onSpeechStart: () => this.silence.disarm(),
+      onSpeechStart: () => this.disarmSilence(),
       // Quiet is counted from the caller's last words, whether or not they made a turn.
       onSpeechEnd: () => !this.speech && this.armSilence(),
       onBargeIn: (why) => this.interrupt(why),
@@ -141,6 +173,13 @@ export class VoiceEngine {
       hangupSeconds: settings.silenceHangupSeconds,
       onPrompt: () => void this.say(this.silencePrompt(this.language), { interruptible: true }),
       onHangup: () => void this.goodbye('silence'),
+    });
+    this.nodeSilence = new SilenceMonitor({
+      clock,
+      promptSeconds: () => this.flow?.repeatSeconds(),
+      hangupSeconds: undefined,
+      onPrompt: () => void this.repeatNode(),
+      onHangup: () => undefined,
     });
     this.tools = new ToolRunner({
       clock,
@@ -164,7 +203,7 @@ export class VoiceEngine {
         timeoutSeconds: settings.keypadTimeoutSeconds,
         maxNoInput: settings.maxNoInput,
         noInput: this.fill(settings.noInput),
-        variables: options.variables ?? {},
+        variables: this.variables,
         lineOf: (node) => this.menuLine(node),
         say: (line) => this.say(line, { interruptible: true }),
         interrupt: () => this.interrupt('key pressed'),
@@ -212,6 +251,8 @@ export class VoiceEngine {
       else this.finish('completed');
       return;
     }
+    // After the greeting: a static start node says its line then; an llm one lets the caller speak first.
+    if (this.flow) return this.act(this.flow.start());
     this.armSilence();
   }
 
@@ -219,6 +260,18 @@ export class VoiceEngine {
   pushAudio(frame: Int16Array): void {
     if (this.ended || this.settings.mode !== 'conversation') return;
     this.turns.push(frame);
+  }
+
+  /**
+   * An outside system injected an event (POST /v1/calls/{id}/events): a flow's event edge waiting on the current
+   * node fires at once, cutting what the agent was saying; otherwise the flow keeps it for a node that waits for it.
+   * Without a flow, nothing acts on events.
+   */
+  injectEvent(name: string, payload: Record<string, unknown>): void {
+    if (this.ended || this.transferred) return;
+    if (!this.flow) return this.log('event ignored: the agent has no conversation flow', { event: name });
+    const step = this.flow.event(name, payload);
+    if (step) void this.act(step, `An outside system reported the event "${name}". Go on with the conversation at the current step.`);
   }
 
   /** A key the caller pressed. */
@@ -290,23 +343,93 @@ export class VoiceEngine {
    * is one agent turn: its handle's AbortController stops the model, the tools' requests and the speech together.
    */
   private async reply(endOfSpeech: number): Promise<void> {
-    const instructions = this.dialogue.instructions(this.language);
-    const messages: ChatMessage[] = [...(instructions ? [{ role: 'system' as const, content: this.fill(instructions) }] : []), ...this.history];
-    const tools = this.dialogue.tools();
-    const state = { endCall: false };
-    const result = await this.speak((handle) => this.answer(messages, tools, state, endOfSpeech, handle), {
+    const state: TurnState = { endCall: false };
+    const result = await this.speak((handle) => (this.flow ? this.flowTurn(this.flow, state, endOfSpeech, handle) : this.answer(this.prompt(), state, endOfSpeech, handle)), {
       interruptible: true,
       endOfSpeechAt: endOfSpeech,
     });
-    if (this.ended || this.transferred) return;
-    if (state.endCall && !result.interrupted) return this.finish('agent');
-    if (!result.interrupted) this.armSilence();
+    this.afterTurn(state, result.interrupted);
   }
 
-  /** The answer's text as the model streams it, round after round of tool calls (see reply). */
-  private async *answer(messages: ChatMessage[], tools: OfferedTool[], state: { endCall: boolean }, endOfSpeech: number, handle: SpeechHandle): AsyncIterable<Spoken> {
+  /** After an agent turn: the call ends (end_call, a flow's last static line), or quiet is counted from here. */
+  private afterTurn(state: TurnState, interrupted: boolean): void {
+    if (this.ended || this.transferred || interrupted) return;
+    if (state.endCall) return this.finish('agent');
+    if (state.step?.kind === 'say' && state.step.last) return this.finish('completed');
+    this.armSilence();
+  }
+
+  /**
+   * A caller's turn on a flow: the runtime follows the edges that fire and says what to do. When the current node
+   * will answer unless an intent edge fires, its answer is started at once, alongside the routing call, and kept
+   * when the flow stays (same node, same instructions): the caller then waits for one model, not two in a row.
+   */
+  private async *flowTurn(flow: FlowRuntime, state: TurnState, endOfSpeech: number, handle: SpeechHandle): AsyncIterable<Spoken> {
+    const before = flow.speculative() ? { prompt: this.prompt(), revision: flow.revision } : undefined;
+    const early = before && new Prefetch((signal) => this.providers.llm.stream(this.modelRequest(before.prompt, [], 0, signal)), handle.signal);
+    const step = await flow.userTurn(this.history, handle.signal);
+    state.step = step;
+    const prompt = this.prompt();
+    const kept = early && before && step.kind === 'answer' && flow.revision === before.revision && prompt.messages[0]?.content === before.prompt.messages[0]?.content;
+    if (early && !kept) early.cancel();
+    if (handle.signal.aborted) return;
+    if (step.kind === 'answer') yield* this.answer(prompt, state, endOfSpeech, handle, kept ? early : undefined);
+    else if (step.kind === 'say') yield { line: this.fill(flow.lineOf(step.node, this.language.code)) };
+  }
+
+  /** What the flow said to do outside a caller's turn (the call opening, an event, a node's re-prompt). */
+  private async act(step: FlowStep, note?: string): Promise<void> {
+    if (this.ended) return;
+    if (step.kind === 'none') return;
+    if (step.kind === 'listen') return this.armSilence();
+    const state: TurnState = { endCall: false, step };
+    const result =
+      step.kind === 'say'
+        ? await this.say(this.fill(this.flow?.lineOf(step.node, this.language.code) ?? ''), { interruptible: true })
+        : await this.speak((handle) => this.answer(this.prompt(note), state, undefined, handle), { interruptible: true });
+    this.afterTurn(state, result.interrupted);
+  }
+
+  /** The model's request for the next reply: the dialogue's instructions (and a one-off note), the history, its tools. */
+  private prompt(note?: string): { messages: ChatMessage[]; tools: OfferedTool[] } {
+    const instructions = this.dialogue.instructions(this.language);
+    return {
+      messages: [
+        ...(instructions ? [{ role: 'system' as const, content: this.fill(instructions) }] : []),
+        ...this.history,
+        ...(note ? [{ role: 'system' as const, content: note }] : []),
+      ],
+      tools: this.dialogue.tools(),
+    };
+  }
+
+  private modelRequest(prompt: { messages: ChatMessage[]; tools: OfferedTool[] }, exchange: ChatMessage[], round: number, signal: AbortSignal) {
+    const definitions = prompt.tools.map((t) => t.definition);
+    const last = round >= this.settings.tools.maxToolRounds;
+    return {
+      model: this.settings.model,
+      messages: [...prompt.messages, ...exchange],
+      temperature: this.settings.temperature,
+      maxTokens: this.settings.maxTokens,
+      tools: definitions.length ? definitions : undefined,
+      toolChoice: definitions.length ? (last ? ('none' as const) : this.dialogue.toolChoice?.()) : undefined,
+      signal,
+    };
+  }
+
+  /**
+   * The answer's text as the model streams it, round after round of tool calls (see reply). `early`: the first
+   * round's stream, already started (a flow turn's speculative answer).
+   */
+  private async *answer(
+    prompt: { messages: ChatMessage[]; tools: OfferedTool[] },
+    state: TurnState,
+    endOfSpeech: number | undefined,
+    handle: SpeechHandle,
+    early?: AsyncIterable<LlmStreamEvent>,
+  ): AsyncIterable<Spoken> {
     const signal = handle.signal;
-    const definitions = tools.map((t) => t.definition);
+    const tools = prompt.tools;
     const maxRounds = this.settings.tools.maxToolRounds;
     let first = true;
     const exchange: ChatMessage[] = [];
@@ -315,17 +438,9 @@ export class VoiceEngine {
       let said = '';
       let calls: ToolCall[] = [];
       try {
-        for await (const event of this.providers.llm.stream({
-          model: this.settings.model,
-          messages: [...messages, ...exchange],
-          temperature: this.settings.temperature,
-          maxTokens: this.settings.maxTokens,
-          tools: definitions.length ? definitions : undefined,
-          toolChoice: last && definitions.length ? 'none' : undefined,
-          signal,
-        })) {
+        for await (const event of (round === 0 && early) || this.providers.llm.stream(this.modelRequest(prompt, exchange, round, signal))) {
           if (event.type === 'text' && event.delta) {
-            if (first) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (this.host.clock.now() - endOfSpeech) / 1000);
+            if (first && endOfSpeech !== undefined) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (this.host.clock.now() - endOfSpeech) / 1000);
             first = false;
             said += event.delta;
             yield event.delta;
@@ -355,6 +470,7 @@ export class VoiceEngine {
         yield FLUSH;
       }
       const outcomes = await Promise.all(work.map((call) => this.tools.run(call, tools, signal, () => handle.played())));
+      for (const call of work) this.dialogue.toolRan?.(call.name);
       if (signal.aborted || this.ended) return;
       const results = work.map((call, i) => ({ role: 'tool' as const, toolCallId: call.id, content: outcomes[i].result }));
       exchange.push({ role: 'assistant', content: said, toolCalls: work }, ...results);
@@ -368,12 +484,9 @@ export class VoiceEngine {
 
   /** A fixed line: synthesized ahead when the worker caches lines. */
   private say(line: string, options: { interruptible: boolean }): Promise<{ interrupted: boolean }> {
-    return this.speak(
-      async function* () {
-        yield line;
-      },
-      { ...options, fixed: true },
-    );
+    return this.speak(async function* () {
+      yield { line };
+    }, options);
   }
 
   /**
@@ -382,7 +495,7 @@ export class VoiceEngine {
    */
   private async speak(
     source: (handle: SpeechHandle) => AsyncIterable<Spoken>,
-    options: { interruptible: boolean; endOfSpeechAt?: number; fixed?: boolean },
+    options: { interruptible: boolean; endOfSpeechAt?: number },
   ): Promise<{ interrupted: boolean }> {
     if (this.ended) return { interrupted: true };
     this.cut();
@@ -391,7 +504,7 @@ export class VoiceEngine {
         playout: this.playout,
         clock: this.host.clock,
         sampleRate: this.options.sampleRate,
-        synthesize: (text, signal) => this.synthesize(text, signal, options.fixed ?? false),
+        synthesize: (text, signal, fixed) => this.synthesize(text, signal, fixed),
         log: (m, f) => this.log(m, f),
       },
       options.interruptible,
@@ -497,9 +610,34 @@ export class VoiceEngine {
 
   /** Quiet time is counted from here; the prompt and the hangup are both measured from this point. */
   private armSilence(): void {
-    this.silence.disarm();
+    this.disarmSilence();
     if (this.ended || this.settings.mode !== 'conversation') return;
     this.silence.arm();
+    this.nodeSilence.arm();
+  }
+
+  private disarmSilence(): void {
+    this.silence.disarm();
+    this.nodeSilence.disarm();
+  }
+
+  /**
+   * The flow node's re-prompt after its own quiet time: a static node says its line again, an llm node asks again
+   * in its own words. The call's silence prompt and hang-up keep counting from the caller's last words.
+   */
+  private async repeatNode(): Promise<void> {
+    const flow = this.flow;
+    if (!flow || this.ended || this.speech) return;
+    const node = flow.current;
+    const seconds = flow.repeatSeconds() ?? 0;
+    const { interrupted } =
+      node.type === 'static'
+        ? await this.say(this.fill(flow.lineOf(node, this.language.code)), { interruptible: true })
+        : await this.speak(
+            (handle) => this.answer(this.prompt(`The caller has said nothing for ${seconds} seconds. Ask again, briefly, in one short sentence.`), { endCall: false }, undefined, handle),
+            { interruptible: true },
+          );
+    if (!interrupted && !this.ended && flow.current === node) this.nodeSilence.arm();
   }
 
   private async goodbye(reason: string): Promise<void> {
@@ -517,7 +655,7 @@ export class VoiceEngine {
   }
 
   private clearTimers(): void {
-    this.silence.disarm();
+    this.disarmSilence();
     this.host.clock.clearTimeout(this.maxTimer);
     this.keypad?.stop();
   }
@@ -529,7 +667,7 @@ export class VoiceEngine {
   }
 
   private fill(text: string): string {
-    return fillVariables(text, this.options.variables ?? {});
+    return fillVariables(text, this.variables);
   }
 
   private offset(): number {

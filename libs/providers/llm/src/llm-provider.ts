@@ -64,11 +64,14 @@ export interface CompletionResult {
   model: string;
 }
 
+/** `auto`, `none`, `required` (some tool), or this one tool (a flow node's `tool`). */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
 export interface StreamRequest extends CompletionRequest {
   /** Functions offered to the model; an empty list is the same as none. */
   tools?: ToolDefinition[];
   /** Only sent along with tools. Default: the server's (`auto` when tools are given). */
-  toolChoice?: 'auto' | 'none' | 'required';
+  toolChoice?: ToolChoice;
 }
 
 /**

@@ -267,6 +267,12 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
       expect(withoutTools).not.toHaveProperty('tool_choice');
     });
 
+    it('forces one named tool as OpenAI names a function choice', async () => {
+      await collect(llm().stream(ask({ tools: [weather], toolChoice: { name: 'get_weather' } })));
+
+      expect(server.requests[0].body.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } });
+    });
+
     it('reassembles a tool call from deltas split across chunks (id and name first, arguments in pieces)', async () => {
       server.reply(() => ({
         toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: ['{"ci', 'ty": "Pa', 'ris"}'] }],

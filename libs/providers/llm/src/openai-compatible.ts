@@ -9,6 +9,7 @@ import {
   LlmStreamEvent,
   StreamRequest,
   ToolCall,
+  ToolChoice,
   ToolDefinition,
 } from './llm-provider';
 
@@ -91,7 +92,7 @@ export class OpenAiCompatibleLlm implements LlmProvider {
       stream: true,
       // Both only with tools: OpenAI rejects an empty `tools` and a `tool_choice` without tools.
       ...(tools ? { tools: tools.map(toWireTool) } : {}),
-      ...(tools && request.toolChoice ? { tool_choice: request.toolChoice } : {}),
+      ...(tools && request.toolChoice ? { tool_choice: toWireToolChoice(request.toolChoice) } : {}),
     };
     const signal = request.signal;
 
@@ -271,4 +272,9 @@ async function fetchWithLocalErrors(input: string | URL | Request, init?: Reques
     if (typeof name === 'string') local.name = name;
     throw local;
   }
+}
+
+/** A named tool is OpenAI's `{ type: 'function', function: { name } }`; the keywords go as they are. */
+function toWireToolChoice(choice: ToolChoice): OpenAI.Chat.Completions.ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
 }
