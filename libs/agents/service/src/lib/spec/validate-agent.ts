@@ -121,6 +121,14 @@ function checkToolConfig(p: Problems, tc: ToolConfig, at: string, catalogue: Dep
 }
 
 function checkFlow(p: Problems, flow: Flow, spec: AgentSpec): void {
+  // Only these two modes follow a flow: a stored flow that nothing reads is refused, not kept in silence.
+  const mode = spec.mode ?? 'conversation';
+  if (mode !== 'conversation' && mode !== 'keypad') {
+    p.add('flow', `is followed by conversation and keypad agents only (this agent's mode is ${mode}); send {} to remove it`);
+    return;
+  }
+  const keypad = mode === 'keypad';
+  if (keypad && flow.routing !== undefined) p.add('flow.routing', 'applies to conversation agents only (a keypad menu has no intent edges)');
   const nodes = flow.nodes ?? [];
   const ids = new Map<string, number>();
   nodes.forEach((node, i) => {
@@ -152,6 +160,9 @@ function checkFlow(p: Problems, flow: Flow, spec: AgentSpec): void {
       const e = `${at}.edges[${j}]`;
       const kind = edge.type ?? 'intent';
       if (!ids.has(edge.to)) p.add(`${e}.to`, `names no node (${edge.to})`);
+      if (keypad && (kind === 'intent' || kind === 'event')) {
+        p.add(`${e}.type`, `a keypad menu follows expression and always edges only (the key pressed is the variable digit), not ${kind}`);
+      }
       if (kind === 'event' && !edge.event) p.add(`${e}.event`, 'is required on an event edge');
       if (kind !== 'event' && edge.event !== undefined) p.add(`${e}.event`, 'only applies to event edges');
       if (kind !== 'intent' && edge.capture !== undefined) p.add(`${e}.capture`, 'only applies to intent edges');

@@ -349,29 +349,19 @@ export class EdgeDto implements FlowEdge {
   @IsText(NODE_ID, { min: 1 })
   to: string;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        enum: EDGE_TYPES,
-        default: 'intent',
-        description:
-          "`intent`: the model decides from the caller's words. `expression`: evaluated first. `always`: the catch-all. " +
-          '`event`: fires only when an outside system injects the named event.',
-      },
-      'the flow runtime',
-      '`intent` and `event` edges are stored and returned but never fire (a keypad menu follows `expression` and `always` edges)',
-    ),
-  )
+  @ApiPropertyOptional({
+    enum: EDGE_TYPES,
+    default: 'intent',
+    description:
+      "At each caller turn a node's edges are tried in this order: `expression` (by `priority`), then `intent` (one routing " +
+      "model call decides from the caller's words), then `always` (the catch-all). `event` fires only when " +
+      '`POST /v1/calls/{id}/events` injects the named event. A keypad agent accepts `expression` and `always` only.',
+  })
   @Optional()
   @IsOneOf(EDGE_TYPES)
   type?: (typeof EDGE_TYPES)[number];
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      { description: 'Condition sentence; read by the router on intent edges, a label elsewhere.', maxLength: 1000 },
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional({ description: 'Condition sentence; read by the router on intent edges, a label elsewhere (and in transitions).', maxLength: 1000 })
   @Optional()
   @IsText(1000)
   when?: string;
@@ -387,19 +377,21 @@ export class EdgeDto implements FlowEdge {
   priority?: number;
 
   @ApiPropertyOptional(
-    notYetActedOn(
-      mapSchema(
-        CAPTURES,
-        'Values extracted when an intent edge fires, name to JSON type; stored as call variables; all are required for the edge to fire.',
-      ),
-      'the flow runtime',
+    mapSchema(
+      CAPTURES,
+      'Values extracted when an intent edge fires, name to JSON type; stored as call variables (as text: `2500`, `true`) and ' +
+        'reported typed in the transition; all are required for the edge to fire (until then the node asks for what is missing).',
     ),
   )
   @Optional()
   @IsStringMap(CAPTURES)
   capture?: Record<string, (typeof CAPTURE_TYPES)[number]>;
 
-  @ApiPropertyOptional(notYetActedOn({ description: 'Injected event an `event` edge waits for.', maxLength: 100 }, 'the flow runtime'))
+  @ApiPropertyOptional({
+    description:
+      'Injected event an `event` edge waits for. An event injected before the flow reaches the node is kept and fires on arrival, once.',
+    maxLength: 100,
+  })
   @Optional()
   @IsText(100)
   event?: string;
@@ -416,39 +408,24 @@ export class NodeDto implements FlowNode {
   @IsText(NODE_ID, { min: 1 })
   id: string;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        enum: NODE_TYPES,
-        default: 'llm',
-        description:
-          '`llm`: the model answers under the agent prompt plus the node prompt. `static`: says a fixed line with no model. ' +
-          '`router`: never speaks and moves on in the same turn.',
-      },
-      'the flow runtime',
-      '`llm` and `router` nodes are stored and returned, and a keypad menu reads every node as a `static` one',
-    ),
-  )
+  @ApiPropertyOptional({
+    enum: NODE_TYPES,
+    default: 'llm',
+    description:
+      '`llm`: the model answers under the agent prompt plus the node prompt. `static`: says a fixed line with no model; a static ' +
+      'node without edges ends the call (`completed`) once said. `router`: never speaks and moves on in the same turn. ' +
+      'A keypad agent reads every node as a menu.',
+  })
   @Optional()
   @IsOneOf(NODE_TYPES)
   type?: (typeof NODE_TYPES)[number];
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      { description: 'Node purpose; read by the router as objective when there is no prompt.', maxLength: 2000 },
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional({ description: 'Node purpose; read by the router as objective when there is no prompt.', maxLength: 2000 })
   @Optional()
   @IsText(2000)
   description?: string;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      { description: "Instructions appended to the agent's system prompt while on this node.", maxLength: 20000 },
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional({ description: "Instructions appended to the agent's system prompt while on this node.", maxLength: 20000 })
   @Optional()
   @IsText(20000)
   prompt?: string;
@@ -463,30 +440,20 @@ export class NodeDto implements FlowNode {
   @IsStringMap(PER_LANGUAGE_LINE)
   say_in?: Record<string, string>;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      mapSchema(PER_LANGUAGE_LINE, 'One example reply per language code, appended to the prompt.'),
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional(mapSchema(PER_LANGUAGE_LINE, 'One example reply per language code, appended to the prompt.'))
   @Optional()
   @IsStringMap(PER_LANGUAGE_LINE)
   examples?: Record<string, string>;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      { description: 'Forces the model to call this tool on the node until it has run once per visit.', maxLength: REF },
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional({ description: 'Forces the model to call this tool on the node until it has run once per visit.', maxLength: REF })
   @Optional()
   @IsText(REF)
   tool?: string;
 
   @ApiPropertyOptional(
-    notYetActedOn(
-      textListSchema({ maxItems: 50, maxLength: REF }, "Tools visible on the node. Absent: all of the agent's; empty: none."),
-      'the flow runtime',
+    textListSchema(
+      { maxItems: 50, maxLength: REF },
+      "Tools visible on the node. Absent: all of the agent's; empty: none (`record_opt_out` stays: an opt-out is honoured on every node).",
     ),
   )
   @Optional()
@@ -503,18 +470,15 @@ export class NodeDto implements FlowNode {
   @IsTextList({ maxItems: 20, maxLength: REF })
   knowledge_base_ids?: string[];
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        type: 'integer',
-        minimum: 0,
-        maximum: 300,
-        default: 0,
-        description: 'Re-prompt after this much silence on the node, in seconds; 0 never.',
-      },
-      'the flow runtime',
-    ),
-  )
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 300,
+    default: 0,
+    description:
+      'Re-prompt after this much silence on the node, in seconds (a static node says its line again, an llm node asks again); ' +
+      "0 never. The call's own silence prompt and hang-up keep counting.",
+  })
   @Optional()
   @IsIntBetween(0, 300)
   repeat_after_silence_seconds?: number;
@@ -549,7 +513,7 @@ export class FlowDto implements Flow {
   @IsNestedList(() => NodeDto, { maxItems: 200 })
   nodes?: NodeDto[];
 
-  @ApiPropertyOptional(notYetActedOn({ type: RoutingDto, description: 'How the router chooses between intent edges.' }, 'the flow runtime'))
+  @ApiPropertyOptional({ type: RoutingDto, description: 'How the router chooses between intent edges (conversation agents only).' })
   @Optional()
   @IsNested(() => RoutingDto)
   routing?: RoutingDto;
@@ -896,16 +860,13 @@ export class AgentInputDto implements AgentInput {
   @IsText(500)
   filler_phrase?: string;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        type: FlowDto,
-        description: 'Conversation flow. Send `{}` to remove. Validated in full; all problems reported together under `flow.<path>`.',
-      },
-      'the flow runtime',
-      "stored and returned; calls ignore it outside `keypad` mode (a keypad agent's flow is its menu)",
-    ),
-  )
+  @ApiPropertyOptional({
+    type: FlowDto,
+    description:
+      'Conversation flow. Send `{}` to remove. Validated in full; all problems reported together under `flow.<path>`. ' +
+      'A `conversation` agent follows it at run time (docs/flows.md); a `keypad` agent reads its nodes as menus, keys routed by ' +
+      'expression edges on `digit`. Refused on `normal` and `webrtc` agents, which follow none.',
+  })
   @Optional()
   @IsNested(() => FlowDto)
   flow?: FlowDto;

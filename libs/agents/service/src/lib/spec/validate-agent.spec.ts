@@ -1,0 +1,41 @@
+import { parseEgressAllowlist } from '@parley/egress';
+import { validateAgent, DeploymentCatalogue } from './validate-agent';
+import { AgentSpec } from './agent-spec';
+
+const catalogue: DeploymentCatalogue = {
+  sttProviders: new Set(['deepgram']),
+  ttsProviders: new Set(['elevenlabs']),
+  functions: new Set(),
+  urls: { egress: parseEgressAllowlist('').policy, internalHosts: [], webhookHttpHosts: [] },
+};
+const fields = (spec: Partial<AgentSpec>) => validateAgent({ name: 'a', languages: [{ code: 'en-US' }], ...spec } as AgentSpec, catalogue).map((p) => p.field);
+
+describe('agent validation: which modes follow a flow', () => {
+  const menu = {
+    start: 'menu',
+    nodes: [
+      { id: 'menu', type: 'static' as const, say: 'Press 1.', edges: [{ to: 'done', type: 'expression' as const, expression: { conditions: [{ variable: 'digit', operator: 'eq' as const, value: '1' }] } }] },
+      { id: 'done', type: 'static' as const, say: 'Bye.' },
+    ],
+  };
+
+  it('accepts a flow on a conversation agent with every edge type, and a keypad menu of expression and always edges', () => {
+    const talk = {
+      start: 'a',
+      routing: { instructions: 'Route.' },
+      nodes: [{ id: 'a', edges: [{ to: 'a' }, { to: 'a', type: 'event' as const, event: 'go' }, { to: 'a', type: 'always' as const }] }],
+    };
+    expect(fields({ mode: 'conversation', flow: talk })).toEqual([]);
+    expect(fields({ mode: 'keypad', flow: menu })).toEqual([]);
+  });
+
+  it('refuses a flow on an agent whose mode follows none', () => {
+    expect(fields({ mode: 'normal', flow: menu })).toEqual(['flow']);
+    expect(fields({ mode: 'webrtc', flow: menu })).toEqual(['flow']);
+  });
+
+  it('refuses intent and event edges and routing on a keypad agent, where nothing would fire them', () => {
+    const flow = { ...menu, routing: { model: 'm' }, nodes: [{ ...menu.nodes[0], edges: [{ to: 'done' }, { to: 'done', type: 'event' as const, event: 'x' }] }, menu.nodes[1]] };
+    expect(fields({ mode: 'keypad', flow })).toEqual(['flow.routing', 'flow.nodes[0].edges[0].type', 'flow.nodes[0].edges[1].type']);
+  });
+});
