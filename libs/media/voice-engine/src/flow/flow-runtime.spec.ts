@@ -266,6 +266,25 @@ describe('flow runtime', () => {
       expect(moves(transitions).slice(1)).toEqual(['wait→confirm:always', 'confirm→shipped:event']);
       expect(transitions[2].event).toBe('shipped');
     });
+
+    it('keeps an event that comes before the flow starts (during the greeting) for the start: the start is recorded first, the event then fires', () => {
+      const { flow: f, transitions, variables } = runtime(flow);
+      expect(f.event('payment_received', { amount: '20 dollars' })).toBeUndefined();
+      expect(transitions).toEqual([]);
+      expect(variables).toEqual({ amount: '20 dollars' });
+      expect(f.start()).toMatchObject({ kind: 'say', node: { id: 'paid' } });
+      expect(moves(transitions)).toEqual(['∅→wait:start', 'wait→paid:event']);
+    });
+
+    it('lets an llm node an early event leads to speak as soon as the flow starts', () => {
+      const { flow: f, transitions } = runtime({
+        start: 'wait',
+        nodes: [{ id: 'wait', edges: [{ to: 'thank', type: 'event', event: 'paid' }] }, { id: 'thank', prompt: 'Thank the caller.' }],
+      });
+      f.event('paid', {});
+      expect(f.start()).toEqual({ kind: 'answer' });
+      expect(moves(transitions)).toEqual(['∅→wait:start', 'wait→thank:event']);
+    });
   });
 
   describe('the node as the dialogue', () => {

@@ -59,6 +59,8 @@ export class FlowRuntime implements Dialogue {
   private moves = 0;
   /** Events no edge waited for when they came, by name, oldest first. */
   private readonly latched = new Map<string, Record<string, unknown>>();
+  /** Whether the start node was entered: an event before that (during the greeting) waits for it. */
+  private started = false;
 
   constructor(private readonly options: FlowRuntimeOptions) {
     const { flow } = options;
@@ -75,11 +77,19 @@ export class FlowRuntime implements Dialogue {
     return this.moves;
   }
 
-  /** The call opens: the start node is entered (a router moves on by its expression and always edges). */
+  /**
+   * The call opens: the start node is entered (a router moves on by its expression and always edges). An event
+   * injected before (while the greeting played) fires now if the start node waits for it; an llm node it leads to
+   * then speaks at once, as on any event.
+   */
   start(): FlowStep {
+    this.started = true;
     this.options.onTransition({ from: '', to: this.node.id, kind: 'start', edge_index: -1 });
+    const latched = this.latchedMove(this.node);
+    if (latched) this.follow(latched);
     this.settle();
-    return this.node.type === 'static' ? this.say() : { kind: 'listen' };
+    if (kind(this.node) === 'static') return this.say();
+    return latched && kind(this.node) === 'llm' ? { kind: 'answer' } : { kind: 'listen' };
   }
 
   /**
@@ -113,7 +123,7 @@ export class FlowRuntime implements Dialogue {
    */
   event(name: string, payload: Record<string, unknown>): FlowStep | undefined {
     Object.assign(this.options.variables, flatten(payload));
-    const move = this.eventMove(this.node, name);
+    const move = this.started ? this.eventMove(this.node, name) : undefined;
     if (!move) {
       this.latched.delete(name);
       this.latched.set(name, payload);
