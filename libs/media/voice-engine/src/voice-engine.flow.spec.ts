@@ -1,6 +1,7 @@
 import type { Flow, FlowTransition } from '@parley/contracts';
 import { FakeLlm, StreamRequest } from '@parley/llm';
 import { agentSettings } from './agent-settings';
+import { LineCache } from './line-cache';
 import { quiet, setup, speech } from './testing/engine-harness';
 
 /** An agent whose conversation follows `flow`; the caller's silence never ends the call unless asked. */
@@ -207,6 +208,20 @@ describe('voice engine: conversation flows', () => {
     expect(c.hangups).toEqual(['silence']);
     const starts = c.turns.filter((t) => t.text === 'Say sales or support.').map((t) => t.startMs);
     expect(starts[1] - starts[0]).toBeGreaterThanOrEqual(4000);
+  });
+
+  it('synthesizes the static lines known at the start ahead, and leaves those waiting for a captured value', async () => {
+    const c = setup(flowAgent(qualification), { llm: model([]), lines: new LineCache() });
+    void c.engine.start();
+    await c.clock.advance(10_000);
+    const texts = c.tts[0].syntheses.map((s) => s.request.text);
+    expect(texts).toContain('Hello Sam.');
+    expect(texts.some((t) => t.includes('{{'))).toBe(false);
+    const withNoValue = flowAgent({ ...qualification, nodes: [...(qualification.nodes ?? []), { id: 'bye', type: 'static', say: 'Goodbye for now.' }] });
+    const d = setup(withNoValue, { llm: model([]), lines: new LineCache() });
+    void d.engine.start();
+    await d.clock.advance(10_000);
+    expect(d.tts[0].syntheses.map((s) => s.request.text)).toContain('Goodbye for now.');
   });
 
   it('ignores events on a call without a flow: nothing said, nothing asked of the model', async () => {

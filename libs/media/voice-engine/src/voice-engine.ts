@@ -576,7 +576,18 @@ export class VoiceEngine {
     const goodbye = this.settings.maxCallSeconds ? [this.builtIns.line(this.language, 'goodbye')] : [];
     // The voicemail message right after the opening: machine detection answers within the first seconds.
     const voicemail = this.options.voicemailMessage ? [this.fill(this.options.voicemailMessage)] : [];
-    return [...new Set([opening, ...voicemail, ...keypad, ...conversation, ...goodbye])];
+    return [...new Set([opening, ...voicemail, ...keypad, ...this.staticLines(), ...conversation, ...goodbye])];
+  }
+
+  /**
+   * A flow's static lines whose words are known now; one that names a variable the call has no value for yet (a
+   * value the flow will capture) is synthesized when said.
+   */
+  private staticLines(): string[] {
+    const flow = this.flow;
+    if (!flow) return [];
+    const statics = this.settings.flow?.nodes.filter((n) => n.type === 'static') ?? [];
+    return statics.map((n) => this.fill(flow.lineOf(n, this.language.code))).filter((line) => !/\{\{[^}]*\}\}/.test(line));
   }
 
   /** The silence prompt and goodbye of a conversation in `language`, when its timers may say them. */

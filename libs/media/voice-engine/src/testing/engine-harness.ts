@@ -2,6 +2,7 @@ import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { agentSettings, AgentSettings } from '../agent-settings';
 import { ManualClock } from '../clock';
+import { LineCache } from '../line-cache';
 import { AudioSink } from '../playout';
 import { EngineHost, EngineOptions, EngineTurn, VoiceEngine } from '../voice-engine';
 
@@ -68,7 +69,7 @@ export function settings(overrides: Record<string, unknown> = {}, conversation: 
 
 export function setup(
   agent: AgentSettings,
-  options: { llm?: FakeLlm; stt?: FakeSpeechToText[]; tts?: FakeTextToSpeech[]; host?: Partial<EngineHost>; engine?: Partial<EngineOptions> } = {},
+  options: { llm?: FakeLlm; stt?: FakeSpeechToText[]; tts?: FakeTextToSpeech[]; lines?: LineCache; host?: Partial<EngineHost>; engine?: Partial<EngineOptions> } = {},
 ) {
   const clock = new ManualClock();
   const carrier = new FakeCarrier(clock);
@@ -80,7 +81,7 @@ export function setup(
   const llm = options.llm ?? new FakeLlm();
   const engine = new VoiceEngine(
     agent,
-    { stt, tts, llm },
+    { stt, tts, llm, lines: options.lines },
     {
       sink: carrier,
       clock,
