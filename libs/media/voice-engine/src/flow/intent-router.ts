@@ -94,7 +94,7 @@ export function readDecision(text: string, choices: IntentChoice[], log?: (m: st
   const none: RouteDecision = { captured: {}, missing: [] };
   let answer: { edge?: unknown; values?: unknown };
   try {
-    answer = JSON.parse(text.trim().replace(/^```(?:json)?\s*|\s*```$/g, '')) as typeof answer;
+    answer = parseObject(text) as typeof answer;
   } catch {
     log?.('routing answer unreadable', { answer: text.slice(0, 200) });
     return none;
@@ -111,6 +111,23 @@ export function readDecision(text: string, choices: IntentChoice[], log?: (m: st
     else captured[name] = value;
   }
   return { choice, captured, missing };
+}
+
+/**
+ * The answer's JSON object: the whole text (code fences aside); else, as servers that ignore `response_format` and
+ * reasoning models answer, the object after a `<think>` block or a sentence: from the first `{` to the last `}`.
+ */
+function parseObject(text: string): unknown {
+  const bare = text.trim().replace(/^```(?:json)?\s*|\s*```$/g, '');
+  try {
+    return JSON.parse(bare);
+  } catch (error) {
+    const rest = bare.replace(/<think>[\s\S]*?<\/think>/g, '');
+    const from = rest.indexOf('{');
+    const to = rest.lastIndexOf('}');
+    if (from < 0 || to < from) throw error;
+    return JSON.parse(rest.slice(from, to + 1));
+  }
 }
 
 function typed(value: unknown, type: CaptureType): string | number | boolean | undefined {
