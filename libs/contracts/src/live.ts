@@ -1,4 +1,5 @@
 import type { Call } from './gen/parley/calls/v1/calls';
+import type { FlowTransition } from './transcript';
 import type { WebhookEvent } from './webhook-events';
 
 /**
@@ -11,7 +12,7 @@ export interface LiveSubject<P> {
   readonly payload?: P;
 }
 
-/** An event a client injected into a live call (POST /v1/calls/{id}/events); not acted on by the conversation yet. */
+/** An event a client injected into a live call (POST /v1/calls/{id}/events), for the conversation's flow. */
 export interface InjectedCallEvent {
   id: string;
   name: string;
@@ -20,13 +21,15 @@ export interface InjectedCallEvent {
 }
 
 /**
- * What happens on one call, as it happens: each status change, each customer-facing event, injected events. For
- * observers (event streams); the media worker takes its commands over gRPC (parley.media.v1), not from here.
+ * What happens on one call, as it happens: each status change, each customer-facing event, injected events, each
+ * move of its conversation flow. For observers (event streams); the media worker takes its commands over gRPC
+ * (parley.media.v1), not from here.
  */
 export type CallActivity =
   | { kind: 'status'; call: Call }
   | { kind: 'event'; event: WebhookEvent }
-  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent };
+  | { kind: 'injected'; call_id: string; injected: InjectedCallEvent }
+  | { kind: 'flow'; call_id: string; transition: FlowTransition };
 
 /** How loaded one media worker is, as it reports itself every `report_every_ms` (call admission reads it). */
 export interface MediaLoadReport {

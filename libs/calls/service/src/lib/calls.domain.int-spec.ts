@@ -173,6 +173,66 @@ describe('calls domain (real PostgreSQL)', () => {
     await expect(calls.insert(newCall({ carrierCallId: 'CA123' }))).rejects.toThrow();
   });
 
+  it('stores each move of the flow in order, merges what it captured into the call’s variables as text, and tells event streams once per move', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_flow', variables: { customer: 'Ada', plan: 'basic' } }));
+    await calls.transition('acc_flow', call.id, () => ({ status: 'in_progress' }));
+    const start = { from: '', to: 'greet', kind: 'start' as const, edge_index: -1, at_ms: 0 };
+    const qualified = {
+      from: 'greet',
+      to: 'offer',
+      kind: 'intent' as const,
+      edge_index: 1,
+      when: 'The caller wants to upgrade',
+      captured: { plan: 'pro', seats: 12, annual: true },
+      at_ms: 5250,
+    };
+    const paid = { from: 'offer', to: 'thanks', kind: 'event' as const, edge_index: 0, event: 'payment_received', captured: { annual: false }, at_ms: 9100 };
+
+    await calls.flowTransitioned('acc_flow', call.id, start, { id: 'MZ1', seq: 1 });
+    await calls.flowTransitioned('acc_flow', call.id, qualified, { id: 'MZ1', seq: 3 });
+    // The report was stored but its answer missed the deadline: the worker sends it again.
+    await calls.flowTransitioned('acc_flow', call.id, qualified, { id: 'MZ1', seq: 3 });
+    await calls.flowTransitioned('acc_flow', call.id, paid, { id: 'MZ1', seq: 5 });
+
+    const { call: after, transitions } = await calls.transcript('acc_flow', call.id);
+    expect(transitions).toEqual([start, qualified, paid]);
+    expect(after.variables).toEqual({ customer: 'Ada', plan: 'pro', seats: '12', annual: 'false' });
+    const moves = heard.filter((a): a is Extract<CallActivity, { kind: 'flow' }> => a.kind === 'flow' && a.call_id === call.id);
+    expect(moves.map((a) => a.transition)).toEqual([start, qualified, paid]);
+    // Not a webhook event: nothing in the outbox beyond the call's own.
+    expect((await outbox(call.id)).map((e) => e.type)).toEqual(['call.started']);
+    await expect(calls.flowTransitioned('acc_other', call.id, paid)).rejects.toMatchObject({ code: 'not_found' });
+    await calls.transition('acc_flow', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
+  it('hands an injected event to the worker holding the call’s stream, and says when it reached observers only', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_inject' }));
+    await calls.transition('acc_inject', call.id, () => ({ status: 'in_progress' }));
+
+    // No stream attached yet: broadcast, not delivered.
+    const early = await calls.inject('acc_inject', call.id, 'payment_received', { amount: 42 });
+    expect(early.delivered).toBe(false);
+    expect(workers.about(call.id)).toEqual([]);
+
+    await calls.attachMedia('acc_inject', call.id, '10.0.9.1:50053');
+    const { injected, delivered } = await calls.inject('acc_inject', call.id, 'payment_received', { amount: 42, order: { id: 'o_1' } });
+    expect(delivered).toBe(true);
+    expect(workers.about(call.id)).toEqual([
+      {
+        address: '10.0.9.1:50053',
+        command: 'inject_event',
+        req: { call_id: call.id, event_id: injected.id, name: 'payment_received', payload_json: '{"amount":42,"order":{"id":"o_1"}}' },
+      },
+    ]);
+    expect(heard.filter((a) => a.kind === 'injected' && a.call_id === call.id).map((a) => a.kind === 'injected' && a.injected.id)).toEqual([early.injected.id, injected.id]);
+
+    // The worker cannot be reached: the event still reached the call's event stream.
+    workers.gone.add('10.0.9.1:50053');
+    expect((await calls.inject('acc_inject', call.id, 'payment_failed', {})).delivered).toBe(false);
+    expect(heard.filter((a) => a.kind === 'injected' && a.call_id === call.id)).toHaveLength(3);
+    await calls.transition('acc_inject', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
   it('records a call an answering machine took, carried on (voicemail continue), as ended by voicemail', async () => {
     const call = await calls.insert(newCall({ accountId: 'acc_vm' }));
     await calls.transition('acc_vm', call.id, () => ({ status: 'in_progress' }));

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -327,10 +327,10 @@ export class CallsDomain {
     await this.repository.rescheduleLeased(accountId, id, lease, dueAt);
   }
 
-  async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[] }> {
+  async transcript(accountId: string, id: string): Promise<{ call: CallEntity; turns: CallTurnEntity[]; transitions: FlowTransition[] }> {
     const call = await this.get(accountId, id);
-    const turns = await this.repository.turns(accountId, id);
-    return { call, turns };
+    const [turns, transitions] = await Promise.all([this.repository.turns(accountId, id), this.repository.flowTransitions(id)]);
+    return { call, turns, transitions };
   }
 
   /** The media worker stored the call's recording under `key`; `call.recording.ready` tells the customer. */
@@ -380,15 +380,31 @@ export class CallsDomain {
   }
 
   /**
-   * A client's event for the live call, broadcast for observers (event streams). Not handed to the media worker:
-   * nothing there acts on events yet (its InjectEvent answers UNIMPLEMENTED until a flow runtime does).
+   * A client's event for the live call: broadcast for observers (event streams), then handed to the media worker
+   * holding the call's stream, whose conversation acts on it. `delivered`: the worker took it; otherwise (no stream
+   * yet, the stream finished, the worker unreachable) the event reached the observers only.
    */
-  async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<InjectedCallEvent> {
+  async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<{ injected: InjectedCallEvent; delivered: boolean }> {
     const call = await this.get(accountId, id);
     if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);
     const injected: InjectedCallEvent = { id: newId('cev'), name, payload, created_at: new Date().toISOString() };
     this.broadcast(id, { kind: 'injected', call_id: id, injected });
-    return injected;
+    return { injected, delivered: (await this.media.injectEvent(call, injected)) === 'delivered' };
+  }
+
+  /**
+   * The call's conversation flow moved: the move is stored after the others, what it captured is merged into the
+   * call's variables (as text), and event streams hear it (`flow`; not a webhook event). A numbered report
+   * (`stream`) the call holds already is a retry: acknowledged, nothing stored or broadcast again.
+   */
+  async flowTransitioned(accountId: string, id: string, transition: FlowTransition, stream?: { id: string; seq: number }): Promise<void> {
+    let stored = false;
+    await this.amend(accountId, id, async (call, m) => {
+      stored = await this.repository.insertFlowTransition(m, id, transition, stream);
+      if (stored && transition.captured) call.variables = { ...call.variables, ...asVariables(transition.captured) };
+      return [];
+    });
+    if (stored) this.broadcast(id, { kind: 'flow', call_id: id, transition });
   }
 
   /**
@@ -485,6 +501,11 @@ function refuseClaim(c: CallEntity): void {
 /** Post-call analysis runs for a call that is over and was answered (or has a transcript). */
 function wantsAnalysis(c: CallEntity): boolean {
   return !isLive(c.status) && (c.answeredAt !== null || c.turns > 0);
+}
+
+/** Captured values as the call's variables keep them: text (`String(42)`, `'true'`/`'false'`). */
+function asVariables(captured: Record<string, string | number | boolean>): Record<string, string> {
+  return Object.fromEntries(Object.entries(captured).map(([key, value]) => [key, String(value)]));
 }
 
 function durationSeconds(c: CallEntity): number {

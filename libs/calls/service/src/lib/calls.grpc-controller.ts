@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { callsV1 } from '@parley/contracts';
+import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
 import { EndReason, MEDIA_END_REASONS } from './call-state';
@@ -19,6 +19,43 @@ const toTurn = (t: CallTurnEntity): callsV1.Turn => ({
   end_ms: t.endMs,
   interrupted: t.interrupted,
   speaker: t.speaker ?? '',
+});
+
+/** The flow's first entry, or the type of the edge that fired. */
+const FLOW_TRANSITION_KINDS: readonly FlowTransitionKind[] = ['start', ...EDGE_TYPES];
+
+/** A reported move of a call's flow, checked: a kind the flow has, captured values that are a JSON object of scalars. */
+function toFlowTransition(req: callsV1.RecordFlowTransitionRequest): FlowTransition {
+  if (!FLOW_TRANSITION_KINDS.includes(req.kind as FlowTransitionKind)) throw AppError.validation([{ field: 'kind', message: `must be one of ${FLOW_TRANSITION_KINDS.join(', ')}` }]);
+  let captured: unknown;
+  try {
+    captured = req.captured_json ? JSON.parse(req.captured_json) : undefined;
+  } catch {
+    captured = null;
+  }
+  const scalars = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => ['string', 'number', 'boolean'].includes(typeof x));
+  if (captured !== undefined && !scalars(captured)) throw AppError.validation([{ field: 'captured_json', message: 'must be a JSON object of strings, numbers and booleans' }]);
+  return {
+    from: req.from_node,
+    to: req.to_node,
+    kind: req.kind as FlowTransitionKind,
+    edge_index: req.edge_index,
+    ...(req.when ? { when: req.when } : {}),
+    ...(req.event ? { event: req.event } : {}),
+    ...(captured ? { captured: captured as Record<string, string | number | boolean> } : {}),
+    at_ms: Number(req.at_ms),
+  };
+}
+
+const toFlowTransitionMessage = (t: FlowTransition): callsV1.FlowTransition => ({
+  from_node: t.from,
+  to_node: t.to,
+  kind: t.kind,
+  edge_index: t.edge_index,
+  when: t.when ?? '',
+  event: t.event ?? '',
+  captured_json: t.captured ? JSON.stringify(t.captured) : '',
+  at_ms: t.at_ms,
 });
 
 @Controller()
@@ -148,8 +185,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.GetTranscriptResponse> {
-    const { call, turns } = await this.calls.transcript(req.account_id, req.id);
-    return { call: toCallMessage(call), turns: turns.map(toTurn) };
+    const { call, turns, transitions } = await this.calls.transcript(req.account_id, req.id);
+    return { call: toCallMessage(call), turns: turns.map(toTurn), transitions: transitions.map(toFlowTransitionMessage) };
   }
 
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<callsV1.RecordingReadyResponse> {
@@ -169,8 +206,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async injectEvent(req: callsV1.InjectEventRequest): Promise<callsV1.InjectEventResponse> {
-    const injected = await this.calls.inject(req.account_id, req.id, req.name, JSON.parse(req.payload_json || '{}') as Record<string, unknown>);
-    return { event_id: injected.id, created_at: injected.created_at };
+    const { injected, delivered } = await this.calls.inject(req.account_id, req.id, req.name, JSON.parse(req.payload_json || '{}') as Record<string, unknown>);
+    return { event_id: injected.id, created_at: injected.created_at, delivered };
   }
 
   async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<callsV1.RecordOptOutResponse> {
@@ -190,6 +227,11 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       { name: req.name, kind: req.kind, arguments: args, ok: req.ok, ...(req.error ? { error: req.error } : {}) },
       req.stream_id ? { id: req.stream_id, seq: req.seq } : undefined,
     );
+    return {};
+  }
+
+  async recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<callsV1.RecordFlowTransitionResponse> {
+    await this.calls.flowTransitioned(req.account_id, req.call_id, toFlowTransition(req), req.stream_id ? { id: req.stream_id, seq: req.seq } : undefined);
     return {};
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { CallDirection, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { CallDirection, FlowTransition, FlowTransitionKind, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
 import { keysetPage, Page, Position } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
@@ -57,14 +57,26 @@ export interface CarrierCheck {
   carrierCallId: string;
 }
 
+interface FlowTransitionRow {
+  from_node: string;
+  to_node: string;
+  kind: FlowTransitionKind;
+  edge_index: number;
+  edge_when: string | null;
+  event: string | null;
+  captured: Record<string, string | number | boolean> | null;
+  at_ms: string;
+}
+
 /** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
 const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
 
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
 /**
- * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls) and its outbox. Methods that take a
- * manager run inside the caller's transaction (CallsRepository.transaction); the others run on their own.
+ * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls, call_flow_transitions) and its outbox.
+ * Methods that take a manager run inside the caller's transaction (CallsRepository.transaction); the others run on
+ * their own.
  */
 @Injectable()
 export class CallsRepository {
@@ -320,6 +332,40 @@ export class CallsRepository {
       [callId, stream.id, stream.seq],
     );
     return taken.length > 0;
+  }
+
+  /**
+   * Stores a move of the call's flow after the others; false (nothing stored) when it is numbered (`stream`, seq > 0)
+   * and the call holds that stream's number already: a retried report.
+   */
+  async insertFlowTransition(m: EntityManager, callId: string, t: FlowTransition, stream?: { id: string; seq: number }): Promise<boolean> {
+    const numbered = stream && stream.seq > 0 ? stream : { id: '', seq: 0 };
+    const stored: unknown[] = await m.query(
+      `INSERT INTO call_flow_transitions (call_id, stream_id, stream_seq, from_node, to_node, kind, edge_index, edge_when, event, captured, at_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (call_id, stream_id, stream_seq) WHERE stream_seq > 0 DO NOTHING RETURNING id`,
+      [callId, numbered.id, numbered.seq, t.from, t.to, t.kind, t.edge_index, t.when ?? null, t.event ?? null, t.captured ? JSON.stringify(t.captured) : null, t.at_ms],
+    );
+    return stored.length > 0;
+  }
+
+  /** The moves of the call's flow, in the order they were stored. */
+  async flowTransitions(callId: string): Promise<FlowTransition[]> {
+    const rows: FlowTransitionRow[] = await this.dataSource.query(
+      `SELECT from_node, to_node, kind, edge_index, edge_when, event, captured, at_ms FROM call_flow_transitions WHERE call_id = $1 ORDER BY id`,
+      [callId],
+    );
+    return rows.map((r) => ({
+      from: r.from_node,
+      to: r.to_node,
+      kind: r.kind,
+      edge_index: r.edge_index,
+      ...(r.edge_when !== null ? { when: r.edge_when } : {}),
+      ...(r.event !== null ? { event: r.event } : {}),
+      ...(r.captured !== null ? { captured: r.captured } : {}),
+      // bigint comes back as text.
+      at_ms: Number(r.at_ms),
+    }));
   }
 
   /**

@@ -16,6 +16,7 @@ function dialer(fail: (address: string) => Error | undefined = () => undefined) 
     return {
       endStream: (req) => answer(req.call_id, `end:${req.reason}`),
       leaveVoicemail: (req) => answer(req.call_id, `voicemail:${req.message}`),
+      injectEvent: (req) => answer(req.call_id, `event:${req.event_id}:${req.name}:${req.payload_json}`),
       close: () => void closed.push(address),
     };
   };
@@ -33,11 +34,14 @@ describe('commands to the media worker holding a call', () => {
     expect(await commands.endStream({ id: 'call_1', mediaWorker: '10.0.0.1:50053', endReason: 'hangup' })).toBe('delivered');
     expect(await commands.leaveVoicemail({ id: 'call_2', mediaWorker: '10.0.0.2:50053' }, 'Call us back.')).toBe('delivered');
     expect(await commands.endStream({ id: 'call_3', mediaWorker: '10.0.0.1:50053', endReason: 'completed' })).toBe('delivered');
+    const event = { id: 'cev_1', name: 'payment_received', payload: { amount: 42 }, created_at: '2026-11-25T09:00:00.000Z' };
+    expect(await commands.injectEvent({ id: 'call_4', mediaWorker: '10.0.0.2:50053' }, event)).toBe('delivered');
 
     expect(workers.received).toEqual([
       { address: '10.0.0.1:50053', call_id: 'call_1', what: 'end:hangup' },
       { address: '10.0.0.2:50053', call_id: 'call_2', what: 'voicemail:Call us back.' },
       { address: '10.0.0.1:50053', call_id: 'call_3', what: 'end:completed' },
+      { address: '10.0.0.2:50053', call_id: 'call_4', what: 'event:cev_1:payment_received:{"amount":42}' },
     ]);
     expect(workers.opened).toEqual(['10.0.0.1:50053', '10.0.0.2:50053']);
   });

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { ClientGrpcProxy, ClientProxyFactory } from '@nestjs/microservices';
-import { MEDIA_V1, mediaV1 } from '@parley/contracts';
+import { InjectedCallEvent, MEDIA_V1, mediaV1 } from '@parley/contracts';
 import { serviceLogger } from '@parley/observability';
 import { AppError, grpcClientProvider, RpcClient } from '@parley/rpc';
 import { Counter } from 'prom-client';
@@ -9,6 +9,7 @@ import { Counter } from 'prom-client';
 export interface MediaWorkerClient {
   endStream(req: mediaV1.EndStreamRequest): Promise<void>;
   leaveVoicemail(req: mediaV1.LeaveVoicemailRequest): Promise<void>;
+  injectEvent(req: mediaV1.InjectEventRequest): Promise<void>;
   close(): void;
 }
 
@@ -25,6 +26,7 @@ export function grpcMediaWorkerDialer(timeoutMs: number): MediaWorkerDialer {
     return {
       endStream: async (req) => void (await rpc.call('endStream', (s, md) => s.endStream(req, md))),
       leaveVoicemail: async (req) => void (await rpc.call('leaveVoicemail', (s, md) => s.leaveVoicemail(req, md))),
+      injectEvent: async (req) => void (await rpc.call('injectEvent', (s, md) => s.injectEvent(req, md))),
       close: () => proxy.close(),
     };
   };
@@ -38,7 +40,7 @@ export type CommandOutcome = 'delivered' | 'not_found' | 'undelivered' | 'no_wor
 
 export const mediaCommands = new Counter({
   name: 'parley_media_commands_total',
-  help: 'Commands sent to media workers by command (end_stream, leave_voicemail) and outcome (delivered, not_found, undelivered: worker unreachable, the heartbeat answer or the reaper ends its stream instead; no_worker)',
+  help: 'Commands sent to media workers by command (end_stream, leave_voicemail, inject_event) and outcome (delivered, not_found, undelivered: worker unreachable, the heartbeat answer or the reaper ends its stream instead; no_worker)',
   labelNames: ['command', 'outcome'] as const,
 });
 
@@ -49,7 +51,8 @@ const MAX_CLIENTS = 64;
  * Commands to the media worker that holds a call's stream, addressed by the worker's own command address (stored
  * with the call when its stream attached). A command never throws: one that cannot be delivered is logged and
  * counted, and what it asked for happens another way (an ended call's stream is closed by the worker's next
- * heartbeat answer, or the reaper fails a call whose worker is gone).
+ * heartbeat answer, or the reaper fails a call whose worker is gone) or not at all (an injected event: its sender is
+ * told it was not delivered).
  */
 @Injectable()
 export class MediaCommands implements OnApplicationShutdown {
@@ -66,6 +69,13 @@ export class MediaCommands implements OnApplicationShutdown {
   /** An answering machine took the call: the worker speaks `message`, then ends the call (`voicemail`). */
   leaveVoicemail(call: { id: string; mediaWorker: string | null }, message: string): Promise<CommandOutcome> {
     return this.send('leave_voicemail', call, (worker) => worker.leaveVoicemail({ call_id: call.id, message }));
+  }
+
+  /** A client's event for the call's conversation (what an event edge of its flow waits for). */
+  injectEvent(call: { id: string; mediaWorker: string | null }, event: InjectedCallEvent): Promise<CommandOutcome> {
+    return this.send('inject_event', call, (worker) =>
+      worker.injectEvent({ call_id: call.id, event_id: event.id, name: event.name, payload_json: JSON.stringify(event.payload) }),
+    );
   }
 
   onApplicationShutdown(): void {
@@ -86,7 +96,7 @@ export class MediaCommands implements OnApplicationShutdown {
       return 'delivered';
     } catch (error) {
       if (error instanceof AppError && error.code === 'not_found') return 'not_found';
-      this.log.warn({ err: error, callId: call.id, command, worker: call.mediaWorker }, 'media worker command not delivered; heartbeat answers and the reaper remain');
+      this.log.warn({ err: error, callId: call.id, command, worker: call.mediaWorker }, 'media worker command not delivered');
       return 'undelivered';
     }
   }

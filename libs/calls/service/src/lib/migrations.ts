@@ -309,6 +309,40 @@ export class AddTurnSpeaker1764700000410 implements MigrationInterface {
   }
 }
 
+/**
+ * The moves of a call's conversation flow (RecordFlowTransition), in the order reported (`id`). Numbered like the
+ * stream's turns: a retried report (the same stream and number) is stored once; unnumbered ones (seq 0) always.
+ */
+export class CreateCallFlowTransitions1764800000420 implements MigrationInterface {
+  name = 'CreateCallFlowTransitions1764800000420';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE IF NOT EXISTS call_flow_transitions (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      call_id text NOT NULL REFERENCES calls (id) ON DELETE CASCADE,
+      stream_id text NOT NULL,
+      stream_seq int NOT NULL,
+      from_node text NOT NULL,
+      to_node text NOT NULL,
+      kind text NOT NULL CHECK (kind IN ('start', 'intent', 'expression', 'always', 'event')),
+      edge_index int NOT NULL,
+      edge_when text,
+      event text,
+      captured jsonb,
+      at_ms bigint NOT NULL,
+      created_at timestamptz(3) NOT NULL DEFAULT now()
+    )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS call_flow_transitions_call ON call_flow_transitions (call_id, id)`);
+    await q.query(
+      `CREATE UNIQUE INDEX IF NOT EXISTS call_flow_transitions_stream_seq ON call_flow_transitions (call_id, stream_id, stream_seq) WHERE stream_seq > 0`,
+    );
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS call_flow_transitions`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -327,4 +361,5 @@ export const CALLS_MIGRATIONS = [
   AddCallSeats1764500000380,
   AddCallClaims1764600000390,
   AddTurnSpeaker1764700000410,
+  CreateCallFlowTransitions1764800000420,
 ];

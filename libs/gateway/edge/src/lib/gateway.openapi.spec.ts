@@ -13,7 +13,7 @@ interface Schema extends Record<string, unknown> {
 }
 
 /** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['flow', 'knowledge_base_id', 'knowledge_base_ids', 'autonomy'];
+const AGENT_FIELDS = ['knowledge_base_id', 'knowledge_base_ids', 'autonomy'];
 
 /** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
 async function openApiDocument(): Promise<OpenAPIObject> {
@@ -49,11 +49,7 @@ describe('the OpenAPI document the gateway serves', () => {
         ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'autonomy'].map((f) => `${dto}.${f}`)),
         'CapabilitiesDto.retrieval_timeout_ms',
         'CapabilitiesDto.search_knowledge',
-        ...['type', 'when', 'capture', 'event'].map((f) => `FlowEdgeDto.${f}`),
-        ...['type', 'description', 'prompt', 'examples', 'tool', 'tools', 'knowledge_base_ids', 'repeat_after_silence_seconds'].map(
-          (f) => `FlowNodeDto.${f}`,
-        ),
-        'FlowDto.routing',
+        'FlowNodeDto.knowledge_base_ids',
       ].sort(),
     );
     for (const { field, description } of marked) expect({ field, description }).toEqual({ field, description: expect.stringMatching(/ Not yet acted on: .+ until .+ lands\.$/) });
@@ -62,9 +58,10 @@ describe('the OpenAPI document the gateway serves', () => {
   it('names what is ignored when only some values of a field are', () => {
     const schemas = document.components?.schemas as Record<string, Schema>;
 
-    expect(schemas['FlowNodeDto'].properties?.['type'].description).toContain('Not yet acted on: `llm` and `router` nodes');
-    expect(schemas['FlowEdgeDto'].properties?.['type'].description).toContain('Not yet acted on: `intent` and `event` edges');
-    expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('calls ignore it outside `keypad` mode');
+    // The flow runs: no node or edge type is ignored any more.
+    expect(schemas['FlowNodeDto'].properties?.['type'].description).not.toContain('Not yet acted on');
+    expect(schemas['FlowEdgeDto'].properties?.['type'].description).not.toContain('Not yet acted on');
+    expect(schemas['AgentInputDto'].properties?.['flow'].description).toContain('A `conversation` agent follows it at run time');
     expect(schemas['AgentInputDto'].properties?.['mode'].description).not.toContain('Not yet acted on');
     expect(schemas['AgentInputDto'].properties?.['ring_seconds'].description).not.toContain('Not yet acted on');
     expect(schemas['AgentInputDto'].properties?.['autonomy'].description).toContain(
@@ -72,11 +69,23 @@ describe('the OpenAPI document the gateway serves', () => {
     );
   });
 
-  it('says that an injected call event reaches the media worker and is dropped', () => {
+  it('documents injected call events as acted on by the flow, answered with whether the conversation received them', () => {
     const inject = document.paths['/v1/calls/{id}/events'].post as unknown as Schema;
+    const schemas = document.components?.schemas as Record<string, Schema>;
 
-    expect(inject[PARLEY_STATUS]).toBe(NOT_YET_SUPPORTED);
-    expect(inject.description).toContain('Not yet acted on: the media worker carrying the call receives the event and drops it');
+    expect(inject[PARLEY_STATUS]).toBeUndefined();
+    expect(inject.description).not.toContain('Not yet acted on');
+    expect(inject.description).toContain('An `event` edge of the agent’s flow that waits for this name on the current node fires.');
+    expect(schemas['CallEventDto'].properties?.['delivered'].description).toContain('Whether the running conversation received it');
+  });
+
+  it('documents the moves of a call’s flow on its event stream and in its transcript', () => {
+    const stream = document.paths['/v1/calls/{id}/events'].get as unknown as Schema;
+    const schemas = document.components?.schemas as Record<string, Schema>;
+
+    expect(stream.description).toContain('`call.flow.transitioned`');
+    expect(Object.keys(schemas['FlowTransitionDto'].properties ?? {})).toEqual(['object', 'call_id', 'from', 'to', 'kind', 'edge_index', 'when', 'event', 'captured', 'at_ms']);
+    expect(schemas['TranscriptDto'].properties?.['flow_transitions']).toBeDefined();
   });
 });
 

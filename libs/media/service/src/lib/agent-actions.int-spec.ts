@@ -112,6 +112,10 @@ class FakeControlPlane implements CallsPort, AgentsPort {
     this.optOuts.push(req);
   }
 
+  async recordFlowTransition(): Promise<void> {
+    return undefined;
+  }
+
   async getAgent(): Promise<Agent> {
     return this.agent;
   }

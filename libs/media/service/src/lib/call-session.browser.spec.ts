@@ -30,6 +30,7 @@ function setup(attach: CallsPort['attachMedia']) {
     transferCall: async () => undefined,
     recordToolCall: async () => undefined,
     recordOptOut: async () => undefined,
+    recordFlowTransition: async () => undefined,
   };
   const session: CallSession = new CallSession(
     directSocket(

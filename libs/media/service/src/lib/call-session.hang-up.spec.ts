@@ -37,6 +37,7 @@ function greetingCall() {
     transferCall: async () => undefined,
     recordToolCall: async () => undefined,
     recordOptOut: async () => undefined,
+    recordFlowTransition: async () => undefined,
   };
   let audio = 0;
   const session: CallSession = new CallSession(

@@ -1,13 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { callsV1 } from '@parley/contracts';
+import { callsV1, FlowNode } from '@parley/contracts';
 import { parseWav, pcm16ToMulaw } from '@parley/audio';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { AppError } from '@parley/rpc';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
+import { VoiceEngine } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
 import { directSocket } from './testing/direct-socket';
@@ -19,6 +20,8 @@ class FakeCalls implements CallsPort {
   readonly heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   readonly recordings: callsV1.RecordingReadyRequest[] = [];
   readonly attached: callsV1.AttachMediaRequest[] = [];
+  /** Turns and flow transitions, in the order the session reported them. */
+  readonly reports: (callsV1.AppendTurnRequest | callsV1.RecordFlowTransitionRequest)[] = [];
   constructor(private readonly call: callsV1.Call | undefined) {}
   async attachMedia(req: callsV1.AttachMediaRequest) {
     this.attached.push(req);
@@ -35,8 +38,8 @@ class FakeCalls implements CallsPort {
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<void> {
     this.recordings.push(req);
   }
-  async appendTurn(_req: callsV1.AppendTurnRequest): Promise<void> {
-    return undefined;
+  async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
+    this.reports.push(req);
   }
   async endCall(): Promise<void> {
     return undefined;
@@ -49,6 +52,9 @@ class FakeCalls implements CallsPort {
   }
   async recordOptOut(): Promise<void> {
     return undefined;
+  }
+  async recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void> {
+    this.reports.push(req);
   }
 }
 
@@ -205,6 +211,72 @@ describe('a carrier media stream session', () => {
     expect(ended).toEqual([{ account_id: 'acc_1', id: 'call_1', reason: 'voicemail' }]);
     await session.onClose();
   });
+
+  it('hands an event commanded while the stream is still attaching to its conversation once that runs', async () => {
+    const handedOn = jest.spyOn(VoiceEngine.prototype, 'injectEvent').mockImplementation(() => undefined);
+    let agentRead: (() => void) | undefined;
+    const slowAgent: AgentsPort = {
+      getAgent: () => new Promise((resolve) => (agentRead = () => resolve({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }))),
+    };
+    const { session } = setup(CALL, { deps: { agents: slowAgent } });
+
+    const attaching = session.onFrame(frames.start('good-token'));
+    const injected = session.injectEvent('payment_received', { amount: 42 });
+    (await until(() => agentRead, 'the agent asked for'))();
+    expect(handedOn).not.toHaveBeenCalled();
+    await attaching;
+    await injected;
+
+    expect(handedOn.mock.calls).toEqual([['payment_received', { amount: 42 }]]);
+    handedOn.mockRestore();
+    await session.onClose();
+  });
+
+  it('ignores an injected event on a stream where no conversation runs', async () => {
+    const handedOn = jest.spyOn(VoiceEngine.prototype, 'injectEvent');
+    const { session } = setup(CALL, { deps: { agents: { getAgent: async () => ({ spec: { mode: 'webrtc', languages: [{ code: 'en-US' }] }, effective: {} }) } } });
+    await session.onFrame(frames.start('good-token'));
+
+    await expect(session.injectEvent('payment_received', {})).resolves.toBeUndefined();
+
+    expect(handedOn).not.toHaveBeenCalled();
+    handedOn.mockRestore();
+    await session.onClose();
+  });
+
+  it('reports each move of the agent’s flow to the calls service in order with the turns, numbered in the same sequence', async () => {
+    const calls = new FakeCalls(CALL);
+    const nodes: FlowNode[] = [
+      { id: 'waiting', edges: [{ to: 'paid', type: 'event', event: 'payment_received', when: 'Payment arrived' }] },
+      { id: 'paid', type: 'static', say: 'Thank you for paying {{amount}}.', edges: [{ to: 'waiting', type: 'event', event: 'refunded' }] },
+    ];
+    const flow = { start: 'waiting', nodes };
+    const flowAgent: AgentsPort = {
+      getAgent: async () => ({
+        spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 }, flow },
+        effective: {},
+      }),
+    };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: flowAgent } });
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.some((r) => 'to_node' in r), 'the flow started');
+
+    await session.injectEvent('payment_received', { amount: 42 });
+    await until(() => calls.reports.length >= 4, 'the paid line said');
+
+    const report = (r: (typeof calls.reports)[number]) =>
+      'to_node' in r ? [r.seq, r.from_node, r.to_node, r.kind, r.edge_index, r.when, r.event, r.captured_json] : [r.seq, r.turn?.role, r.turn?.text];
+    expect(calls.reports.map(report)).toEqual([
+      [1, 'assistant', 'Hi.'],
+      [2, '', 'waiting', 'start', -1, '', '', ''],
+      [3, 'waiting', 'paid', 'event', 0, 'Payment arrived', 'payment_received', ''],
+      [4, 'assistant', 'Thank you for paying 42.'],
+    ]);
+    expect(calls.reports.every((r) => r.stream_id === 'MZ1' && r.call_id === 'call_1' && r.account_id === 'acc_1')).toBe(true);
+    const [start, paid] = calls.reports.filter((r): r is callsV1.RecordFlowTransitionRequest => 'to_node' in r);
+    expect(paid.at_ms).toBeGreaterThanOrEqual(start.at_ms);
+    await session.onClose();
+  }, 15_000);
 
   it('sends the address where it takes commands when it attaches the stream', async () => {
     const { session, calls } = setup(CALL, { deps: { commandAddress: '10.0.3.7:50053' } });

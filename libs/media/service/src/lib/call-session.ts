@@ -102,8 +102,8 @@ export class CallSession {
   private streamStartedAt = 0;
   private transcript: TranscriptWriter | undefined;
   /**
-   * The number of the last turn or tool-call report on this stream (AppendTurnRequest.seq, RecordToolCallRequest.seq:
-   * the calls service's dedupe key).
+   * The number of the last turn, tool-call or flow-transition report on this stream (AppendTurnRequest.seq,
+   * RecordToolCallRequest.seq, RecordFlowTransitionRequest.seq: the calls service's dedupe key).
    */
   private reportSeq = 0;
 
@@ -182,6 +182,17 @@ export class CallSession {
     if (!this.engine) return false;
     void this.engine.leaveVoicemail(message).catch((e: unknown) => this.log.warn({ err: e, callId: this.call?.id }, 'voicemail message failed'));
     return true;
+  }
+
+  /**
+   * A client's event for the conversation (the InjectEvent command), handed to its engine: an event edge of the
+   * agent's flow acts on it. A command that arrives while the stream is still attaching waits for its engine; a
+   * stream without a conversation (people on both ends) ignores it.
+   */
+  async injectEvent(name: string, payload: Record<string, unknown>): Promise<void> {
+    await this.attaching;
+    if (!this.engine) return this.log.debug({ callId: this.call?.id, event: name }, 'injected event ignored: no conversation runs on this stream');
+    this.engine.injectEvent(name, payload);
   }
 
   /** One frame from the carrier. */
@@ -581,6 +592,22 @@ export class CallSession {
         recordToolCall: (report) => {
           const req = { ...ids, ...this.nextReport(), name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' };
           transcript.add('tool_call', () => this.deps.calls.recordToolCall(req));
+        },
+        // Numbered in the same sequence (stored once however often it is retried), in order with the turns.
+        recordTransition: (t) => {
+          const req = {
+            ...ids,
+            ...this.nextReport(),
+            from_node: t.from,
+            to_node: t.to,
+            kind: t.kind,
+            edge_index: t.edge_index,
+            when: t.when ?? '',
+            event: t.event ?? '',
+            captured_json: t.captured ? JSON.stringify(t.captured) : '',
+            at_ms: t.at_ms,
+          };
+          transcript.add('flow_transition', () => this.deps.calls.recordFlowTransition(req));
         },
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
         log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),

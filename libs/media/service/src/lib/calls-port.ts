@@ -3,8 +3,8 @@ import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
 
 /**
  * What a call session needs from the control plane (gRPC clients in the worker, fakes in unit tests): attach a
- * stream to its call, report liveness, turns, tool calls, opt-outs and the recording, end or transfer the call,
- * read the agent.
+ * stream to its call, report liveness, turns, tool calls, flow transitions, opt-outs and the recording, end or
+ * transfer the call, read the agent.
  */
 export interface CallsPort {
   /**
@@ -24,6 +24,8 @@ export interface CallsPort {
   recordToolCall(req: callsV1.RecordToolCallRequest): Promise<void>;
   /** The caller asked not to be contacted again (call.opt_out). */
   recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void>;
+  /** The conversation flow moved (call.flow.transitioned on the call's event stream; stored with its transcript). */
+  recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void>;
 }
 
 /**

@@ -123,6 +123,10 @@ class FakeControlPlane implements CallsPort, AgentsPort {
     this.optOuts.push(req);
   }
 
+  async recordFlowTransition(): Promise<void> {
+    return undefined;
+  }
+
   async getAgent(accountId: string, agentId: string): Promise<Agent> {
     this.agentReads.push({ accountId, agentId, at: performance.now() });
     return this.agent;

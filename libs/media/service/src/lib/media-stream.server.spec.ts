@@ -42,6 +42,7 @@ describe('media stream server', () => {
     transferCall: async () => undefined,
     recordToolCall: async () => undefined,
     recordOptOut: async () => undefined,
+    recordFlowTransition: async () => undefined,
   };
   const server = new MediaStreamServer(
     { twilio: new TwilioMediaStreamProtocol() },

@@ -10,6 +10,7 @@ function worker(speaks = true) {
       if (speaks) told.push(`voicemail:${message}`);
       return speaks;
     },
+    injectEvent: async (name: string, payload: Record<string, unknown>) => void told.push(`event:${name}:${JSON.stringify(payload)}`),
   };
   const sessions: SessionDirectory = { sessionOf: (callId) => (callId === 'call_1' ? session : undefined) };
   return { controller: new MediaWorkerGrpcController(sessions), told };
@@ -56,10 +57,20 @@ describe('the media worker’s commands', () => {
     expect(await code(() => controller.leaveVoicemail({ call_id: 'call_1', message: 'x' }))).toBe('conflict');
   });
 
-  it('refuses injected events as not implemented instead of dropping them', async () => {
+  it('hands an injected event with its payload to the session of the call it names', async () => {
     const { controller, told } = worker();
 
-    expect(await code(() => controller.injectEvent({ call_id: 'call_1', event_id: 'cev_1', name: 'paid', payload_json: '{}' }))).toBe('not_implemented');
+    expect(await controller.injectEvent({ call_id: 'call_1', event_id: 'cev_1', name: 'payment_received', payload_json: '{"amount":42,"order":{"id":"o_1"}}' })).toEqual({});
+    expect(await controller.injectEvent({ call_id: 'call_1', event_id: 'cev_2', name: 'ping', payload_json: '' })).toEqual({});
+
+    expect(told).toEqual(['event:payment_received:{"amount":42,"order":{"id":"o_1"}}', 'event:ping:{}']);
+  });
+
+  it('refuses an injected event whose payload is not a JSON object, handing nothing on', async () => {
+    const { controller, told } = worker();
+
+    for (const payload_json of ['[1]', '42', 'null', '{not json'])
+      expect(await code(() => controller.injectEvent({ call_id: 'call_1', event_id: 'cev_1', name: 'paid', payload_json }))).toBe('validation_error');
     expect(told).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import type { CallSession } from './call-session';
 
 /** The sessions of this worker's open streams, by call (MediaStreamServer.sessionOf). */
 export interface SessionDirectory {
-  sessionOf(callId: string): Pick<CallSession, 'endStream' | 'leaveVoicemail'> | undefined;
+  sessionOf(callId: string): Pick<CallSession, 'endStream' | 'leaveVoicemail' | 'injectEvent'> | undefined;
 }
 export const SESSION_DIRECTORY = 'SESSION_DIRECTORY';
 
@@ -30,10 +30,20 @@ export class MediaWorkerGrpcController implements mediaV1.MediaWorkerServiceCont
     return {};
   }
 
-  /** Refused, never dropped in silence: nothing on the worker acts on injected events until a flow runtime does. */
-  injectEvent(req: mediaV1.InjectEventRequest): mediaV1.InjectEventResponse {
-    this.held(req.call_id);
-    throw new AppError('not_implemented', 'The media worker does not act on injected events yet.');
+  /** Handed to the call's conversation (its flow's event edges); answered once the session took it. */
+  async injectEvent(req: mediaV1.InjectEventRequest): Promise<mediaV1.InjectEventResponse> {
+    const session = this.held(req.call_id);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(req.payload_json || '{}');
+    } catch {
+      payload = undefined;
+    }
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      throw AppError.validation([{ field: 'payload_json', message: 'must be a JSON object' }]);
+    }
+    await session.injectEvent(req.name, payload as Record<string, unknown>);
+    return {};
   }
 
   private held(callId: string): NonNullable<ReturnType<SessionDirectory['sessionOf']>> {

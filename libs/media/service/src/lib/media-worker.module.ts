@@ -81,6 +81,10 @@ class GrpcCallsPort implements CallsPort {
   async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void> {
     await this.client.call('recordOptOut', (s, md) => s.recordOptOut(req, md));
   }
+
+  async recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void> {
+    await this.client.call('recordFlowTransition', (s, md) => s.recordFlowTransition(req, md));
+  }
 }
 
 /**

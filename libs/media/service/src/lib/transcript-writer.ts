@@ -8,7 +8,7 @@ export const TRANSCRIPT_BACKOFF_MS = 200;
 export const TRANSCRIPT_MAX_BACKOFF_MS = 5_000;
 
 /** What the session reports to the calls service through the writer. */
-export type TranscriptEntryKind = 'turn' | 'tool_call';
+export type TranscriptEntryKind = 'turn' | 'tool_call' | 'flow_transition';
 
 export interface TranscriptWriterOptions {
   /** Logs a failure (a refused entry, the first retry of one, what a flush gave up). */
@@ -26,8 +26,8 @@ interface Entry {
 }
 
 /**
- * One call's transcript on its way to the calls service: turns and tool-call reports are buffered and sent one at
- * a time in the order they were added, never reordered. A transient failure (`service_unavailable`: the deadline
+ * One call's transcript on its way to the calls service: turns, tool-call and flow-transition reports are buffered
+ * and sent one at a time in the order they were added, never reordered. A transient failure (`service_unavailable`: the deadline
  * passed, or the service is down or restarting) is retried with exponential backoff (jittered, so the sessions of
  * a restarted service do not retry in step) until it succeeds; a refusal (any other error) drops that entry only.
  * A retry after a deadline may deliver an entry twice: each turn carries its stream and number, which the calls

@@ -4,7 +4,8 @@ import { MediaCommands } from '../media-commands';
 
 export type SentCommand =
   | { address: string; command: 'end_stream'; req: mediaV1.EndStreamRequest }
-  | { address: string; command: 'leave_voicemail'; req: mediaV1.LeaveVoicemailRequest };
+  | { address: string; command: 'leave_voicemail'; req: mediaV1.LeaveVoicemailRequest }
+  | { address: string; command: 'inject_event'; req: mediaV1.InjectEventRequest };
 
 /**
  * Media workers as the calls service commands them, for its tests: each command is recorded with the address it
@@ -17,6 +18,7 @@ export class FakeMediaWorkers {
   readonly commands = new MediaCommands((address) => ({
     endStream: async (req) => this.receive({ address, command: 'end_stream', req }),
     leaveVoicemail: async (req) => this.receive({ address, command: 'leave_voicemail', req }),
+    injectEvent: async (req) => this.receive({ address, command: 'inject_event', req }),
     close: () => undefined,
   }));
 

@@ -1,7 +1,7 @@
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { CallActivity, callsV1, LIVE, publicEnvelope } from '@parley/contracts';
 import { Bus } from '@parley/messaging';
-import { presentCall } from './call-presenter';
+import { presentCall, presentFlowTransition } from './call-presenter';
 import { openEventStream } from './event-stream';
 /** Statuses only move forward; a broadcast that arrives after a newer snapshot is stale and skipped. */
 const RANK: Record<string, number> = { queued: 0, ringing: 1, in_progress: 2, ended: 3, failed: 3 };
@@ -10,7 +10,8 @@ const RANK: Record<string, number> = { queued: 0, ringing: 1, in_progress: 2, en
  * `GET /v1/calls/{id}/events` as Server-Sent Events. Listening starts before the snapshot is read, so nothing
  * that happens in between is lost; the first message is the call as it is (`call.status`), then every status
  * change (`call.status`), customer-facing event (`call.started`, `call.transcript.updated`, … with the webhook
- * envelope as data) and injected event (`call.event`). The stream ends after the call's final status.
+ * envelope as data), injected event (`call.event`) and move of the conversation flow (`call.flow.transitioned`, the
+ * flow_transition as data; not a webhook event). The stream ends after the call's final status.
  */
 export async function streamCallEvents(
   bus: Bus,
@@ -44,8 +45,11 @@ export async function streamCallEvents(
   deliver = (activity) => {
     if (activity.kind === 'status') return status(activity.call);
     if (activity.kind === 'event') return send(activity.event.type, activity.event.id, publicEnvelope(activity.event));
-    if (activity.kind === 'injected') send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
-    // Instructions to the media worker (voicemail) are not events of the call's public stream.
+    if (activity.kind === 'injected') return send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
+    if (activity.kind === 'flow') {
+      const t = activity.transition;
+      send('call.flow.transitioned', `${activity.call_id}:flow:${t.at_ms}:${t.edge_index}:${t.to}`, presentFlowTransition(activity.call_id, t));
+    }
   };
   // Events heard before the snapshot are sent first; their status changes are already in the snapshot.
   for (const activity of early.splice(0)) if (activity.kind !== 'status') deliver(activity);

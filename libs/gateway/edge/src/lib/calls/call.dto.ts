@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_MAX_TTL_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, DEFAULT_SEATS, SEAT_NAME } from '@parley/contracts';
+import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_MAX_TTL_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, DEFAULT_SEATS, EDGE_TYPES, FlowTransitionKind, SEAT_NAME } from '@parley/contracts';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
@@ -124,11 +124,41 @@ export class TurnDto {
   speaker: string | null;
 }
 
+const FLOW_TRANSITION_KINDS: readonly FlowTransitionKind[] = ['start', ...EDGE_TYPES];
+
+/** One move of a call's conversation flow: in the transcript, and on the call's event stream (`call.flow.transitioned`). */
+export class FlowTransitionDto {
+  @ApiProperty({ enum: ['flow_transition'] }) object: 'flow_transition';
+  @ApiProperty() call_id: string;
+  @ApiProperty({ example: 'greet', description: 'The node left; empty on the flow’s first entry (`kind` `start`).' }) from: string;
+  @ApiProperty({ example: 'collect_payment', description: 'The node entered.' }) to: string;
+  @ApiProperty({
+    enum: FLOW_TRANSITION_KINDS,
+    description: '`start`: the call opened on the flow’s `start` node; otherwise the type of the edge that fired.',
+  })
+  kind: FlowTransitionKind;
+  @ApiProperty({ example: 0, description: 'Position of the edge in the `from` node’s `edges`; -1 on the first entry.' }) edge_index: number;
+  @ApiPropertyOptional({ description: 'The edge’s `when`; absent when it has none.' }) when?: string;
+  @ApiPropertyOptional({ example: 'payment_received', description: 'The injected event an `event` edge fired on; absent on other kinds.' }) event?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+    description: 'Values the edge captured, also written to the call’s `variables` (as text); absent when none.',
+  })
+  captured?: Record<string, string | number | boolean>;
+  @ApiProperty({ example: 5250, description: 'Milliseconds from the start of the call’s media stream.' }) at_ms: number;
+}
+
 export class TranscriptDto {
   @ApiProperty({ enum: ['transcript'] }) object: 'transcript';
   @ApiProperty() call_id: string;
   @ApiProperty({ description: 'Whether the call is over (the transcript is final).' }) final: boolean;
   @ApiProperty({ type: [TurnDto] }) turns: TurnDto[];
+  @ApiProperty({
+    type: [FlowTransitionDto],
+    description: 'The moves of the agent’s conversation flow, in the order they happened; empty when the agent has no flow.',
+  })
+  flow_transitions: FlowTransitionDto[];
 }
 
 export class RecordingUrlDto {
@@ -159,6 +189,12 @@ export class CallEventDto {
   @ApiProperty() name: string;
   @ApiProperty({ type: 'object', additionalProperties: true }) payload: Record<string, unknown>;
   @ApiProperty({ format: 'date-time' }) created_at: string;
+  @ApiProperty({
+    description:
+      'Whether the running conversation received it; false when the call’s media stream has not started yet or the worker could not be ' +
+      'reached — the event is still on the call’s event stream.',
+  })
+  delivered: boolean;
 }
 
 export class CallListDto {

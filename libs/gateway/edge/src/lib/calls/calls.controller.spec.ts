@@ -30,8 +30,8 @@ describe('the calls list time filters', () => {
 
 describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
   const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', ...over });
-  const transcriptOf = (turns: callsV1.Turn[]) => {
-    const calls = { call: async () => ({ call: { status: 'ended' }, turns }) } as unknown as CallsClient;
+  const transcriptOf = (turns: callsV1.Turn[], transitions: callsV1.FlowTransition[] = []) => {
+    const calls = { call: async () => ({ call: { status: 'ended' }, turns, transitions }) } as unknown as CallsClient;
     return new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).transcript({ accountId: 'acc_1' } as never, 'call_1');
   };
 
@@ -42,5 +42,64 @@ describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
       ['patient', 'user', 'Hello', 1.2],
     ]);
     expect((await transcriptOf([turn({}), turn({ role: 'assistant' })])).turns.map((t) => t.speaker)).toEqual([null, null]);
+  });
+
+  it('lists the moves of the call’s flow in order, each field present only when the move has it', async () => {
+    const move = (over: Partial<callsV1.FlowTransition>): callsV1.FlowTransition => ({
+      from_node: '',
+      to_node: 'greet',
+      kind: 'start',
+      edge_index: -1,
+      when: '',
+      event: '',
+      captured_json: '',
+      at_ms: 0,
+      ...over,
+    });
+    const transcript = await transcriptOf(
+      [turn({})],
+      [
+        move({}),
+        move({ from_node: 'greet', to_node: 'offer', kind: 'intent', edge_index: 1, when: 'Wants to upgrade', captured_json: '{"seats":12,"annual":true}', at_ms: 5250 }),
+        move({ from_node: 'offer', to_node: 'thanks', kind: 'event', edge_index: 0, event: 'payment_received', at_ms: 9100 }),
+      ],
+    );
+
+    expect(transcript.flow_transitions).toEqual([
+      { object: 'flow_transition', call_id: 'call_1', from: '', to: 'greet', kind: 'start', edge_index: -1, at_ms: 0 },
+      {
+        object: 'flow_transition',
+        call_id: 'call_1',
+        from: 'greet',
+        to: 'offer',
+        kind: 'intent',
+        edge_index: 1,
+        when: 'Wants to upgrade',
+        captured: { seats: 12, annual: true },
+        at_ms: 5250,
+      },
+      { object: 'flow_transition', call_id: 'call_1', from: 'offer', to: 'thanks', kind: 'event', edge_index: 0, event: 'payment_received', at_ms: 9100 },
+    ]);
+    expect((await transcriptOf([turn({})])).flow_transitions).toEqual([]);
+  });
+});
+
+describe('injecting an event (POST /v1/calls/{id}/events)', () => {
+  it('answers the call_event with whether the running conversation received it', async () => {
+    const inject = async (delivered: boolean) => {
+      const calls = { call: async () => ({ event_id: 'cev_1', created_at: '2026-11-25T10:00:00.000Z', delivered }) } as unknown as CallsClient;
+      return new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).inject({ accountId: 'acc_1' } as never, 'call_1', { name: 'payment_received', payload: { amount: 42 } });
+    };
+
+    expect(await inject(true)).toEqual({
+      object: 'call_event',
+      id: 'cev_1',
+      call_id: 'call_1',
+      name: 'payment_received',
+      payload: { amount: 42 },
+      created_at: '2026-11-25T10:00:00.000Z',
+      delivered: true,
+    });
+    expect((await inject(false)).delivered).toBe(false);
   });
 });

@@ -1,18 +1,17 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiCreatedResponse, ApiExtension, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { Bus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
-import { NOT_YET_SUPPORTED, PARLEY_STATUS } from '../http/openapi-decorators';
 import { Operation } from '../http/operation';
 import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, InjectCallEventDto, RecordingUrlDto, TranscriptDto } from './call.dto';
 import { streamCallEvents } from './call-event-stream';
-import { presentCall } from './call-presenter';
+import { flowTransitionOf, presentCall, presentFlowTransition } from './call-presenter';
 import { CallsClient } from './calls.client';
 import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
@@ -166,6 +165,7 @@ export class CallsController {
         interrupted: t.interrupted,
         speaker: t.speaker || null,
       })),
+      flow_transitions: res.transitions.map((t) => presentFlowTransition(id, flowTransitionOf(t))),
     };
   }
 
@@ -204,7 +204,9 @@ export class CallsController {
       'Server-Sent Events (`text/event-stream`). Each message has `id`, `event` and JSON `data`:',
       '`call.status` (data: the call) first with the call as it is, then on every status change;',
       'every webhook event type of the call as it happens (data: the webhook envelope);',
-      '`call.event` for events injected with POST (data: the call_event).',
+      '`call.event` for events injected with POST (data: the call_event, without `delivered`);',
+      '`call.flow.transitioned` each time the agent’s conversation flow moves to another node (data: the flow_transition, as in the transcript’s',
+      '`flow_transitions`; not a webhook event).',
       'The stream ends after the call reaches `ended` or `failed` (at once for a call that is already over).',
       'A comment line is sent every 15 s to keep proxies from closing an idle stream.',
     ].join(' '),
@@ -227,20 +229,23 @@ export class CallsController {
   @HttpCode(202)
   @Operation({
     summary: 'Inject an event into a live call',
-    description:
-      'Hands a named event with a JSON payload to the running conversation (what an event edge of a flow waits for); it also appears on the call\'s event stream as `call.event`. 409 `conflict` once the call is over. ' +
-      'Not yet acted on: the media worker carrying the call receives the event and drops it, until the flow runtime lands.',
+    description: [
+      'Hands a named event with a JSON payload to the running conversation; it also appears on the call’s event stream as `call.event`.',
+      'An `event` edge of the agent’s flow that waits for this name on the current node fires. An event no edge waits for yet is remembered',
+      'by the conversation for the rest of the call and fires, once, when the flow reaches a node with an edge for it.',
+      'The payload’s fields become call variables under dotted paths (`{"order": {"id": "o_1"}}` sets `order.id`).',
+      '`delivered` says whether the running conversation received it. 409 `conflict` once the call is over.',
+    ].join(' '),
     permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict', 'validation_error', 'idempotency_conflict'],
   })
-  @ApiExtension(PARLEY_STATUS, NOT_YET_SUPPORTED)
   @ApiAcceptedResponse({ type: CallEventDto })
   async inject(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Body() body: InjectCallEventDto): Promise<CallEventDto> {
     const payload = body.payload ?? {};
     const res = await this.calls.call('injectEvent', (s, md) =>
       s.injectEvent({ account_id: who.accountId, id, name: body.name, payload_json: JSON.stringify(payload) }, md),
     );
-    return { object: 'call_event', id: res.event_id, call_id: id, name: body.name, payload, created_at: res.created_at };
+    return { object: 'call_event', id: res.event_id, call_id: id, name: body.name, payload, created_at: res.created_at, delivered: res.delivered };
   }
 }

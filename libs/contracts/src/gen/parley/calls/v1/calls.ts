@@ -421,6 +421,27 @@ export interface GetTranscriptRequest {
 export interface GetTranscriptResponse {
   call: Call | undefined;
   turns: Turn[];
+  /** The moves of the call's conversation flow, in the order the worker reported them (none without a flow). */
+  transitions: FlowTransition[];
+}
+
+/** One move of a call's conversation flow, as stored (FlowTransition in @parley/contracts). */
+export interface FlowTransition {
+  /** The node left; empty on the flow's first entry. */
+  from_node: string;
+  to_node: string;
+  /** start, intent, expression, always or event. */
+  kind: string;
+  /** Position of the edge in from_node's edges; -1 on the first entry. */
+  edge_index: number;
+  /** The edge's label; empty when it has none. */
+  when: string;
+  /** The injected event an event edge fired on; empty otherwise. */
+  event: string;
+  /** JSON object of the values an intent edge captured; empty when none. */
+  captured_json: string;
+  /** Offset from the start of the media stream, in milliseconds. */
+  at_ms: number;
 }
 
 export interface RecordingReadyRequest {
@@ -468,6 +489,12 @@ export interface InjectEventRequest {
 export interface InjectEventResponse {
   event_id: string;
   created_at: string;
+  /**
+   * The media worker holding the call's stream took it for the conversation (its InjectEvent answered). False
+   * when no stream is attached yet, the stream finished, or the worker could not be reached: the event was still
+   * broadcast on the call's live subject.
+   */
+  delivered: boolean;
 }
 
 export interface TransferCallRequest {
@@ -517,6 +544,38 @@ export interface RecordToolCallRequest {
 }
 
 export interface RecordToolCallResponse {
+}
+
+/**
+ * The conversation flow moved (the voice engine's FlowTransition): stored with the call, its captured values merged
+ * into the call's variables (as text), and broadcast on the call's live subject (not a webhook event).
+ */
+export interface RecordFlowTransitionRequest {
+  account_id: string;
+  call_id: string;
+  /** The node left; empty on the flow's first entry. */
+  from_node: string;
+  to_node: string;
+  /** start, intent, expression, always or event. */
+  kind: string;
+  /** Position of the edge in from_node's edges; -1 on the first entry. */
+  edge_index: number;
+  when: string;
+  event: string;
+  /** JSON object of the values an intent edge captured (strings, numbers, booleans); empty: none. */
+  captured_json: string;
+  /** Offset from the start of the media stream, in milliseconds. */
+  at_ms: number;
+  /**
+   * As AppendTurnRequest's: the report's stream and number there (one sequence with the stream's turns and tool
+   * calls); a report whose (stream_id, seq) the call holds already is a retry, acknowledged and not stored again.
+   * seq 0: unnumbered, always stored.
+   */
+  stream_id: string;
+  seq: number;
+}
+
+export interface RecordFlowTransitionResponse {
 }
 
 export interface CallsServiceClient {
@@ -570,6 +629,11 @@ export interface CallsServiceClient {
   recordOptOut(request: RecordOptOutRequest, metadata?: Metadata): Observable<RecordOptOutResponse>;
 
   recordToolCall(request: RecordToolCallRequest, metadata?: Metadata): Observable<RecordToolCallResponse>;
+
+  recordFlowTransition(
+    request: RecordFlowTransitionRequest,
+    metadata?: Metadata,
+  ): Observable<RecordFlowTransitionResponse>;
 }
 
 export interface CallsServiceController {
@@ -692,6 +756,11 @@ export interface CallsServiceController {
     request: RecordToolCallRequest,
     metadata?: Metadata,
   ): Promise<RecordToolCallResponse> | Observable<RecordToolCallResponse> | RecordToolCallResponse;
+
+  recordFlowTransition(
+    request: RecordFlowTransitionRequest,
+    metadata?: Metadata,
+  ): Promise<RecordFlowTransitionResponse> | Observable<RecordFlowTransitionResponse> | RecordFlowTransitionResponse;
 }
 
 export function CallsServiceControllerMethods() {
@@ -721,6 +790,7 @@ export function CallsServiceControllerMethods() {
       "transferCall",
       "recordOptOut",
       "recordToolCall",
+      "recordFlowTransition",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);

@@ -55,8 +55,9 @@ export interface MediaWorkerServiceClient {
   leaveVoicemail(request: LeaveVoicemailRequest, metadata?: Metadata): Observable<LeaveVoicemailResponse>;
 
   /**
-   * A client's event for the live conversation. Not acted on yet: the worker answers UNIMPLEMENTED for a call it
-   * holds (NOT_FOUND otherwise) until a flow runtime consumes events.
+   * A client's event for the live conversation: handed to the call's voice engine, where an event edge of its flow
+   * waiting on the current node fires (or the event is remembered for a later node). A stream still attaching
+   * hands it on once its conversation runs; a stream without a conversation (a call between people) ignores it.
    */
 
   injectEvent(request: InjectEventRequest, metadata?: Metadata): Observable<InjectEventResponse>;
@@ -81,8 +82,9 @@ export interface MediaWorkerServiceController {
   ): Promise<LeaveVoicemailResponse> | Observable<LeaveVoicemailResponse> | LeaveVoicemailResponse;
 
   /**
-   * A client's event for the live conversation. Not acted on yet: the worker answers UNIMPLEMENTED for a call it
-   * holds (NOT_FOUND otherwise) until a flow runtime consumes events.
+   * A client's event for the live conversation: handed to the call's voice engine, where an event edge of its flow
+   * waiting on the current node fires (or the event is remembered for a later node). A stream still attaching
+   * hands it on once its conversation runs; a stream without a conversation (a call between people) ignores it.
    */
 
   injectEvent(
