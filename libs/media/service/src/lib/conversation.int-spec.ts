@@ -1,271 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { mulawToPcm16, parseWav, powerAt as goertzel, rms } from '@parley/audio';
-import { FakeMediaStream, FakeMediaStreamMessage, FakeTwilioServer, TwilioCarrier, TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
-import { callsV1, EffectiveConfig } from '@parley/contracts';
-import { FakeOpenAiHandler, FakeOpenAiServer, OpenAiCompatibleLlm } from '@parley/llm';
-import {
-  callerSpeechMulaw,
-  DeepgramSpeechToText,
-  ElevenLabsTextToSpeech,
-  EnergySpeechDetector,
-  FakeDeepgramServer,
-  FakeElevenLabsServer,
-  FakeOpenAiSpeechServer,
-  FakeOpenAiTranscriptionServer,
-  FakeSpeechServerOptions,
-  fakeToneFrequency,
-  OpenAiSpeechToText,
-  OpenAiTextToSpeech,
-} from '@parley/speech';
-import { LocalBlobStore } from '@parley/storage';
-import { callMessage } from '@parley/testing';
-import { AgentSpec, EnergyVad, SentenceChunker } from '@parley/voice-engine';
-import { AgentsPort, CallsPort } from './calls-port';
-import { MediaStreamServer } from './media-stream.server';
-import { CallerLine, COMFORT_NOISE, until } from './testing/caller-line';
+import { callerSpeechMulaw, EnergySpeechDetector, FakeElevenLabsServer, fakeToneFrequency } from '@parley/speech';
+import { EnergyVad, SentenceChunker } from '@parley/voice-engine';
+import { COMFORT_NOISE, until } from './testing/caller-line';
+import { carriesToneOf, closeAll, isClear, isMedia, MS_PER_CHAR, nextMessage, pcmOf, placeCall, RATE, spokenTexts } from './testing/phone-call';
 
 /*
- * Scenario tests of the media worker over the real stack: a MediaStreamServer on 127.0.0.1, the real provider
- * adapters (Deepgram, ElevenLabs, OpenAI speech and an OpenAI-compatible model) against local fake vendor servers,
- * and Twilio's side of the call played by FakeTwilioServer: the call is placed with TwilioCarrier (its TwiML names
- * the media server's stream URL and the call's token), then its <Connect><Stream> is opened and the caller speaks
- * real synthetic speech (mespeak) in real time over a line that otherwise carries low comfort noise, as a phone
- * line does. The control plane (calls and agents) is an in-process fake that ends and transfers the call through
- * the carrier, as the calls service does, so Twilio stops the stream.
+ * Scenario tests of the media worker over the real stack (testing/phone-call.ts): a MediaStreamServer on 127.0.0.1,
+ * the real provider adapters (Deepgram, ElevenLabs, OpenAI speech and an OpenAI-compatible model) against local
+ * fake vendor servers, and Twilio's side of the call played by FakeTwilioServer: the call is placed with
+ * TwilioCarrier (its TwiML names the media server's stream URL and the call's token), then its <Connect><Stream> is
+ * opened and the caller speaks real synthetic speech (mespeak) in real time over a line that otherwise carries low
+ * comfort noise, as a phone line does. The control plane (calls and agents) is an in-process fake that ends and
+ * transfers the call through the carrier, as the calls service does, so Twilio stops the stream.
  */
-
-const RATE = 8000;
-const KEYS = { deepgram: 'dg-key', openai: 'sk-test', elevenlabs: 'xi-key' };
-/** Audio length per character of the fake voices' tone (shorter than the fakes' 50 ms default: faster scenarios). */
-const MS_PER_CHAR = 40;
-
-// ---- the control plane ------------------------------------------------------------------------------------
-
-interface Agent {
-  spec: AgentSpec;
-  effective: EffectiveConfig;
-}
-
-/** A turn as the calls service received it, with the time (performance.now()) it arrived. */
-type RecordedTurn = callsV1.Turn & { at: number };
-
-/**
- * The calls and agents services as the media worker sees them: the stream token maps to the call, turns, ends,
- * transfers and recordings are recorded; ending or transferring the call goes through the carrier like the real
- * calls service (Twilio then stops the stream).
- */
-class FakeControlPlane implements CallsPort, AgentsPort {
-  readonly turns: RecordedTurn[] = [];
-  readonly ends: { reason: string; at: number }[] = [];
-  readonly transfers: { destination: string; at: number }[] = [];
-  readonly recordings: callsV1.RecordingReadyRequest[] = [];
-  readonly heartbeats: callsV1.MediaHeartbeatRequest[] = [];
-  readonly attached: callsV1.AttachMediaRequest[] = [];
-  readonly agentReads: { accountId: string; agentId: string; at: number }[] = [];
-  readonly toolCalls: callsV1.RecordToolCallRequest[] = [];
-  readonly optOuts: callsV1.RecordOptOutRequest[] = [];
-  private readonly byToken = new Map<string, callsV1.Call>();
-  private carrierCallId = '';
-
-  constructor(
-    private readonly agent: Agent,
-    private readonly carrier: TwilioCarrier,
-  ) {}
-
-  register(token: string, call: callsV1.Call): void {
-    this.byToken.set(token, call);
-  }
-
-  async attachMedia(req: callsV1.AttachMediaRequest) {
-    const call = this.byToken.get(req.stream_token);
-    if (!call) throw new Error('unauthenticated: unknown stream token');
-    this.attached.push(req);
-    this.carrierCallId = req.carrier_call_id;
-    return { call: { ...call, carrier: req.carrier, carrier_call_id: req.carrier_call_id }, resume: '' };
-  }
-
-  async getTranscript(): Promise<callsV1.Turn[]> {
-    return this.turns.map(({ at: _at, ...turn }) => turn);
-  }
-
-  async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {
-    this.heartbeats.push(req);
-    return this.ends.length === 0;
-  }
-
-  async recordingReady(req: callsV1.RecordingReadyRequest): Promise<void> {
-    this.recordings.push(req);
-  }
-
-  async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
-    if (req.turn) this.turns.push({ ...req.turn, at: performance.now() });
-  }
-
-  async endCall(req: callsV1.EndCallRequest): Promise<void> {
-    this.ends.push({ reason: req.reason, at: performance.now() });
-    await this.carrier.endCall(this.carrierCallId);
-  }
-
-  async transferCall(req: callsV1.TransferCallRequest): Promise<void> {
-    this.transfers.push({ destination: req.destination, at: performance.now() });
-    await this.carrier.transferCall(this.carrierCallId, req.destination);
-  }
-
-  async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<void> {
-    this.toolCalls.push(req);
-  }
-
-  async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void> {
-    this.optOuts.push(req);
-  }
-
-  async recordFlowTransition(): Promise<void> {
-    return undefined;
-  }
-
-  async getAgent(accountId: string, agentId: string): Promise<Agent> {
-    this.agentReads.push({ accountId, agentId, at: performance.now() });
-    return this.agent;
-  }
-
-  turnsOf(role: 'user' | 'assistant'): RecordedTurn[] {
-    return this.turns.filter((t) => t.role === role);
-  }
-}
-
-// ---- the caller's phone line ------------------------------------------------------------------------------
-
-// ---- one call over the whole stack -----------------------------------------------------------------------
-
-interface Scenario {
-  spec: Record<string, unknown>;
-  effective?: Record<string, unknown>;
-  variables?: Record<string, string>;
-  recording?: boolean;
-  /** The model's answers. Default `ok`. */
-  llm?: FakeOpenAiHandler;
-  /** Deepgram's transcripts, one per speech segment it hears. */
-  utterances?: string[];
-  /** Pacing of both fake voices. */
-  voice?: Omit<FakeSpeechServerOptions, 'apiKey'>;
-  /** Scripted before the call is placed. */
-  before?: (call: Vendors) => void;
-}
-
-interface Vendors {
-  deepgram: FakeDeepgramServer;
-  transcription: FakeOpenAiTranscriptionServer;
-  elevenLabs: FakeElevenLabsServer;
-  openAiSpeech: FakeOpenAiSpeechServer;
-  llm: FakeOpenAiServer;
-  twilio: FakeTwilioServer;
-}
-
-const cleanups: (() => Promise<void>)[] = [];
-let calls = 0;
-
-async function placeCall(scenario: Scenario) {
-  const vendors: Vendors = {
-    deepgram: new FakeDeepgramServer({ apiKey: KEYS.deepgram }),
-    transcription: new FakeOpenAiTranscriptionServer({ apiKey: KEYS.openai }),
-    elevenLabs: new FakeElevenLabsServer({ apiKey: KEYS.elevenlabs, msPerChar: MS_PER_CHAR, ...scenario.voice }),
-    openAiSpeech: new FakeOpenAiSpeechServer({ apiKey: KEYS.openai, msPerChar: MS_PER_CHAR, ...scenario.voice }),
-    llm: new FakeOpenAiServer({ models: ['fake-model'] }),
-    twilio: new FakeTwilioServer(),
-  };
-  const { deepgram, transcription, elevenLabs, openAiSpeech, llm, twilio } = vendors;
-  const [deepgramUrl, transcriptionUrl, elevenLabsUrl, openAiSpeechUrl, llmUrl, twilioUrl] = await Promise.all([
-    deepgram.start(),
-    transcription.start(),
-    elevenLabs.start(),
-    openAiSpeech.start(),
-    llm.start(),
-    twilio.start(),
-  ]);
-  if (scenario.llm) llm.reply(scenario.llm);
-  if (scenario.utterances) deepgram.utterances(...scenario.utterances);
-  scenario.before?.(vendors);
-
-  const carrier = new TwilioCarrier({ accountSid: twilio.accountSid, authToken: twilio.authToken, apiBaseUrl: twilioUrl });
-  const control = new FakeControlPlane({ spec: scenario.spec, effective: scenario.effective ?? {} }, carrier);
-  const dir = mkdtempSync(join(tmpdir(), 'parley-conversation-'));
-  const store = new LocalBlobStore(dir);
-  const media = new MediaStreamServer(
-    { twilio: new TwilioMediaStreamProtocol() },
-    {},
-    {
-      calls: control,
-      agents: control,
-      commandAddress: '127.0.0.1:50053',
-      recordings: store,
-      providers: {
-        stt: [
-          new DeepgramSpeechToText({ apiKey: KEYS.deepgram, baseUrl: deepgramUrl }),
-          new OpenAiSpeechToText({ apiKey: KEYS.openai, baseURL: transcriptionUrl }),
-        ],
-        tts: [
-          new ElevenLabsTextToSpeech({ apiKey: KEYS.elevenlabs, baseUrl: elevenLabsUrl }),
-          new OpenAiTextToSpeech({ apiKey: KEYS.openai, baseUrl: openAiSpeechUrl }),
-        ],
-        llm: new OpenAiCompatibleLlm({ name: 'conversation', baseURL: llmUrl, apiKey: KEYS.openai, timeoutMs: 20_000, maxRetries: 0 }),
-      },
-      defaults: { model: 'fake-model', sttProvider: 'deepgram', ttsProvider: 'elevenlabs' },
-    },
-  );
-  const port = await media.listen(0, '127.0.0.1');
-  const streamUrl = `ws://127.0.0.1:${port}/streams/twilio`;
-
-  // Whatever of the call exists when the test ends is closed, however far placing it got.
-  const live: { line?: CallerLine; stream?: FakeMediaStream } = {};
-  const close = async () => {
-    live.line?.stop();
-    if (live.stream?.open) await live.stream.stop();
-    await media.close();
-    await Promise.all(Object.values(vendors).map((v: { stop(): Promise<void> }) => v.stop()));
-    rmSync(dir, { recursive: true, force: true });
-  };
-  cleanups.push(close);
-
-  const token = randomBytes(16).toString('base64url');
-  const call = newCall(`call_${++calls}`, scenario);
-  control.register(token, call);
-  const placed = await carrier.placeCall({
-    to: call.to,
-    from: call.from,
-    streamUrl,
-    streamToken: token,
-    statusCallbackUrl: 'https://parley.test/carriers/twilio/status',
-  });
-  twilio.setCallStatus(placed.carrierCallId, 'in-progress');
-  const connectedAt = performance.now();
-  const stream = (live.stream = await twilio.connectMediaStream(placed.carrierCallId));
-  const firstMedia = stream.waitFor(isMedia, 15_000).then(
-    () => performance.now(),
-    () => NaN,
-  );
-  const line = (live.line = new CallerLine(stream));
-  line.start();
-  return { ...vendors, control, store, stream, line, call, token, streamUrl, sid: placed.carrierCallId, connectedAt, firstMedia, close };
-}
-
-function newCall(id: string, scenario: Scenario): callsV1.Call {
-  const now = new Date().toISOString();
-  return callMessage({
-    id,
-    agent_id: 'agent_ada',
-    to: '+15550100001',
-    from: '+15550100002',
-    carrier: 'twilio',
-    variables: scenario.variables ?? { name: 'Sam' },
-    created_at: now,
-    answered_at: now,
-    recording_enabled: scenario.recording ?? false,
-  });
-}
 
 /** An agent in conversation mode on Deepgram and ElevenLabs, quiet-line timers off unless asked for. */
 function conversationAgent(language: Record<string, unknown>, conversation: Record<string, unknown> = {}): Record<string, unknown> {
@@ -276,36 +24,12 @@ function conversationAgent(language: Record<string, unknown>, conversation: Reco
   };
 }
 
-// ---- helpers ----------------------------------------------------------------------------------------------
-
-
-/** The next message from the server matching `predicate` that arrives after this call, with its arrival time. */
-function nextMessage(stream: FakeMediaStream, predicate: (m: FakeMediaStreamMessage) => boolean, timeoutMs = 10_000) {
-  const from = stream.received.length;
-  return stream
-    .waitFor((m) => predicate(m) && stream.received.indexOf(m) >= from, timeoutMs)
-    .then((message) => ({ message, at: performance.now() }));
-}
-
-const isMedia = (m: FakeMediaStreamMessage) => m['event'] === 'media';
-const isClear = (m: FakeMediaStreamMessage) => m['event'] === 'clear';
-
-function pcmOf(message: FakeMediaStreamMessage): Int16Array {
-  return mulawToPcm16(Buffer.from((message['media'] as { payload: string }).payload, 'base64'));
-}
-
 /** Goertzel: the signal's power at `hz`. */
 const powerAt = (pcm: Int16Array, hz: number) => goertzel(pcm, hz, RATE);
 
 /** Which of the candidate frequencies the audio carries most. */
 function loudestOf(pcm: Int16Array, candidates: number[]): number {
   return candidates.reduce((best, hz) => (powerAt(pcm, hz) > powerAt(pcm, best) ? hz : best));
-}
-
-/** The fake voices' audio is a tone per sentence: true when `pcm` is that of `text` (and not 120 Hz beside it). */
-function carriesToneOf(pcm: Int16Array, text: string): boolean {
-  const hz = fakeToneFrequency(text);
-  return powerAt(pcm, hz) > 20 * Math.max(powerAt(pcm, hz - 120), powerAt(pcm, hz + 120));
 }
 
 /**
@@ -326,17 +50,12 @@ function sentencesOf(text: string): string[] {
   return [...chunker.push(`${text} `), chunker.flush()].filter((s): s is string => !!s);
 }
 
-const spokenTexts = (server: { requests: { body: Record<string, unknown> | undefined }[] }, field: 'text' | 'input') =>
-  server.requests.map((r) => r.body?.[field]);
-
 const timings: string[] = [];
 
-afterEach(async () => {
-  for (const close of cleanups.splice(0)) await close();
-});
+afterEach(closeAll);
 
 afterAll(async () => {
-  for (const close of cleanups.splice(0)) await close();
+  await closeAll();
   if (timings.length) console.log(`conversation timings:\n${timings.join('\n')}`);
 });
 
