@@ -69,7 +69,7 @@ let sustained;
 await benchMain(o, {
   header: () => [
     `browser bench, ${describeRun(o)}; transport: ${TRANSPORT}`,
-    `v2v is net of ${ENDPOINTING_MS} + ${o.llmMs} + ${o.voiceMs} ms (endpointing + model + voice); connect is not net of anything (the greeting is cached after a worker's first call: no voice delay in it)`,
+    `v2v is net of ${ENDPOINTING_MS} + ${o.modelMs} + ${o.voiceMs} ms (endpointing + model + voice); connect is not net of anything (the greeting is cached after a worker's first call: no voice delay in it)`,
     'calls live | pacing |Δ−20| ms p50   p99    max   frames | connect ms p50  p95 | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms',
   ],
   perN: async (n, vendors, libs) => {

@@ -15,6 +15,11 @@
 // as a deployment gives media workers dedicated cores (Kubernetes' static CPU manager). Its calls per core then count
 // one core that nothing else competes for; without --pin every process shares every core. In distributed mode the
 // machine's PostgreSQL and NATS are not pinned.
+// --flow: the agent follows a conversation flow (BENCH_FLOW in bench/media/load.mjs): the call opens on an llm node
+// with two intent edges, so every caller's turn makes a routing call (one JSON completion, not streamed) beside the
+// node's answer, which starts at once and is kept when the flow stays; the fake model answers the routing call after
+// --route-ms (default --llm-ms) with no edge (the flow stays: the common turn). Compare `response` with and without
+// --flow for what a flow adds per turn.
 // Diagnostics: --explain prints each stale frame (call id, time, part, time since the clear, the caller's state) with
 // the line's last 6 s; BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
 // id); BENCH_LOG_FILE appends the platform's output to that file; BENCH_NODE_OPTIONS becomes its NODE_OPTIONS (e.g.
@@ -43,10 +48,13 @@
 //            turn" and is not counted, and a pause over 400 ms inside an answer makes the caller ask early and take
 //            the rest of that answer for the next one (v2v too low, even negative). Read --voice local's pacing
 //            and v2v as lower bounds; its frames, unanswered turns and failures are exact;
+//   response the caller's wait: last speech frame sent → the answer's first frame received (p50/p95), gross: the
+//            fakes' delays (endpointing, model, voice) included;
 //   v2v      voice-to-voice: the caller's last speech frame sent → the answer's first frame received, MINUS the
 //            fakes' fixed delays: the recognizer's endpointing (300 ms of silence after the speech), the model's
-//            first token (--llm-ms) and the voice's first audio (--tts-ms; 0 with --voice local, whose synthesis is
-//            the platform's own). What remains is the platform's: p50/p95;
+//            first token (--llm-ms; with --flow the longer of it and --route-ms) and the voice's first audio
+//            (--tts-ms; 0 with --voice local, whose synthesis is the platform's own). What remains is the
+//            platform's: p50/p95;
 //   clear    barge-in: the moment the recognizer can have the words (last speech frame + endpointing) → `clear`
 //            received: p95;
 //   stale    agent frames of the interrupted answer received after its `clear`, told by ear: a frame with the tone
@@ -102,7 +110,7 @@ function report(r) {
   const { results: x, n } = r;
   const { failed, perCore, pacing } = figures(r);
   console.log(
-    `${String(n).padStart(5)} ${String(r.live).padStart(4)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
+    `${String(n).padStart(5)} ${String(r.live).padStart(4)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.response, 50))} ${fmt(pct(x.response, 95))} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
   );
   return printFindings(o, r, { perCoreTarget: CALLS_PER_CORE_TARGET });
 }
@@ -111,8 +119,8 @@ let sustained = 0;
 await benchMain(o, {
   header: () => [
     `media bench, ${describeRun(o)}`,
-    `v2v is net of ${ENDPOINTING_MS} + ${o.llmMs} + ${o.voiceMs} ms (endpointing + model + voice); clear is from the moment the recognizer can have the barge-in's words`,
-    'calls live | pacing |Δ−20| ms p50   p99    max   frames | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms',
+    `v2v is response net of ${ENDPOINTING_MS} + ${o.modelMs} + ${o.voiceMs} ms (endpointing + model${o.flow ? ' or routing, the longer' : ''} + voice); clear is from the moment the recognizer can have the barge-in's words`,
+    'calls live | pacing |Δ−20| ms p50   p99    max   frames | response ms p50  p95 | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms',
   ],
   perN: async (n, vendors, libs) => {
     if (report(await run(n, vendors, libs))) sustained = Math.max(sustained, n);

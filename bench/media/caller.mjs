@@ -44,7 +44,8 @@ export function callerSounds(rate, encode) {
  *   pacing      |Δ − 20 ms| between consecutive agent frames of one turn (greeting or answer, told apart by their
  *               tones), its first two excluded (the engine sends a 40 ms lead at once); a stall between sentences
  *               of one answer counts, as the caller hears it;
- *   voiceToVoice caller's last speech frame sent → first agent frame received, minus the fakes' fixed delays;
+ *   response    caller's last speech frame sent → first agent frame received (what the caller waits);
+ *   voiceToVoice the same minus the fakes' fixed delays;
  *   clear       barge-in's last speech frame sent + the recognizer's endpointing (when it can have the words) →
  *               `clear` received;
  *   stale       agent frames of the interrupted answer received after its `clear` (see onMedia), each kept with
@@ -52,7 +53,7 @@ export function callerSounds(rate, encode) {
  * and, measured or not: failures (call id → reason), unanswered turns, barge-ins never cleared.
  */
 export function newResults({ explain = false } = {}) {
-  return { measuring: false, explain, staleFrames: [], pacing: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
+  return { measuring: false, explain, staleFrames: [], pacing: [], response: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
 }
 
 const partName = (part) => (part ? `${part.turn} sentence ${part.sentence}/${part.of}` : 'no tone');
@@ -226,6 +227,7 @@ export class SimulatedCaller {
     if (this.state === 'greeting') this.setState('hearing');
     else if (this.state === 'awaiting' && startsTurn) {
       if (r.measuring) {
+        r.response.push(at - this.lastSpeechAt);
         r.voiceToVoice.push(at - this.lastSpeechAt - ENDPOINTING_MS - this.llmMs - this.ttsMs);
         r.turns++;
       }

@@ -12,6 +12,27 @@ import { BENCH_KEY, startPlatform } from './platform.mjs';
 import { commandOf, pidListeningOn, usageOf } from './process-usage.mjs';
 import { ENDPOINTING_MS, GREETING } from './vendor-fakes.mjs';
 
+/**
+ * The agent's flow with --flow: the call opens on an llm node whose two intent edges the routing call decides at
+ * every caller's turn (the fake model answers no edge, so the flow stays: the common turn). The node's answer is
+ * started beside the routing call and kept; what the flow adds is the routing call's cost on the platform's side.
+ */
+export const BENCH_FLOW = {
+  start: 'front_desk',
+  nodes: [
+    {
+      id: 'front_desk',
+      prompt: 'Answer questions about the opening hours.',
+      edges: [
+        { to: 'sales', when: 'the caller wants to buy something or asks about prices', priority: 1 },
+        { to: 'person', when: 'the caller asks to speak to a person', priority: 0 },
+      ],
+    },
+    { id: 'sales', prompt: 'Help the caller choose a plan.' },
+    { id: 'person', type: 'static', say: 'Let me put you through.' },
+  ],
+};
+
 /** Outbound pacing target: every frame 20 ± 5 ms after the one before, at p99. */
 export const PACING_TARGET_MS = 5;
 const SETTLE_MS = 3000;
@@ -42,6 +63,9 @@ export function benchOptions(defaultCalls) {
     ramp: Number(args.ramp ?? 5),
     llmMs: Number(args['llm-ms'] ?? 150),
     ttsMs: Number(args['tts-ms'] ?? 100),
+    // --flow: the agent follows BENCH_FLOW; its routing call is answered after --route-ms (default --llm-ms).
+    flow: 'flow' in args,
+    routeMs: Number(args['route-ms'] ?? args['llm-ms'] ?? 150),
     // The agent's voice: the `openai` synthesizer against its fake (first audio after --tts-ms), or `local`, the
     // offline voice synthesizing in the platform itself (its time is the platform's own: nothing is subtracted).
     voice,
@@ -52,6 +76,9 @@ export function benchOptions(defaultCalls) {
     dist: resolve(args.dist ?? join(import.meta.dirname, '..', '..', 'dist')),
   };
   o.voiceMs = voice === 'local' ? 0 : o.ttsMs;
+  // On a flow the node's answer starts beside the routing call and is kept when the flow stays: its first token
+  // is there after the longer of the two.
+  o.modelMs = o.flow ? Math.max(o.llmMs, o.routeMs) : o.llmMs;
   if (!['standalone', 'distributed'].includes(o.mode) || !['openai', 'local'].includes(voice) || !['silero', 'energy'].includes(o.vad)) {
     console.error('--mode is standalone or distributed; --voice is openai or local; --vad is silero or energy');
     process.exit(2);
@@ -81,7 +108,7 @@ function pinLoadGenerator(o) {
 
 /** The vendor fakes' process; resolves to their URLs and keys (and `child`, to kill at the end). */
 async function startVendors(o) {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'vendor-fakes.mjs'), '--dist', o.dist, '--llm-ms', String(o.llmMs), '--tts-ms', String(o.ttsMs)], {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'vendor-fakes.mjs'), '--dist', o.dist, '--llm-ms', String(o.llmMs), '--tts-ms', String(o.ttsMs), '--route-ms', String(o.routeMs)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const line = await new Promise((resolve, reject) => {
@@ -120,7 +147,8 @@ export function describeRun(o) {
     .map((l) => l.toFixed(2))
     .join(' ');
   const pinned = o.pin ? `; pinned: the audio process alone on core ${o.audioCore}, everything else on the other core${o.audioCore > 1 ? 's' : ''}` : '';
-  return `${o.mode}: the whole platform over real sockets; ${o.seconds} s measured per N after ${o.ramp} s ramp-up and ${o.warmup} s warm-up; fakes: recognizer endpointing ${ENDPOINTING_MS} ms, model first token ${o.llmMs} ms, voice ${voice}; VAD ${o.vad}; ${cpus().length} cores, load average ${load}, Node ${process.version}${pinned}`;
+  const flow = o.flow ? `; flow: an llm start node with 2 intent edges, routing answered after ${o.routeMs} ms (no edge: the flow stays)` : '';
+  return `${o.mode}: the whole platform over real sockets; ${o.seconds} s measured per N after ${o.ramp} s ramp-up and ${o.warmup} s warm-up; fakes: recognizer endpointing ${ENDPOINTING_MS} ms, model first token ${o.llmMs} ms, voice ${voice}${flow}; VAD ${o.vad}; ${cpus().length} cores, load average ${load}, Node ${process.version}${pinned}`;
 }
 
 /** An API client of the platform at `baseUrl` with the bench's key: resolves to { status, body } (status 0: no answer). */
@@ -174,6 +202,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
       mode: 'conversation',
       languages: [{ code: 'en-US', stt_provider: 'deepgram', tts_provider: o.voice, greeting: GREETING, system_prompt: 'Be brief.' }],
       conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+      ...(o.flow ? { flow: BENCH_FLOW } : {}),
     });
     if (agent.status !== 201) throw new Error(`could not create the agent: ${agent.status} ${JSON.stringify(agent.body)}`);
     const audioPid = pidListeningOn(platform.mediaPort);
@@ -184,7 +213,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     // A deployment is not dialled into at its first breath: its start-up work (and the load reports call admission
     // takes from it) settles first.
     await sleep(SETTLE_MS);
-    const calls = Array.from({ length: n }, (_, index) => newCall({ index, api, agentId: agent.body.id, results, llmMs: o.llmMs, ttsMs: o.voiceMs }));
+    const calls = Array.from({ length: n }, (_, index) => newCall({ index, api, agentId: agent.body.id, results, llmMs: o.modelMs, ttsMs: o.voiceMs }));
     const started = Promise.all(calls.map((call, i) => sleep((i * o.ramp * 1000) / n).then(() => call.start().catch((error) => call.fail(`could not start: ${error.message}`)))));
     await sleep((o.ramp + o.warmup) * 1000);
     await started;

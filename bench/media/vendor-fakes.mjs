@@ -2,6 +2,7 @@
 // CPU never shares an event loop with the platform or with the simulated callers' clocks:
 //   Deepgram live (WebSocket /v1/listen): energy endpointing, a final transcript ENDPOINTING_MS after the speech;
 //   an OpenAI-compatible model (POST /v1/chat/completions, streamed): the answer after --llm-ms (ANSWERS in turn);
+//     a flow's routing call (JSON, not streamed, its prompt listing "Transitions:") after --route-ms: no edge;
 //   OpenAI speech (POST /v1/audio/speech, the `openai` synthesizer): first audio after --tts-ms.
 // Started by bench/media.mjs; prints one JSON line with the servers' URLs and keys, then serves until killed.
 import { loadLibs } from './build.mjs';
@@ -31,7 +32,16 @@ function answerTo(messages = []) {
   return ANSWERS[Math.max(0, userTurns - 1) % ANSWERS.length];
 }
 
-export async function startVendorFakes({ dist, llmMs, ttsMs }) {
+/** Routing calls answered (a flow agent's, with --flow), reported when the fakes are stopped. */
+let routed = 0;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A flow's routing call: one JSON completion whose prompt numbers the transitions (intent-router.ts). */
+function isRouting(body) {
+  return !body.stream && body.response_format?.type === 'json_object' && body.messages?.some((m) => typeof m.content === 'string' && m.content.includes('\nTransitions:\n'));
+}
+
+export async function startVendorFakes({ dist, llmMs, ttsMs, routeMs = llmMs }) {
   const { speech, llm } = loadLibs(dist);
   const deepgram = new speech.FakeDeepgramServer({ apiKey: KEYS.deepgram, detector: { minSilenceMs: ENDPOINTING_MS } });
   // The fake hands out scripted transcripts from one queue, one per utterance of any connection: keep it full.
@@ -39,8 +49,15 @@ export async function startVendorFakes({ dist, llmMs, ttsMs }) {
   topUp();
   setInterval(topUp, 1000).unref();
   const model = new llm.FakeOpenAiServer({ models: ['fake-model'] });
-  // Conversation turns stream; anything else (the calls service's post-call analysis) gets a small JSON answer.
-  model.reply((body) => (body.stream ? { content: answerTo(body.messages), firstTokenDelayMs: llmMs } : JSON.stringify({ summary: 'A benchmark call.' })));
+  // Conversation turns stream; a flow's routing call is answered "no edge" (the flow stays) after routeMs; anything
+  // else (the calls service's post-call analysis) gets a small JSON answer.
+  model.reply(async (body) => {
+    if (body.stream) return { content: answerTo(body.messages), firstTokenDelayMs: llmMs };
+    if (!isRouting(body)) return JSON.stringify({ summary: 'A benchmark call.' });
+    await sleep(routeMs);
+    routed++;
+    return JSON.stringify({ edge: null, values: {} });
+  });
   const voice = new speech.FakeOpenAiSpeechServer({ apiKey: KEYS.openai, firstByteDelayMs: ttsMs });
   const [deepgramUrl, llmUrl, speechUrl] = await Promise.all([deepgram.start(), model.start(), voice.start()]);
   // The fakes keep every request for tests' assertions; a long run must not grow without bound.
@@ -54,7 +71,11 @@ export async function startVendorFakes({ dist, llmMs, ttsMs }) {
 
 if (process.argv[1] === import.meta.filename) {
   const arg = (name) => process.argv[process.argv.indexOf(`--${name}`) + 1];
-  const urls = await startVendorFakes({ dist: arg('dist'), llmMs: Number(arg('llm-ms')), ttsMs: Number(arg('tts-ms')) });
+  const routeMs = process.argv.includes('--route-ms') ? Number(arg('route-ms')) : undefined;
+  const urls = await startVendorFakes({ dist: arg('dist'), llmMs: Number(arg('llm-ms')), ttsMs: Number(arg('tts-ms')), routeMs });
   console.log(JSON.stringify(urls));
-  process.on('SIGTERM', () => process.exit(0));
+  process.on('SIGTERM', () => {
+    if (routed) console.error(`vendor fakes: ${routed} flow routing calls answered`);
+    process.exit(0);
+  });
 }
