@@ -1,0 +1,136 @@
+import { FakeMediaStream, FakeTwilioServer } from '@parley/carrier-twilio';
+import { FakeChatCompletionBody, FakeOpenAiServer } from '@parley/llm';
+import { callerSpeechMulaw, FakeDeepgramServer, silenceMulaw } from '@parley/speech';
+import { ApiClient, EventStreamClient, RunningPlatform } from '@parley/testing';
+import { until } from './support/until';
+
+const KEY = 'vsk_flows_owner_key_00000001';
+const ORDER = 'I am paying for order A 7.';
+const LINK = 'I am sending you the payment link now.';
+const PAID = 'Thank you Ada, we received 49 dollars for order A7 on the card ending 4242.';
+
+/** The caller says `text` in real time on the Twilio stream, then the line carries silence while the turn ends. */
+async function say(media: FakeMediaStream, text: string): Promise<void> {
+  await media.sendAudio(Buffer.concat([callerSpeechMulaw(text), silenceMulaw(1200)]), { paced: true });
+}
+
+/**
+ * A conversation flow on the running platform: the agent is created with a flow through the API, a call placed
+ * to it through Twilio (FakeTwilioServer), the caller speaks on its Media Stream (Deepgram and the model are fakes
+ * on their real protocols; the voice is the offline one), and a client's POST /v1/calls/{id}/events releases the
+ * flow's event edge. The moves are on the call's event stream (`call.flow.transitioned`) and in its transcript;
+ * what the routing call captured is on the call record.
+ */
+describe('conversation flows on the running platform (standalone): routing, an injected event, the moves reported', () => {
+  let platform: RunningPlatform;
+  let api: ApiClient;
+  const twilio = new FakeTwilioServer();
+  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
+  const llm = new FakeOpenAiServer();
+  let agentId: string;
+
+  beforeAll(async () => {
+    platform = await RunningPlatform.start({
+      bootstrapKeys: [`acme:owner:${KEY}`],
+      env: {
+        EGRESS_ALLOWLIST: '127.0.0.1',
+        TWILIO_ACCOUNT_SID: twilio.accountSid,
+        TWILIO_AUTH_TOKEN: twilio.authToken,
+        TWILIO_API_BASE_URL: await twilio.start(),
+        TWILIO_FROM_NUMBER: '+15550009999',
+        DEEPGRAM_API_KEY: 'dg-key',
+        DEEPGRAM_BASE_URL: await deepgram.start(),
+        LLM_BASE_URL: await llm.start(),
+        LLM_API_KEY: 'sk-test',
+      },
+    });
+    api = platform.api(KEY);
+    const agent = await api.post('/v1/agents', {
+      name: 'Payments desk',
+      languages: [{ code: 'en-US', greeting: 'Hello, this is the payments desk.', stt_provider: 'deepgram', system_prompt: 'You take payments by phone.' }],
+      conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+      flow: {
+        start: 'ask',
+        nodes: [
+          { id: 'ask', prompt: 'Ask which order the caller pays for.', edges: [{ to: 'wait', when: 'the caller named the order', capture: { order_id: 'string' } }] },
+          { id: 'wait', prompt: 'Tell the caller the payment link is on its way.', edges: [{ to: 'paid', type: 'event', event: 'payment_received', when: 'the payment arrived' }] },
+          { id: 'paid', type: 'static', say: 'Thank you {{name}}, we received {{amount}} dollars for order {{order_id}} on the card ending {{card.last4}}.' },
+        ],
+      },
+    });
+    expect(agent.status).toBe(201);
+    agentId = agent.body.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    await platform?.stop();
+    await twilio.stop();
+    await deepgram.stop();
+    await llm.stop();
+  });
+
+  it('routes the caller’s words with a capture, moves on the injected event at once and closes with the static line: the moves streamed, in the transcript, the capture on the call', async () => {
+    deepgram.utterances(ORDER);
+    llm.reply((body: FakeChatCompletionBody) => (body.stream ? LINK : JSON.stringify({ edge: 1, values: { order_id: 'A7' } })));
+    const created = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100077', variables: { name: 'Ada' } });
+    expect(created.status).toBe(201);
+    const call = created.body as { id: string; carrier_call_id: string };
+    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
+    expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    // Before the media stream opens no conversation runs: the event is streamed to observers, not delivered.
+    const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'link_opened', payload: {} });
+    expect(early.status).toBe(202);
+    expect(early.body).toMatchObject({ object: 'call_event', name: 'link_opened', delivered: false });
+    const media = await twilio.connectMediaStream(call.carrier_call_id);
+
+    const moved = (to: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === to, 30_000);
+    await moved('ask');
+    await say(media, ORDER);
+    await moved('wait');
+    await until(async () => JSON.stringify((await api.get(`/v1/calls/${call.id}/transcript`)).body).includes(LINK), 'the wait node’s answer');
+
+    const injected = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: { amount: 49, card: { last4: '4242' } } });
+    expect(injected.status).toBe(202);
+    expect(injected.body).toMatchObject({ object: 'call_event', call_id: call.id, name: 'payment_received', delivered: true });
+    await moved('paid');
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'ended', 30_000);
+    await stream.ended;
+
+    const expected = [
+      { object: 'flow_transition', call_id: call.id, from: '', to: 'ask', kind: 'start', edge_index: -1, at_ms: expect.any(Number) },
+      { object: 'flow_transition', call_id: call.id, from: 'ask', to: 'wait', kind: 'intent', edge_index: 0, when: 'the caller named the order', captured: { order_id: 'A7' }, at_ms: expect.any(Number) },
+      { object: 'flow_transition', call_id: call.id, from: 'wait', to: 'paid', kind: 'event', edge_index: 0, when: 'the payment arrived', event: 'payment_received', at_ms: expect.any(Number) },
+    ];
+    // Streamed live as they happened, the injected event beside them.
+    expect(stream.events.filter((e) => e.event === 'call.flow.transitioned').map((e) => e.data)).toEqual(expected);
+    expect(stream.events.filter((e) => e.event === 'call.event').map((e) => e.data)).toEqual([
+      expect.objectContaining({ object: 'call_event', name: 'link_opened' }),
+      expect.objectContaining({ object: 'call_event', name: 'payment_received', payload: { amount: 49, card: { last4: '4242' } } }),
+    ]);
+
+    // The transcript: the turns with the static line said whole, variables filled from the call, the capture and the payload; the moves beside them.
+    const transcript = (await api.get(`/v1/calls/${call.id}/transcript`)).body;
+    expect(transcript.turns.map((t: { role: string; text: string }) => [t.role, t.text])).toEqual([
+      ['assistant', 'Hello, this is the payments desk.'],
+      ['user', ORDER],
+      ['assistant', LINK],
+      ['assistant', PAID],
+    ]);
+    expect(transcript.flow_transitions).toEqual(expected);
+    const times = transcript.flow_transitions.map((t: { at_ms: number }) => t.at_ms);
+    expect(times).toEqual([...times].sort((a, b) => a - b));
+
+    // The routing call was the JSON completion; the call ended completed after the last line, the capture on its record.
+    const routing = llm.requests.filter((r) => !r.body.stream);
+    expect(routing).toHaveLength(1);
+    expect(routing[0].body.response_format).toEqual({ type: 'json_object' });
+    expect(routing[0].body.messages[1].content).toContain('1. When: the caller named the order. Next step: wait (Tell the caller the payment link is on its way.). Values: order_id (string).');
+    const ended = (await api.get(`/v1/calls/${call.id}`)).body;
+    expect(ended).toMatchObject({ status: 'ended', end_reason: 'completed' });
+    expect(ended.variables).toMatchObject({ name: 'Ada', order_id: 'A7' });
+    // Over: an event is refused.
+    const late = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: {} });
+    expect(late.status).toBe(409);
+    expect(late.body.code).toBe('conflict');
+  }, 60_000);
+});
