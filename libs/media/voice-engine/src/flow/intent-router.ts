@@ -41,7 +41,8 @@ export const BUILT_IN_ROUTING_INSTRUCTIONS = [
 ].join(' ');
 
 const FORMAT =
-  'Answer with one JSON object and nothing else: {"edge": <the number of the transition, or null>, "values": {<name>: <value>, ...}}.';
+  'Answer with one JSON object and nothing else: {"edge": <the number of the transition, or null>, "values": {<name>: <value>, ...}}. ' +
+  'Write numbers as JSON numbers in digits (fifteen thousand dollars: 15000) and yes/no values as true or false.';
 
 /** Messages of the conversation the router reads: the last few, enough to find values given earlier. */
 const HISTORY_MESSAGES = 12;
@@ -102,7 +103,8 @@ export function readDecision(text: string, choices: IntentChoice[], log?: (m: st
   const position = typeof answer?.edge === 'number' ? answer.edge : number(answer?.edge);
   const choice = position !== undefined && Number.isInteger(position) ? choices[position - 1] : undefined;
   if (!choice) return none;
-  const values = answer.values && typeof answer.values === 'object' ? (answer.values as Record<string, unknown>) : {};
+  // Some models put the values beside "edge" instead of under "values": read them there too.
+  const values = answer.values && typeof answer.values === 'object' ? (answer.values as Record<string, unknown>) : (answer as Record<string, unknown>);
   const captured: Captured = {};
   const missing: string[] = [];
   for (const [name, type] of Object.entries(choice.edge.capture ?? {})) {

@@ -252,6 +252,13 @@ describe("reading the routing model's answer", () => {
     for (const answer of answers) expect([answer, readDecision(answer, booking).choice?.edge.to]).toEqual([answer, 'opening_hours']);
   });
 
+  it('reads values the model put beside "edge" instead of under "values"', () => {
+    const decision = readDecision('{"edge": 2, "budget": "15,000", "email": "sam@example.com"}', qualify);
+    expect(decision.choice?.edge.to).toBe('book_visit');
+    expect(decision.captured).toEqual({ budget: 15000, email: 'sam@example.com' });
+    expect(decision.missing).toEqual([]);
+  });
+
   it("finds the object after a reasoning model's <think> block or a sentence before it", () => {
     const answers = ['<think>\nThe caller asks about parking: {maybe 3}.\n</think>\n\n{"edge": 3, "values": {}}', 'Here is my answer: {"edge": 3, "values": {}}'];
     for (const answer of answers) expect([answer, readDecision(answer, booking).choice?.edge.to]).toEqual([answer, 'opening_hours']);
