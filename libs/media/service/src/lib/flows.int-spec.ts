@@ -194,6 +194,39 @@ describe('conversation flows over the media worker (Twilio stream, real adapters
     expect(end.reason).toBe('completed');
   }, 30_000);
 
+  it('lets an llm node reached by an event speak at once, under its prompt with the payload filled in and told of the event', async () => {
+    const thanks = 'Thank you, your payment came through.';
+    const c = await placeCall({
+      spec: flowAgent({
+        start: 'wait',
+        nodes: [
+          { id: 'wait', prompt: 'Keep the caller informed.', edges: [{ to: 'thank', type: 'event', event: 'payment_received' }] },
+          { id: 'thank', prompt: 'Thank {{name}} for the payment of {{amount}} dollars.' },
+        ],
+      }),
+      llm: () => thanks,
+    });
+    await until(() => c.control.turns[0], 'the greeting');
+    const session = c.media.sessionOf(c.call.id);
+    if (!session) throw new Error('no session holds the call');
+    await session.injectEvent('payment_received', { amount: 42 });
+    const answer = await until(() => c.control.turns[1], 'the answer to the event');
+
+    expect(moves(c)).toEqual([
+      { from: '', to: 'wait', kind: 'start', edge: -1 },
+      { from: 'wait', to: 'thank', kind: 'event', edge: 0, event: 'payment_received' },
+    ]);
+    expect(c.llm.requests).toHaveLength(1);
+    expect(c.llm.requests[0].body.messages).toEqual([
+      { role: 'system', content: `${SYSTEM_PROMPT}\n\nThank Sam for the payment of 42 dollars.` },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'system', content: expect.stringContaining('An outside system reported the event "payment_received"') },
+    ]);
+    expect(answer).toMatchObject({ role: 'assistant', text: thanks, interrupted: false });
+    expect(spokenTexts(c.elevenLabs, 'text')).toEqual(['Hello.', thanks]);
+    expect(c.control.ends).toEqual([]);
+  }, 20_000);
+
   it('keeps an event no edge waits for yet, and follows it as soon as the flow reaches a node that does', async () => {
     const order = 'I would like to pay for order A7.';
     const c = await placeCall({
