@@ -365,7 +365,7 @@ export class VoiceEngine {
    * when the flow stays (same node, same instructions): the caller then waits for one model, not two in a row.
    */
   private async *flowTurn(flow: FlowRuntime, state: TurnState, endOfSpeech: number, handle: SpeechHandle): AsyncIterable<Spoken> {
-    const before = flow.speculative() ? { prompt: this.prompt(), revision: flow.revision } : undefined;
+    const before = flow.beginTurn() ? { prompt: this.prompt(), revision: flow.revision } : undefined;
     const early = before && new Prefetch((signal) => this.providers.llm.stream(this.modelRequest(before.prompt, [], 0, signal)), handle.signal);
     const step = await flow.userTurn(this.history, handle.signal);
     state.step = step;

@@ -153,6 +153,16 @@ describe('flow runtime', () => {
       expect(flow.instructions(english)).toContain('the caller still has to give: budget');
     });
 
+    it('forgets what the last turn lacked when the next begins, so the early answer is asked under the same prompt', async () => {
+      const route = scripted({ to: 'qualify', captured: { name: 'Ada' }, missing: ['budget'] });
+      const { flow } = runtime(qualification, { route });
+      flow.start();
+      await flow.userTurn(said, signal);
+      expect(flow.instructions(english)).toContain('still has to give');
+      expect(flow.beginTurn()).toBe(true);
+      expect(flow.instructions(english)).not.toContain('still has to give');
+    });
+
     it('tries expression edges first (by priority), with no routing call when one holds', async () => {
       const flow: AgentFlow = {
         start: 'a',
@@ -176,7 +186,7 @@ describe('flow runtime', () => {
       const route = scripted({ to: 'intent' });
       const { flow: f, transitions } = runtime(flow, { route, variables: { score: '9' } });
       f.start();
-      expect(f.speculative()).toBe(false);
+      expect(f.beginTurn()).toBe(false);
       await f.userTurn(said, signal);
       expect(f.current.id).toBe('high');
       expect(transitions[1]).toMatchObject({ kind: 'expression', edge_index: 2 });
@@ -339,10 +349,10 @@ describe('flow runtime', () => {
     it('starts the answer early only on an llm node with intent edges and no expression holding', () => {
       const { flow: f } = runtime(qualification);
       f.start();
-      expect(f.speculative()).toBe(true);
+      expect(f.beginTurn()).toBe(true);
       const still = runtime(flow);
       still.flow.start();
-      expect(still.flow.speculative()).toBe(false);
+      expect(still.flow.beginTurn()).toBe(false);
     });
 
     it('reads a static line in the call’s language, by exact code, then base language, then `say`', () => {

@@ -93,10 +93,12 @@ export class FlowRuntime implements Dialogue {
   }
 
   /**
-   * Whether the current node will answer this turn unless an intent edge fires: the engine then starts that answer
-   * while the router decides, and keeps it when the flow stays.
+   * A caller's turn begins: what the last turn's chosen edge was missing is forgotten (this turn's routing says
+   * again), and the answer is whether the current node will answer unless an intent edge fires; the engine then
+   * starts that answer while the router decides, and keeps it when the flow stays.
    */
-  speculative(): boolean {
+  beginTurn(): boolean {
+    this.missing = [];
     const edges = this.node.edges ?? [];
     return kind(this.node) === 'llm' && edges.some((e) => kind(e) === 'intent') && !this.expressionMove(this.node);
   }
