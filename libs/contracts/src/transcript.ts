@@ -10,6 +10,17 @@ export interface TranscriptTurn {
   endMs: number;
   /** The caller talked over it: `text` is what was heard. */
   interrupted: boolean;
+  /** An agent answer's knowledge: the passages it was given (turn lookup and search_knowledge_base), best first. */
+  grounding?: GroundingSource[];
+}
+
+/** A knowledge-base passage an answer was grounded in: which document grounded which answer. */
+export interface GroundingSource {
+  document_id: string;
+  knowledge_base_id: string;
+  title: string;
+  /** The search's score, 0-1. */
+  score: number;
 }
 
 /** How a flow moved: its first entry (`start`), or the type of the edge that fired. */

@@ -40,12 +40,23 @@ export interface AgentSettings {
   /** What the conversation turn offers the model, and how many tool rounds it allows. */
   tools: ToolSettings;
   transferNumber: string;
+  /** Grounding answers in knowledge bases. */
+  knowledge: KnowledgeSettings;
   flow: AgentFlow | undefined;
   keypadTimeoutSeconds: number;
   maxNoInput: number;
   /** `follow`: move to another configured language when the caller speaks it. */
   languageDetection: LanguageDetection;
   noInput: string;
+}
+
+export interface KnowledgeSettings {
+  /** Search each turn and offer search_knowledge_base: agentic agents, and custom ones with `search_knowledge`. */
+  search: boolean;
+  /** `knowledge_base_id` and the effective `knowledge_base_ids`. */
+  baseIds: string[];
+  /** capabilities.retrieval_timeout_ms; undefined: the deployment's budget. */
+  timeoutMs: number | undefined;
 }
 
 /** The agent document as read; every field may be absent (an agent stored before the field existed). */
@@ -86,6 +97,11 @@ export function agentSettings(
   // A custom agent without the block: call control only (the spec's rule, as the agents service applies it).
   const caps = effective.capabilities ?? (custom ? { end_call: true, transfer: true } : {});
   const endCallTool = !custom || caps.end_call === true;
+  const knowledge: KnowledgeSettings = {
+    search: mode === 'conversation' && (!custom || caps.search_knowledge === true),
+    baseIds: [...new Set([...(spec.knowledge_base_id ? [spec.knowledge_base_id] : []), ...(effective.knowledge_base_ids ?? [])])],
+    timeoutMs: positive(caps.retrieval_timeout_ms),
+  };
   return {
     mode,
     languages,
@@ -113,7 +129,9 @@ export function agentSettings(
       toolConfigs: (runtime?.tool_configs ?? spec.tool_configs ?? []) as ToolConfig[],
       fillerPhrase: effective.filler_phrase ?? '',
       transferNumber: effective.transfer_number ?? '',
+      searchKnowledge: knowledge.search && knowledge.baseIds.length > 0,
     },
+    knowledge,
     transferNumber: effective.transfer_number ?? '',
     flow: spec.flow?.nodes?.length ? { ...spec.flow, nodes: spec.flow.nodes } : undefined,
     keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,

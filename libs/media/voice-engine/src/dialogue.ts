@@ -15,6 +15,8 @@ export interface Dialogue {
   toolChoice?(): { name: string } | undefined;
   /** A tool of the reply ran (whatever its outcome). */
   toolRan?(name: string): void;
+  /** The knowledge bases the reply is grounded in when they differ from the agent's (a flow node's); [] none. */
+  knowledgeBases?(): string[] | undefined;
 }
 
 /** The agent's own prompt (per language) and tool set, the same for every turn. */

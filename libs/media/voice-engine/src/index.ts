@@ -12,3 +12,5 @@ export * from './tools';
 export { TurnDetector } from './turn-detector';
 export type { UserTurn } from './turn-detector';
 export { FallbackSpeechToText } from './stt-fallback';
+export type { KnowledgeHit, KnowledgeQuery, KnowledgeSearch } from './knowledge/knowledge-search';
+export { FakeKnowledgeSearch } from './knowledge/fake-knowledge-search';

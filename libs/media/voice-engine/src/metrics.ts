@@ -7,7 +7,7 @@ export const engineMetrics = {
   callsInProgress: new Gauge({ name: 'parley_engine_calls_in_progress', help: 'Conversations running on this worker (autoscaling signal)' }),
   stageLatency: new Histogram({
     name: 'parley_engine_stage_latency_seconds',
-    help: 'Per-stage latency: stt_final (end of speech to final transcript), llm_first_token, tts_first_audio, response (end of speech to first outbound frame)',
+    help: 'Per-stage latency: stt_final (end of speech to final transcript), llm_first_token, tts_first_audio, response (end of speech to first outbound frame), knowledge (a lookup)',
     labelNames: ['stage'] as const,
     buckets: seconds,
   }),
@@ -18,4 +18,9 @@ export const engineMetrics = {
     labelNames: ['kind', 'from', 'to'] as const,
   }),
   framesLate: new Counter({ name: 'parley_engine_frames_late_total', help: 'Outbound frames sent more than one frame late' }),
+  knowledgeLookups: new Counter({
+    name: 'parley_engine_knowledge_lookups_total',
+    help: 'Knowledge lookups of turns and of the search_knowledge_base tool by outcome: hit, empty, timeout (over the turn budget: answered without grounding), error, aborted (barge-in)',
+    labelNames: ['outcome'] as const,
+  }),
 };

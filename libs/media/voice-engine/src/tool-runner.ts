@@ -47,6 +47,8 @@ export interface ToolRunnerOptions {
   transfer(destination: string): Promise<void>;
   /** Records an opt-out (EngineHost.recordOptOut); absent: not available. */
   recordOptOut?: () => Promise<void>;
+  /** search_knowledge_base: the model's own query (arguments as written) against the agent's bases. */
+  searchKnowledge?: (args: string, signal: AbortSignal) => Promise<ToolOutcome>;
   /** Reports an invocation (call.tool.called). */
   report(report: ToolCallReport): void;
   /** The carrier has the call now: the agent says nothing more. */
@@ -116,6 +118,11 @@ export class ToolRunner {
             break;
           case 'record_opt_out':
             outcome = await this.optOut();
+            break;
+          case 'search_knowledge_base':
+            outcome = this.options.searchKnowledge
+              ? await this.options.searchKnowledge(args, signal)
+              : { ok: false, result: 'The knowledge base cannot be searched right now.', error: 'not available' };
             break;
           default:
             outcome = { ok: true, result: 'Done.' };

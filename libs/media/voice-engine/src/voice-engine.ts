@@ -7,6 +7,8 @@ import { Clock } from './clock';
 import { AgentDialogue, Dialogue } from './dialogue';
 import { FlowRuntime, FlowStep } from './flow/flow-runtime';
 import { modelRouter } from './flow/intent-router';
+import { groundingText, KnowledgeGrounding } from './knowledge/grounding';
+import { KnowledgeHit, KnowledgeSearch } from './knowledge/knowledge-search';
 import { KeypadMenu } from './keypad-menu';
 import { LineCache, LineRequest } from './line-cache';
 import { engineMetrics } from './metrics';
@@ -27,7 +29,12 @@ export type EngineTurn = TranscriptTurn;
 interface TurnState {
   endCall: boolean;
   step?: FlowStep;
+  /** The knowledge passages the answer was given, for the turn's record. */
+  sources?: KnowledgeHit[];
 }
+
+/** The search_knowledge_base tool's budget: the model asked for it, so it may take longer than a turn's lookup. */
+const TOOL_SEARCH_MS = 2000;
 
 /** What the engine asks of whoever hosts the call (the media worker's session, or a test). */
 export interface EngineHost {
@@ -57,6 +64,8 @@ export interface EngineProviders {
   lines?: LineCache;
   /** Each call's VAD (the worker's: Silero unless VAD=energy); absent: the energy detector. */
   vad?: VadFactory;
+  /** Knowledge-base search (the agents service's); absent: no grounding. */
+  knowledge?: KnowledgeSearch;
 }
 
 export interface EngineOptions {
@@ -83,6 +92,8 @@ export interface EngineOptions {
   resume?: { reason: string; turns: { role: 'user' | 'assistant'; text: string }[] };
   /** The agent's voicemail message, when an answering machine may be left one (`voicemail: message`). */
   voicemailMessage?: string;
+  /** The deployment's knowledge lookup budget per turn when the agent sets none (default 250 ms). */
+  retrievalTimeoutMs?: number;
 }
 
 const BUILT_IN = {
@@ -120,6 +131,9 @@ export class VoiceEngine {
   private readonly nodeSilence: SilenceMonitor;
   /** The call's variables: those the call was placed with, then what a flow captures and events bring. */
   private readonly variables: Record<string, string>;
+  private readonly grounding: KnowledgeGrounding | undefined;
+  /** Passages search_knowledge_base found during the current agent turn. */
+  private toolSources: KnowledgeHit[] = [];
   private readonly builtIns: BuiltInLines;
   /** The synthesizer (a fallback chain) of each language the call has spoken. */
   private readonly voices = new Map<string, FallbackTextToSpeech>();
@@ -151,6 +165,10 @@ export class VoiceEngine {
       });
     }
     this.dialogue = this.flow ?? new AgentDialogue(settings);
+    this.grounding =
+      providers.knowledge && settings.knowledge.search
+        ? new KnowledgeGrounding({ search: providers.knowledge, clock, timeoutMs: settings.knowledge.timeoutMs ?? options.retrievalTimeoutMs ?? 250, log })
+        : undefined;
     this.builtIns = new BuiltInLines(providers.llm, settings.model, (language, line) => this.prepareLines(language, [line]), log);
     this.turns = new TurnDetector({
       clock,
@@ -188,6 +206,7 @@ export class VoiceEngine {
       fillerPhrase: settings.tools.fillerPhrase,
       transfer: (destination) => host.transfer(destination),
       recordOptOut: host.recordOptOut?.bind(host),
+      searchKnowledge: (args, signal) => this.searchKnowledge(args, signal),
       report: (report) => host.recordToolCall?.(report),
       onTransferred: () => {
         this.transferred = true;
@@ -344,11 +363,19 @@ export class VoiceEngine {
    */
   private async reply(endOfSpeech: number): Promise<void> {
     const state: TurnState = { endCall: false };
-    const result = await this.speak((handle) => (this.flow ? this.flowTurn(this.flow, state, endOfSpeech, handle) : this.answer(this.prompt(), state, endOfSpeech, handle)), {
-      interruptible: true,
-      endOfSpeechAt: endOfSpeech,
-    });
+    const result = await this.speak(
+      (handle) => (this.flow ? this.flowTurn(this.flow, state, endOfSpeech, handle) : this.groundedAnswer(state, endOfSpeech, handle)),
+      { interruptible: true, endOfSpeechAt: endOfSpeech },
+      () => state.sources,
+    );
     this.afterTurn(state, result.interrupted);
+  }
+
+  /** The answer to the caller's turn, grounded in what the knowledge lookup found within its budget. */
+  private async *groundedAnswer(state: TurnState, endOfSpeech: number, handle: SpeechHandle): AsyncIterable<Spoken> {
+    state.sources = await this.lookup(this.bases(), handle.signal);
+    if (handle.signal.aborted) return;
+    yield* this.answer(this.prompt(undefined, state.sources), state, endOfSpeech, handle);
   }
 
   /** After an agent turn: the call ends (end_call, a flow's last static line), or quiet is counted from here. */
@@ -365,16 +392,59 @@ export class VoiceEngine {
    * when the flow stays (same node, same instructions): the caller then waits for one model, not two in a row.
    */
   private async *flowTurn(flow: FlowRuntime, state: TurnState, endOfSpeech: number, handle: SpeechHandle): AsyncIterable<Spoken> {
-    const before = flow.beginTurn() ? { prompt: this.prompt(), revision: flow.revision } : undefined;
-    const early = before && new Prefetch((signal) => this.providers.llm.stream(this.modelRequest(before.prompt, [], 0, signal)), handle.signal);
+    const bases = this.bases();
+    // The knowledge lookup and the routing call run together; the early answer waits for the lookup only.
+    const lookup = this.lookup(bases, handle.signal);
+    const speculate = flow.beginTurn();
+    const revision = flow.revision;
+    const startEarly = (hits: KnowledgeHit[]) => {
+      const prompt = this.prompt(undefined, hits);
+      return { prompt, stream: new Prefetch((signal) => this.providers.llm.stream(this.modelRequest(prompt, [], 0, signal)), handle.signal) };
+    };
+    // Without a lookup to wait for, the early answer starts with the routing call, not a tick after it.
+    const early = speculate ? (bases.length ? lookup.then(startEarly) : Promise.resolve(startEarly([]))) : undefined;
     const step = await flow.userTurn(this.history, handle.signal);
     state.step = step;
-    const prompt = this.prompt();
-    const kept = early && before && step.kind === 'answer' && flow.revision === before.revision && prompt.messages[0]?.content === before.prompt.messages[0]?.content;
-    if (early && !kept) early.cancel();
+    // A move to a node grounded in other bases looks up again.
+    const moved = bases.join() !== this.bases().join();
+    state.sources = moved ? await this.lookup(this.bases(), handle.signal) : await lookup;
+    const prompt = this.prompt(undefined, state.sources);
+    const started = await early;
+    const kept = started && step.kind === 'answer' && flow.revision === revision && prompt.messages[0]?.content === started.prompt.messages[0]?.content;
+    if (started && !kept) started.stream.cancel();
     if (handle.signal.aborted) return;
-    if (step.kind === 'answer') yield* this.answer(prompt, state, endOfSpeech, handle, kept ? early : undefined);
+    if (step.kind === 'answer') yield* this.answer(prompt, state, endOfSpeech, handle, kept ? started.stream : undefined);
     else if (step.kind === 'say') yield { line: this.fill(flow.lineOf(step.node, this.language.code)) };
+  }
+
+  /** The bases this reply is grounded in: the flow node's, else the agent's; none when search is off. */
+  private bases(): string[] {
+    if (!this.grounding) return [];
+    return this.dialogue.knowledgeBases?.() ?? this.settings.knowledge.baseIds;
+  }
+
+  /** The caller's latest words looked up in `bases`, within the turn's budget; nothing when there is nothing to search. */
+  private async lookup(bases: string[], signal: AbortSignal): Promise<KnowledgeHit[]> {
+    const query = [...this.history].reverse().find((m) => m.role === 'user')?.content;
+    if (!this.grounding || !bases.length || !query) return [];
+    return (await this.grounding.lookup(query, bases, signal)).hits;
+  }
+
+  /** search_knowledge_base: the model's own query, with a longer budget; what it finds grounds the turn's record too. */
+  private async searchKnowledge(args: string, signal: AbortSignal): Promise<{ ok: boolean; result: string; error?: string }> {
+    let query = '';
+    try {
+      query = String((JSON.parse(args || '{}') as { query?: unknown }).query ?? '').trim();
+    } catch {
+      query = '';
+    }
+    if (!query) return { ok: false, result: 'Give a query: what to look up, in a few words.', error: 'no query' };
+    const bases = this.bases();
+    if (!this.grounding || !bases.length) return { ok: false, result: 'There is no knowledge base to search on this call.', error: 'no knowledge base' };
+    const found = await this.grounding.lookup(query, bases, signal, Math.max(TOOL_SEARCH_MS, this.settings.knowledge.timeoutMs ?? 0));
+    this.toolSources.push(...found.hits);
+    if (found.outcome === 'timeout' || found.outcome === 'error') return { ok: false, result: 'The knowledge base did not answer in time.', error: found.outcome };
+    return { ok: true, result: found.hits.length ? groundingText(found.hits) : `Nothing in the knowledge base matches "${query}".` };
   }
 
   /** What the flow said to do outside a caller's turn (the call opening, an event, a node's re-prompt). */
@@ -391,11 +461,12 @@ export class VoiceEngine {
   }
 
   /** The model's request for the next reply: the dialogue's instructions (and a one-off note), the history, its tools. */
-  private prompt(note?: string): { messages: ChatMessage[]; tools: OfferedTool[] } {
+  private prompt(note?: string, hits: KnowledgeHit[] = []): { messages: ChatMessage[]; tools: OfferedTool[] } {
     const instructions = this.dialogue.instructions(this.language);
     return {
       messages: [
         ...(instructions ? [{ role: 'system' as const, content: this.fill(instructions) }] : []),
+        ...(hits.length ? [{ role: 'system' as const, content: groundingText(hits) }] : []),
         ...this.history,
         ...(note ? [{ role: 'system' as const, content: note }] : []),
       ],
@@ -496,6 +567,7 @@ export class VoiceEngine {
   private async speak(
     source: (handle: SpeechHandle) => AsyncIterable<Spoken>,
     options: { interruptible: boolean; endOfSpeechAt?: number },
+    sources?: () => KnowledgeHit[] | undefined,
   ): Promise<{ interrupted: boolean }> {
     if (this.ended) return { interrupted: true };
     this.cut();
@@ -512,13 +584,15 @@ export class VoiceEngine {
       options.endOfSpeechAt,
     );
     this.speech = handle;
+    this.toolSources = [];
     await handle.run(source(handle));
     if (this.speech === handle) this.speech = undefined;
     const interrupted = handle.interrupted;
     const text = handle.heardText();
     handle.release();
     if (text) {
-      this.host.onTurn({ role: 'assistant', text, language: this.language.code, startMs: handle.startMs, endMs: this.offset(), interrupted });
+      const grounding = groundingOf([...(sources?.() ?? []), ...this.toolSources]);
+      this.host.onTurn({ role: 'assistant', text, language: this.language.code, startMs: handle.startMs, endMs: this.offset(), interrupted, ...(grounding.length ? { grounding } : {}) });
       this.history.push({ role: 'assistant', content: text });
     }
     return { interrupted };
@@ -688,4 +762,13 @@ export class VoiceEngine {
   private log(message: string, fields?: Record<string, unknown>): void {
     this.host.log?.(message, fields);
   }
+}
+
+/** The passages a turn was given, as its record keeps them: one entry per passage's document, best score. */
+function groundingOf(hits: KnowledgeHit[]): NonNullable<EngineTurn['grounding']> {
+  const best = new Map<string, KnowledgeHit>();
+  for (const h of hits) if ((best.get(h.documentId)?.score ?? -1) < h.score) best.set(h.documentId, h);
+  return [...best.values()]
+    .sort((a, b) => b.score - a.score)
+    .map((h) => ({ document_id: h.documentId, knowledge_base_id: h.knowledgeBaseId, title: h.title, score: h.score }));
 }

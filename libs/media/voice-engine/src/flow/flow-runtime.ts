@@ -1,4 +1,4 @@
-import type { EdgeType, FlowEdge, FlowNode, FlowTransition } from '@parley/contracts';
+import { eventVariables, type EdgeType, type FlowEdge, type FlowNode, type FlowTransition } from '@parley/contracts';
 import type { ChatMessage } from '@parley/llm';
 import type { AgentFlow, LanguageSettings } from '../agent-settings';
 import type { Dialogue } from '../dialogue';
@@ -124,7 +124,7 @@ export class FlowRuntime implements Dialogue {
    * an event edge waiting on the current node fires; else the event is kept for a node that waits for it.
    */
   event(name: string, payload: Record<string, unknown>): FlowStep | undefined {
-    Object.assign(this.options.variables, flatten(payload));
+    Object.assign(this.options.variables, eventVariables(payload));
     const move = this.started ? this.eventMove(this.node, name) : undefined;
     if (!move) {
       this.latched.delete(name);
@@ -163,9 +163,15 @@ export class FlowRuntime implements Dialogue {
 
   tools(): OfferedTool[] {
     const visible = this.node.tools;
-    if (!visible) return this.options.tools;
+    // A node grounded in no base offers no search of one.
+    const offered = this.node.knowledge_base_ids?.length === 0 ? this.options.tools.filter((t) => t.kind !== 'search_knowledge_base') : this.options.tools;
+    if (!visible) return offered;
     const names = new Set([...visible, ...(this.node.tool ? [this.node.tool] : [])]);
-    return this.options.tools.filter((t) => names.has(t.definition.name) || ALWAYS_OFFERED.has(t.definition.name));
+    return offered.filter((t) => names.has(t.definition.name) || ALWAYS_OFFERED.has(t.definition.name));
+  }
+
+  knowledgeBases(): string[] | undefined {
+    return this.node.knowledge_base_ids;
   }
 
   toolChoice(): { name: string } | undefined {
@@ -302,15 +308,4 @@ function byLanguage(values: Record<string, string> | undefined, code: string): s
   const base = (c: string) => c.split(/[-_]/)[0].toLowerCase();
   const exact = Object.entries(values).find(([c]) => c.toLowerCase() === code.toLowerCase());
   return (exact ?? Object.entries(values).find(([c]) => base(c) === base(code)))?.[1];
-}
-
-/** `{ order: { id: 7 } }` → `{ 'order.id': '7' }`; lists and other values as JSON text. */
-function flatten(value: Record<string, unknown>, prefix = ''): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, v] of Object.entries(value)) {
-    const path = prefix ? `${prefix}.${key}` : key;
-    if (v && typeof v === 'object' && !Array.isArray(v)) Object.assign(out, flatten(v as Record<string, unknown>, path));
-    else if (v !== undefined && v !== null) out[path] = typeof v === 'string' ? v : JSON.stringify(v);
-  }
-  return out;
 }

@@ -3,6 +3,7 @@ import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { agentSettings, AgentSettings } from '../agent-settings';
 import { ManualClock } from '../clock';
 import { LineCache } from '../line-cache';
+import type { KnowledgeSearch } from '../knowledge/knowledge-search';
 import { AudioSink } from '../playout';
 import { EngineHost, EngineOptions, EngineTurn, VoiceEngine } from '../voice-engine';
 
@@ -69,9 +70,18 @@ export function settings(overrides: Record<string, unknown> = {}, conversation: 
 
 export function setup(
   agent: AgentSettings,
-  options: { llm?: FakeLlm; stt?: FakeSpeechToText[]; tts?: FakeTextToSpeech[]; lines?: LineCache; host?: Partial<EngineHost>; engine?: Partial<EngineOptions> } = {},
+  options: {
+    llm?: FakeLlm;
+    stt?: FakeSpeechToText[];
+    tts?: FakeTextToSpeech[];
+    lines?: LineCache;
+    knowledge?: KnowledgeSearch;
+    clock?: ManualClock;
+    host?: Partial<EngineHost>;
+    engine?: Partial<EngineOptions>;
+  } = {},
 ) {
-  const clock = new ManualClock();
+  const clock = options.clock ?? new ManualClock();
   const carrier = new FakeCarrier(clock);
   const turns: EngineTurn[] = [];
   const hangups: string[] = [];
@@ -81,7 +91,7 @@ export function setup(
   const llm = options.llm ?? new FakeLlm();
   const engine = new VoiceEngine(
     agent,
-    { stt, tts, llm, lines: options.lines },
+    { stt, tts, llm, lines: options.lines, knowledge: options.knowledge },
     {
       sink: carrier,
       clock,

@@ -8,6 +8,7 @@ import { CalendarToolConfig, CustomFunctionConfig, RegisteredFunction, ToolConfi
 export type ToolKind =
   | 'end_call'
   | 'record_opt_out'
+  | 'search_knowledge_base'
   | 'custom_function'
   | 'registered_function'
   | 'transfer_call'
@@ -16,7 +17,7 @@ export type ToolKind =
 
 /** One tool offered to the model, with what executing it needs. */
 export type OfferedTool =
-  | { kind: 'end_call' | 'record_opt_out'; definition: ToolDefinition }
+  | { kind: 'end_call' | 'record_opt_out' | 'search_knowledge_base'; definition: ToolDefinition }
   | { kind: 'custom_function'; definition: ToolDefinition; config: CustomFunctionConfig; preToolMessage?: Record<string, string> }
   | { kind: 'registered_function'; definition: ToolDefinition; fn: RegisteredFunction }
   | { kind: 'calendar_availability' | 'book_appointment'; definition: ToolDefinition; config: CalendarToolConfig; preToolMessage?: Record<string, string> }
@@ -39,6 +40,8 @@ export interface ToolSettings {
   fillerPhrase: string;
   /** The agent's `transfer_number`: a built-in transfer_call when no transfer tool is configured. */
   transferNumber: string;
+  /** Offer search_knowledge_base (knowledge search on, and bases to search). */
+  searchKnowledge?: boolean;
 }
 
 export const END_CALL_TOOL: ToolDefinition = {
@@ -51,6 +54,18 @@ export const RECORD_OPT_OUT_TOOL: ToolDefinition = {
   name: 'record_opt_out',
   description: 'The caller asked not to be contacted again: record it (their number joins the do-not-call list), then confirm it to them.',
   parameters: { type: 'object', properties: {}, additionalProperties: false },
+};
+
+export const SEARCH_KNOWLEDGE_TOOL: ToolDefinition = {
+  name: 'search_knowledge_base',
+  description:
+    "Search the agent's knowledge base when the passages already given do not answer the caller's question: give a short query in your own words.",
+  parameters: {
+    type: 'object',
+    properties: { query: { type: 'string', description: 'What to look up, in a few words.' } },
+    required: ['query'],
+    additionalProperties: false,
+  },
 };
 
 const BUILT_IN_TRANSFER =
@@ -67,6 +82,7 @@ export function offeredTools(settings: ToolSettings): OfferedTool[] {
   const tools: OfferedTool[] = [];
   if (settings.endCall) tools.push({ kind: 'end_call', definition: END_CALL_TOOL });
   if (settings.conversation) tools.push({ kind: 'record_opt_out', definition: RECORD_OPT_OUT_TOOL });
+  if (settings.searchKnowledge) tools.push({ kind: 'search_knowledge_base', definition: SEARCH_KNOWLEDGE_TOOL });
   for (const config of settings.toolConfigs) {
     if (config.kind === 'custom_function' && settings.callFunctions && config.request?.url) {
       tools.push({ kind: 'custom_function', definition: customFunctionDefinition(config), config, preToolMessage: config.pre_tool_message });
