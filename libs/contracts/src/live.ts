@@ -21,6 +21,21 @@ export interface InjectedCallEvent {
 }
 
 /**
+ * An injected event's payload as call variables, the same on the call record and in the conversation: nested objects
+ * by dotted path (`{"order": {"id": 7}}` → `order.id` = `7`), strings as they are, lists and other values as JSON
+ * text; null and undefined fields are left out.
+ */
+export function eventVariables(payload: Record<string, unknown>, prefix = ''): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, v] of Object.entries(payload)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (v && typeof v === 'object' && !Array.isArray(v)) Object.assign(out, eventVariables(v as Record<string, unknown>, path));
+    else if (v !== undefined && v !== null) out[path] = typeof v === 'string' ? v : JSON.stringify(v);
+  }
+  return out;
+}
+
+/**
  * What happens on one call, as it happens: each status change, each customer-facing event, injected events, each
  * move of its conversation flow. For observers (event streams); the media worker takes its commands over gRPC
  * (parley.media.v1), not from here.
