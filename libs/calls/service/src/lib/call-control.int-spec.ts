@@ -106,6 +106,23 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     expect(await control.attachMedia(token, 'twilio', dial.callSid!)).toMatchObject({ call: { status: 'in_progress' }, resume: '' });
   });
 
+  it('hands the events injected before the media stream opened to the stream that attaches, once', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100077' });
+    const dial = twilio.lastCall!;
+    const token = /name="token" value="([^"]+)"/.exec(dial.twiml ?? '')?.[1] ?? '';
+    // The payment system reports as the call is answered, before the stream opens.
+    const paid = await calls.inject('acc_1', call.id, 'payment_received', { amount: 42 });
+    expect(paid.delivered).toBe(false);
+
+    const attached = await control.attachMedia(token, 'twilio', dial.callSid!, '10.0.8.1:50053');
+    expect(attached).toMatchObject({ call: { status: 'in_progress' }, pending: [paid.injected] });
+    // The stream's worker takes the next one itself: nothing kept.
+    expect((await calls.inject('acc_1', call.id, 'shipped', {})).delivered).toBe(true);
+    // A later stream of the call (a resume) gets none of them again.
+    expect((await control.attachMedia(token, 'twilio', dial.callSid!, '10.0.8.1:50053')).pending).toEqual([]);
+    await calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
   /** A call placed and answered on a stream attached by the worker that takes commands at `worker`. */
   async function attachedCall(to: string, worker: string, agentId = 'agt_1') {
     const call = await control.placeOutbound('acc_1', { agentId, to });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AgentMode, AGENTS_V1, agentsV1, callsV1, readAgent, VoicemailAction } from '@parley/contracts';
+import { AgentMode, AGENTS_V1, agentsV1, callsV1, InjectedCallEvent, readAgent, VoicemailAction } from '@parley/contracts';
 import { DEV_CARRIER_NAME, DEV_CARRIER_NUMBER } from '@parley/carrier-dev';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
@@ -295,14 +295,15 @@ export class CallControl {
    * The media worker presents a stream's token; the call it names becomes answered and its media live, and the
    * worker's `commandAddress` is where commands about the call go from now on (the latest stream's worker).
    * A claimable call is answered by its claim instead: ringing and unclaimed, it stays `ringing`, the worker is told
-   * to await the claim (`awaitClaim`), and the consoles watching the account see it ring.
+   * to await the claim (`awaitClaim`), and the consoles watching the account see it ring. `pending`: the events
+   * injected that no conversation took yet, in order, for the stream's conversation (handed over once).
    */
   async attachMedia(
     token: string,
     carrierName: string,
     carrierCallId: string,
     commandAddress = '',
-  ): Promise<{ call: CallEntity; resume: string; awaitClaim: boolean }> {
+  ): Promise<{ call: CallEntity; resume: string; awaitClaim: boolean; pending: InjectedCallEvent[] }> {
     const claims = this.streamTokens.verify(token);
     if (!claims) throw new AppError('unauthenticated', 'The media stream token is invalid or expired.');
     const call = await this.calls.get(claims.account_id, claims.call_id);
@@ -317,15 +318,15 @@ export class CallControl {
         return [];
       });
     }
-    await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    const pending = await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
     if (call.claimable) {
       // Read after the attach: a claim needs the media attached, so one that won meanwhile shows here.
       const ringing = await this.calls.get(call.accountId, call.id);
       this.calls.announceRinging(ringing);
-      return { call: ringing, resume: claims.resume ?? '', awaitClaim: awaitsClaim(ringing) };
+      return { call: ringing, resume: claims.resume ?? '', awaitClaim: awaitsClaim(ringing), pending };
     }
     const attached = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' || c.status === 'ringing' ? { status: 'in_progress' } : undefined));
-    return { call: attached, resume: claims.resume ?? '', awaitClaim: false };
+    return { call: attached, resume: claims.resume ?? '', awaitClaim: false, pending };
   }
 
   /**

@@ -233,6 +233,57 @@ describe('calls domain (real PostgreSQL)', () => {
     await calls.transition('acc_inject', call.id, () => ({ status: 'ended', endReason: 'completed' }));
   });
 
+  it('keeps an event injected with no stream attached and hands it to the next stream that attaches, once, in order', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_keep' }));
+    await calls.transition('acc_keep', call.id, () => ({ status: 'in_progress' }));
+
+    const paid = await calls.inject('acc_keep', call.id, 'payment_received', { amount: 42 });
+    const shipped = await calls.inject('acc_keep', call.id, 'shipped', { order: { id: 'o_1' }, items: ['a', 'b'] });
+    expect([paid.delivered, shipped.delivered]).toEqual([false, false]);
+
+    expect(await calls.attachMedia('acc_keep', call.id, '10.0.9.2:50053')).toEqual([paid.injected, shipped.injected]);
+    // A second stream (a resume after a transfer that did not connect) gets none of them again.
+    expect(await calls.attachMedia('acc_keep', call.id, '10.0.9.2:50053')).toEqual([]);
+    await calls.transition('acc_keep', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
+  it('does not keep an event the worker took, and keeps one the worker could not be reached for', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_keep' }));
+    await calls.transition('acc_keep', call.id, () => ({ status: 'in_progress' }));
+    expect(await calls.attachMedia('acc_keep', call.id, '10.0.9.3:50053')).toEqual([]);
+
+    expect((await calls.inject('acc_keep', call.id, 'payment_received', { amount: 42 })).delivered).toBe(true);
+    workers.gone.add('10.0.9.3:50053');
+    const missed = await calls.inject('acc_keep', call.id, 'payment_failed', {});
+    expect(missed.delivered).toBe(false);
+    workers.gone.delete('10.0.9.3:50053');
+
+    expect(await calls.attachMedia('acc_keep', call.id, '10.0.9.4:50053')).toEqual([missed.injected]);
+    await calls.transition('acc_keep', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+  });
+
+  it('puts an injected payload’s fields on the call’s variables as the conversation sees them, delivered or not, while the call is live', async () => {
+    const call = await calls.insert(newCall({ accountId: 'acc_vars', variables: { name: 'Ada', amount: '1' } }));
+    await calls.transition('acc_vars', call.id, () => ({ status: 'in_progress' }));
+
+    await calls.inject('acc_vars', call.id, 'payment_received', { amount: 42, order: { id: 'o_1', lines: [{ sku: 's1' }] }, paid: true, note: 'ok', gone: null });
+    expect((await calls.get('acc_vars', call.id)).variables).toEqual({
+      name: 'Ada',
+      amount: '42',
+      'order.id': 'o_1',
+      'order.lines': '[{"sku":"s1"}]',
+      paid: 'true',
+      note: 'ok',
+    });
+    await calls.attachMedia('acc_vars', call.id, '10.0.9.5:50053');
+    expect((await calls.inject('acc_vars', call.id, 'refunded', { amount: 0 })).delivered).toBe(true);
+    expect((await calls.get('acc_vars', call.id)).variables).toMatchObject({ amount: '0', 'order.id': 'o_1' });
+
+    await calls.transition('acc_vars', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    await expect(calls.inject('acc_vars', call.id, 'late', { amount: 7 })).rejects.toMatchObject({ code: 'conflict' });
+    expect((await calls.get('acc_vars', call.id)).variables).toMatchObject({ amount: '0' });
+  });
+
   it('records a call an answering machine took, carried on (voicemail continue), as ended by voicemail', async () => {
     const call = await calls.insert(newCall({ accountId: 'acc_vm' }));
     await calls.transition('acc_vm', call.id, () => ({ status: 'in_progress' }));

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -219,8 +219,13 @@ export class CallsDomain {
     return this.repository.redeemRealtimeToken(jti, callId);
   }
 
-  async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<void> {
-    await this.repository.attachMedia(accountId, id, mediaWorker);
+  /**
+   * A media stream attached (its worker is where commands go from now on). Returns the events injected that no
+   * conversation took yet, in injection order, for the stream's conversation; they are handed over once (a later
+   * stream of the call, a resume, does not get them again).
+   */
+  attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<InjectedCallEvent[]> {
+    return this.repository.attachMedia(accountId, id, mediaWorker);
   }
 
   /** Media liveness, without locking or rewriting the row (sent every few seconds per call). */
@@ -380,16 +385,26 @@ export class CallsDomain {
   }
 
   /**
-   * A client's event for the live call: broadcast for observers (event streams), then handed to the media worker
-   * holding the call's stream, whose conversation acts on it. `delivered`: the worker took it; otherwise (no stream
-   * yet, the stream finished, the worker unreachable) the event reached the observers only.
+   * A client's event for the live call. Under the call's lock its payload's fields are merged into the call's
+   * variables (as the conversation sees them: eventVariables) and the event is kept with the call; it is broadcast for
+   * observers (event streams), then handed to the media worker holding the call's stream, whose conversation acts on
+   * it. `delivered`: the worker took it (it is no longer kept). Otherwise (no stream yet, the stream finished, the
+   * worker unreachable) the conversation has not taken it yet: the next stream that attaches gets it (AttachMedia's
+   * pending events). Kept before it is sent, so an attach that runs meanwhile takes it rather than miss it; a worker
+   * that gets it both ways takes it once (by its id).
    */
   async inject(accountId: string, id: string, name: string, payload: Record<string, unknown>): Promise<{ injected: InjectedCallEvent; delivered: boolean }> {
-    const call = await this.get(accountId, id);
-    if (!isLive(call.status)) throw new AppError('conflict', `The call has already ${call.status === 'failed' ? 'failed' : 'ended'}.`);
     const injected: InjectedCallEvent = { id: newId('cev'), name, payload, created_at: new Date().toISOString() };
+    const call = await this.amend(accountId, id, async (current, m) => {
+      if (!isLive(current.status)) throw new AppError('conflict', `The call has already ${current.status === 'failed' ? 'failed' : 'ended'}.`);
+      current.variables = { ...current.variables, ...eventVariables(payload) };
+      await this.repository.keepPendingEvent(m, id, injected);
+      return [];
+    });
     this.broadcast(id, { kind: 'injected', call_id: id, injected });
-    return { injected, delivered: (await this.media.injectEvent(call, injected)) === 'delivered' };
+    const delivered = (await this.media.injectEvent(call, injected)) === 'delivered';
+    if (delivered) await this.repository.dropPendingEvent(id, injected.id);
+    return { injected, delivered };
   }
 
   /**

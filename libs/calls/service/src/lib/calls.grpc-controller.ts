@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind } from '@parley/contracts';
+import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind, InjectedCallEvent } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
 import { EndReason, MEDIA_END_REASONS } from './call-state';
@@ -46,6 +46,8 @@ function toFlowTransition(req: callsV1.RecordFlowTransitionRequest): FlowTransit
     at_ms: Number(req.at_ms),
   };
 }
+
+const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
 
 const toFlowTransitionMessage = (t: FlowTransition): callsV1.FlowTransition => ({
   from_node: t.from,
@@ -157,11 +159,11 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   async attachMedia(req: callsV1.AttachMediaRequest): Promise<callsV1.AttachMediaResponse> {
     // A browser's token (web calls) is redeemed once; a carrier's stream token names its call.
     if (req.carrier === WEB_CARRIER) {
-      const { call, role, seat, awaitClaim } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
-      return { call: toCallMessage(call), resume: '', seat: seat ?? '', role, await_claim: awaitClaim ?? false };
+      const { call, role, seat, awaitClaim, pending } = await this.web.join(req.stream_token, req.carrier_call_id, req.command_address);
+      return { call: toCallMessage(call), resume: '', seat: seat ?? '', role, await_claim: awaitClaim ?? false, pending_events: (pending ?? []).map(toPendingEvent) };
     }
-    const { call, resume, awaitClaim } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
-    return { call: toCallMessage(call), resume, seat: '', role: 'carrier', await_claim: awaitClaim };
+    const { call, resume, awaitClaim, pending } = await this.control.attachMedia(req.stream_token, req.carrier, req.carrier_call_id, req.command_address);
+    return { call: toCallMessage(call), resume, seat: '', role: 'carrier', await_claim: awaitClaim, pending_events: pending.map(toPendingEvent) };
   }
 
   async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { CallDirection, FlowTransition, FlowTransitionKind, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
 import { keysetPage, Page, Position } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
@@ -68,13 +68,21 @@ interface FlowTransitionRow {
   at_ms: string;
 }
 
+interface PendingEventRow {
+  event_id: string;
+  name: string;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
 /** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
 const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
 
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
 /**
- * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls, call_flow_transitions) and its outbox.
+ * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls, call_flow_transitions,
+ * call_pending_events) and its outbox.
  * Methods that take a manager run inside the caller's transaction (CallsRepository.transaction); the others run on
  * their own.
  */
@@ -258,9 +266,43 @@ export class CallsRepository {
     );
   }
 
-  /** A media stream attached: media liveness, and the worker that holds it (where commands about the call go). */
-  async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<void> {
-    await this.dataSource.query(`UPDATE calls SET last_media_at = now(), media_worker = $3 WHERE id = $1 AND account_id = $2`, [id, accountId, mediaWorker]);
+  /**
+   * A media stream attached: media liveness, and the worker that holds it (where commands about the call go). In the
+   * same transaction, the call's pending events are taken (deleted) and returned in injection order: the update
+   * holds the call's row lock, so an event kept under that lock (keepPendingEvent) is either taken here or sees the
+   * new worker.
+   */
+  async attachMedia(accountId: string, id: string, mediaWorker: string | null): Promise<InjectedCallEvent[]> {
+    return this.dataSource.transaction(async (m) => {
+      const [, updated]: [unknown, number] = await m.query(`UPDATE calls SET last_media_at = now(), media_worker = $3 WHERE id = $1 AND account_id = $2`, [
+        id,
+        accountId,
+        mediaWorker,
+      ]);
+      if (!updated) return [];
+      const rows: PendingEventRow[] = await m.query(
+        `WITH taken AS (DELETE FROM call_pending_events WHERE call_id = $1 RETURNING seq, event_id, name, payload, created_at)
+         SELECT event_id, name, payload, created_at FROM taken ORDER BY seq`,
+        [id],
+      );
+      return rows.map((r) => ({ id: r.event_id, name: r.name, payload: r.payload, created_at: new Date(r.created_at).toISOString() }));
+    });
+  }
+
+  /** Keeps an injected event with the call (in the caller's transaction, under the call's lock) for the next stream. */
+  async keepPendingEvent(m: EntityManager, callId: string, event: InjectedCallEvent): Promise<void> {
+    await m.query(`INSERT INTO call_pending_events (call_id, event_id, name, payload, created_at) VALUES ($1, $2, $3, $4, $5)`, [
+      callId,
+      event.id,
+      event.name,
+      JSON.stringify(event.payload),
+      event.created_at,
+    ]);
+  }
+
+  /** The conversation took the event: it is no longer pending (a no-op when a stream's attach took it already). */
+  async dropPendingEvent(callId: string, eventId: string): Promise<void> {
+    await this.dataSource.query(`DELETE FROM call_pending_events WHERE call_id = $1 AND event_id = $2`, [callId, eventId]);
   }
 
   /** Media liveness, without locking or rewriting the row. */

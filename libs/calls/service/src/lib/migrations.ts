@@ -343,6 +343,31 @@ export class CreateCallFlowTransitions1764800000420 implements MigrationInterfac
   }
 }
 
+/**
+ * Injected events no conversation took yet (POST /v1/calls/{id}/events before the call's media stream attached, or
+ * not taken by its worker), in injection order (`seq`). The next stream that attaches takes them (AttachMedia's
+ * pending_events) and they are deleted in the same transaction.
+ */
+export class CreateCallPendingEvents1764900000430 implements MigrationInterface {
+  name = 'CreateCallPendingEvents1764900000430';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE IF NOT EXISTS call_pending_events (
+      seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      call_id text NOT NULL REFERENCES calls (id) ON DELETE CASCADE,
+      event_id text NOT NULL,
+      name text NOT NULL,
+      payload json NOT NULL,
+      created_at timestamptz(3) NOT NULL
+    )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS call_pending_events_call ON call_pending_events (call_id, seq)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS call_pending_events`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -362,4 +387,5 @@ export const CALLS_MIGRATIONS = [
   AddCallClaims1764600000390,
   AddTurnSpeaker1764700000410,
   CreateCallFlowTransitions1764800000420,
+  CreateCallPendingEvents1764900000430,
 ];

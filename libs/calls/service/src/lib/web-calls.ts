@@ -5,6 +5,7 @@ import {
   CONSOLE_TOKEN_MAX_TTL_SECONDS,
   CONSOLE_TOKEN_TTL_SECONDS,
   DEFAULT_SEATS,
+  InjectedCallEvent,
   REALTIME_TOKEN_PREFIX,
   REALTIME_TOKEN_TTL_SECONDS,
   RealtimeRefusal,
@@ -59,6 +60,8 @@ export interface Joined {
   seat?: string;
   /** A web call a person answers: the worker rings the browser until the claim. */
   awaitClaim?: boolean;
+  /** The caller's stream: events injected that no conversation took yet, in order (handed over once). */
+  pending?: InjectedCallEvent[];
 }
 
 /** Who a claim records when it names nobody (an API key's claim without `operator`). */
@@ -270,14 +273,14 @@ export class WebCalls {
     if (claims.role === 'seat' && claims.seat) return { call: await this.takeSeat(call, claims.seat, commandAddress), role: 'seat', seat: claims.seat };
     if (claims.role === 'operator') return { call, role: 'operator' };
     if (call.status !== 'queued') throw refused('token_forbidden', 'A browser is on this call already.');
-    await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
+    const pending = await this.calls.attachMedia(call.accountId, call.id, commandAddress || null);
     if (call.claimable) {
       // The caller is on the line: the call rings for a person (consoles see it) until one claims it.
       const ringing = await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'ringing' } : undefined));
       this.calls.announceRinging(ringing);
-      return { call: ringing, role: claims.role, awaitClaim: awaitsClaim(ringing) };
+      return { call: ringing, role: claims.role, awaitClaim: awaitsClaim(ringing), pending };
     }
-    return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)), role: claims.role };
+    return { call: await this.calls.transition(call.accountId, call.id, (c) => (c.status === 'queued' ? { status: 'in_progress' } : undefined)), role: claims.role, pending };
   }
 
   /**

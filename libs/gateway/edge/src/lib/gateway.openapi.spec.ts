@@ -77,6 +77,8 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(inject.description).not.toContain('Not yet acted on');
     expect(inject.description).toContain('An `event` edge of the agent’s flow that waits for this name on the current node fires.');
     expect(schemas['CallEventDto'].properties?.['delivered'].description).toContain('Whether the running conversation received it');
+    expect(schemas['CallEventDto'].properties?.['delivered'].description).toContain('an event for a call whose media has not started is kept');
+    expect(inject.description).toContain('an event for a call whose media has not started is kept and handed to the conversation when it starts');
   });
 
   it('documents the moves of a call’s flow on its event stream and in its transcript', () => {

@@ -22,11 +22,15 @@ class FakeCalls implements CallsPort {
   readonly attached: callsV1.AttachMediaRequest[] = [];
   /** Turns and flow transitions, in the order the session reported them. */
   readonly reports: (callsV1.AppendTurnRequest | callsV1.RecordFlowTransitionRequest)[] = [];
-  constructor(private readonly call: callsV1.Call | undefined) {}
+  constructor(
+    private readonly call: callsV1.Call | undefined,
+    /** Events injected before the stream attached, as AttachMedia hands them over. */
+    private readonly pendingEvents?: callsV1.PendingEvent[],
+  ) {}
   async attachMedia(req: callsV1.AttachMediaRequest) {
     this.attached.push(req);
     if (!this.call || req.stream_token !== 'good-token') throw new Error('unauthenticated');
-    return { call: this.call, resume: '' };
+    return { call: this.call, resume: '', ...(this.pendingEvents ? { pendingEvents: this.pendingEvents } : {}) };
   }
   async getTranscript(): Promise<callsV1.Turn[]> {
     return [];
@@ -231,6 +235,53 @@ describe('a carrier media stream session', () => {
     handedOn.mockRestore();
     await session.onClose();
   });
+
+  it('hands the events kept before the stream attached to the conversation before it starts, in order, and takes each once', async () => {
+    const seen: string[] = [];
+    const handedOn = jest.spyOn(VoiceEngine.prototype, 'injectEvent').mockImplementation((name, payload) => void seen.push(`event ${name} ${JSON.stringify(payload)}`));
+    const started = jest.spyOn(VoiceEngine.prototype, 'start').mockImplementation(async () => void seen.push('start'));
+    const pending: callsV1.PendingEvent[] = [
+      { id: 'cev_1', name: 'payment_received', payload_json: '{"amount":42,"order":{"id":"o_1"}}', created_at: '2026-01-01T00:00:00.000Z' },
+      { id: 'cev_2', name: 'not_json', payload_json: '[1]', created_at: '2026-01-01T00:00:01.000Z' },
+      { id: 'cev_3', name: 'shipped', payload_json: '{}', created_at: '2026-01-01T00:00:02.000Z' },
+    ];
+    const { session } = setup(CALL, { calls: new FakeCalls(CALL, pending) });
+
+    await session.onFrame(frames.start('good-token'));
+    // The same event commanded as the stream attached (InjectEvent raced the attach) is not taken twice.
+    await session.injectEvent('payment_received', { amount: 42, order: { id: 'o_1' } }, 'cev_1');
+    await session.injectEvent('refunded', {}, 'cev_4');
+
+    expect(seen).toEqual(['event payment_received {"amount":42,"order":{"id":"o_1"}}', 'event shipped {}', 'start', 'event refunded {}']);
+    handedOn.mockRestore();
+    started.mockRestore();
+    await session.onClose();
+  });
+
+  it('fires an event kept before the stream attached once the flow starts', async () => {
+    const calls = new FakeCalls(CALL, [{ id: 'cev_1', name: 'payment_received', payload_json: '{"amount":42}', created_at: '2026-01-01T00:00:00.000Z' }]);
+    const flow = {
+      start: 'waiting',
+      nodes: [
+        { id: 'waiting', edges: [{ to: 'paid', type: 'event', event: 'payment_received' }] },
+        { id: 'paid', type: 'static', say: 'Thank you for paying {{amount}}.', edges: [] },
+      ] as FlowNode[],
+    };
+    const flowAgent: AgentsPort = {
+      getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 }, flow }, effective: {} }),
+    };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: flowAgent } });
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 3, 'the paid line said');
+
+    const report = (r: (typeof calls.reports)[number]) => ('to_node' in r ? [r.from_node, r.to_node, r.kind, r.event] : [r.turn?.role, r.turn?.text]);
+    expect(calls.reports.map(report)).toEqual([
+      ['', 'waiting', 'start', ''],
+      ['waiting', 'paid', 'event', 'payment_received'],
+      ['assistant', 'Thank you for paying 42.'],
+    ]);
+    await session.onClose();
+  }, 15_000);
 
   it('ignores an injected event on a stream where no conversation runs', async () => {
     const handedOn = jest.spyOn(VoiceEngine.prototype, 'injectEvent');

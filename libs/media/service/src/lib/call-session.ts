@@ -94,6 +94,8 @@ export class CallSession {
   /** Until when a shutting-down session retries the calls service (0: one attempt, not shutting down). */
   private deadline = 0;
   private attaching: Promise<void> | undefined;
+  /** Ids of the injected events this stream's conversation took (pending ones with the attach, then commands). */
+  private readonly eventsTaken = new Set<string>();
   /** The stream's `start` is settled: frames go straight to the engine, not through a promise each (50 a second). */
   private attached = false;
   private readonly framesIn: ReturnType<typeof mediaFramesIn.labels>;
@@ -187,11 +189,14 @@ export class CallSession {
   /**
    * A client's event for the conversation (the InjectEvent command), handed to its engine: an event edge of the
    * agent's flow acts on it. A command that arrives while the stream is still attaching waits for its engine; a
-   * stream without a conversation (people on both ends) ignores it.
+   * stream without a conversation (people on both ends) ignores it. An event the attach handed over already (its
+   * `id` among the stream's pending events: it was kept as the stream attached) is not taken twice.
    */
-  async injectEvent(name: string, payload: Record<string, unknown>): Promise<void> {
+  async injectEvent(name: string, payload: Record<string, unknown>, id = ''): Promise<void> {
     await this.attaching;
     if (!this.engine) return this.log.debug({ callId: this.call?.id, event: name }, 'injected event ignored: no conversation runs on this stream');
+    if (id && this.eventsTaken.has(id)) return this.log.debug({ callId: this.call?.id, event: name, eventId: id }, 'injected event taken already with the attach');
+    if (id) this.eventsTaken.add(id);
     this.engine.injectEvent(name, payload);
   }
 
@@ -303,6 +308,7 @@ export class CallSession {
     let seat = '';
     let role = '';
     let awaitClaim = false;
+    let pendingEvents: callsV1.PendingEvent[] = [];
     try {
       const attached = await this.deps.calls.attachMedia({
         stream_token: event.parameters['token'] ?? '',
@@ -315,6 +321,7 @@ export class CallSession {
       seat = attached.seat ?? '';
       role = attached.role ?? '';
       awaitClaim = attached.awaitClaim === true;
+      pendingEvents = attached.pendingEvents ?? [];
     } catch (error) {
       const refusal = error instanceof AppError && typeof error.extra?.['refusal'] === 'string' ? error.extra['refusal'] : 'refused';
       this.log.warn({ err: error, carrierCallId: event.carrierCallId, refusal }, 'media stream refused');
@@ -337,7 +344,7 @@ export class CallSession {
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
     if (role === 'operator') return this.joinAsOperator(call, event.format.sampleRate);
     if (awaitClaim) return this.awaitClaim(call, event.format.sampleRate);
-    await this.startEngine(call, event.format.sampleRate, resume);
+    await this.startEngine(call, event.format.sampleRate, resume, pendingEvents);
   }
 
   /**
@@ -529,7 +536,7 @@ export class CallSession {
     if (this.deps.protocol.notice && this.socket.text) this.socket.text(this.deps.protocol.notice(this.streamId, notice));
   }
 
-  private async startEngine(call: callsV1.Call, sampleRate: number, resume: string): Promise<void> {
+  private async startEngine(call: callsV1.Call, sampleRate: number, resume: string, pendingEvents: callsV1.PendingEvent[] = []): Promise<void> {
     let agent: Awaited<ReturnType<AgentsPort['getAgent']>>;
     try {
       agent = await this.deps.agents.getAgent(call.account_id, call.agent_id);
@@ -625,7 +632,24 @@ export class CallSession {
           : {}),
       },
     );
+    // Events injected before the stream attached, in order: the flow keeps them until it starts.
+    for (const pending of pendingEvents) this.takePendingEvent(this.engine, call, pending);
     void this.engine.start().catch((e) => this.log.error({ err: e, callId: call.id }, 'conversation failed'));
+  }
+
+  /** An event injected before the stream attached (AttachMedia's pending events), handed to the new engine. */
+  private takePendingEvent(engine: VoiceEngine, call: callsV1.Call, pending: callsV1.PendingEvent): void {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(pending.payload_json || '{}');
+    } catch {
+      payload = undefined;
+    }
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+      return this.log.warn({ callId: call.id, event: pending.name, eventId: pending.id }, 'pending event ignored: its payload is not a JSON object');
+    }
+    this.eventsTaken.add(pending.id);
+    engine.injectEvent(pending.name, payload as Record<string, unknown>);
   }
 
   /**

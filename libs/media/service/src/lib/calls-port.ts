@@ -10,8 +10,12 @@ export interface CallsPort {
   /**
    * `seat`: the rendezvous seat the stream took (absent or empty: not a seat). `role`: who the stream is (`operator`:
    * the browser of the person who claimed the call). `awaitClaim`: a phone stream that rings until someone claims it.
+   * `pendingEvents`: events injected before this stream attached that no conversation took yet, in injection order
+   * (handed over once: the calls service cleared them with this attach); absent: none.
    */
-  attachMedia(req: callsV1.AttachMediaRequest): Promise<{ call: callsV1.Call; resume: string; seat?: string; role?: string; awaitClaim?: boolean }>;
+  attachMedia(
+    req: callsV1.AttachMediaRequest,
+  ): Promise<{ call: callsV1.Call; resume: string; seat?: string; role?: string; awaitClaim?: boolean; pendingEvents?: callsV1.PendingEvent[] }>;
   getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;

@@ -42,7 +42,7 @@ export class MediaWorkerGrpcController implements mediaV1.MediaWorkerServiceCont
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
       throw AppError.validation([{ field: 'payload_json', message: 'must be a JSON object' }]);
     }
-    await session.injectEvent(req.name, payload as Record<string, unknown>);
+    await session.injectEvent(req.name, payload as Record<string, unknown>, req.event_id);
     return {};
   }
 

@@ -41,9 +41,9 @@ class GrpcCallsPort implements CallsPort {
   }
 
   async attachMedia(req: callsV1.AttachMediaRequest) {
-    const { call, resume, seat, role, await_claim } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
+    const { call, resume, seat, role, await_claim, pending_events } = await this.client.call('attachMedia', (s, md) => s.attachMedia(req, md));
     if (!call) throw new Error('calls service answered without a call');
-    return { call, resume, seat, role, awaitClaim: await_claim };
+    return { call, resume, seat, role, awaitClaim: await_claim, pendingEvents: pending_events };
   }
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]> {

@@ -191,8 +191,9 @@ export class CallEventDto {
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({
     description:
-      'Whether the running conversation received it; false when the call’s media stream has not started yet or the worker could not be ' +
-      'reached — the event is still on the call’s event stream.',
+      'Whether the running conversation received it. False means the conversation has not taken it yet: an event for a call whose media ' +
+      'has not started is kept and handed to the conversation when it starts (likewise one the worker could not be reached for: the ' +
+      'call’s next media stream gets it). The event is on the call’s event stream either way.',
   })
   delivered: boolean;
 }

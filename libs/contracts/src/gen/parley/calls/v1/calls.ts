@@ -363,6 +363,22 @@ export interface AttachMediaResponse {
    * a conversation, for ring_seconds.
    */
   await_claim: boolean;
+  /**
+   * Events injected (InjectEvent) that no conversation took yet (no stream was attached, or the worker did not take
+   * them), in injection order. The worker hands them to the conversation before it starts; they are handed over once
+   * (cleared with this attach), so a later stream of the call does not get them again.
+   */
+  pending_events: PendingEvent[];
+}
+
+/** An injected event kept with its call until a stream attaches. */
+export interface PendingEvent {
+  id: string;
+  name: string;
+  /** JSON object. */
+  payload_json: string;
+  /** ISO 8601, when it was injected. */
+  created_at: string;
 }
 
 /** Sent while a stream is open (keeps the call from being reaped) and once when it closes. */
@@ -490,9 +506,10 @@ export interface InjectEventResponse {
   event_id: string;
   created_at: string;
   /**
-   * The media worker holding the call's stream took it for the conversation (its InjectEvent answered). False
-   * when no stream is attached yet, the stream finished, or the worker could not be reached: the event was still
-   * broadcast on the call's live subject.
+   * The media worker holding the call's stream took it for the conversation (its InjectEvent answered). False:
+   * the conversation has not taken it yet (no stream is attached yet, the stream finished, or the worker could not
+   * be reached); the event is kept with the call and handed to the conversation when a stream attaches
+   * (AttachMediaResponse.pending_events). It was broadcast on the call's live subject either way.
    */
   delivered: boolean;
 }
