@@ -77,10 +77,12 @@ describe('conversation flows on the running platform (standalone): routing, an i
     const call = created.body as { id: string; carrier_call_id: string };
     const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
     expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
-    // Before the media stream opens no conversation runs: the event is streamed to observers, not delivered.
-    const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'link_opened', payload: {} });
+    // Before the media stream opens no conversation runs: the event is streamed to observers, not delivered yet (kept
+    // for the conversation; no node of this flow waits for it), its payload on the call's variables at once.
+    const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'link_opened', payload: { link: { id: 'L1' } } });
     expect(early.status).toBe(202);
     expect(early.body).toMatchObject({ object: 'call_event', name: 'link_opened', delivered: false });
+    expect((await api.get(`/v1/calls/${call.id}`)).body.variables).toMatchObject({ name: 'Ada', 'link.id': 'L1' });
     const media = await twilio.connectMediaStream(call.carrier_call_id);
 
     const moved = (to: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === to, 30_000);
@@ -127,10 +129,42 @@ describe('conversation flows on the running platform (standalone): routing, an i
     expect(routing[0].body.messages[1].content).toContain('1. When: the caller named the order. Next step: wait (Tell the caller the payment link is on its way.). Values: order_id (string).');
     const ended = (await api.get(`/v1/calls/${call.id}`)).body;
     expect(ended).toMatchObject({ status: 'ended', end_reason: 'completed' });
-    expect(ended.variables).toMatchObject({ name: 'Ada', order_id: 'A7' });
+    expect(ended.variables).toMatchObject({ name: 'Ada', order_id: 'A7', 'link.id': 'L1', amount: '49', 'card.last4': '4242' });
     // Over: an event is refused.
     const late = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: {} });
     expect(late.status).toBe(409);
     expect(late.body.code).toBe('conflict');
+  }, 60_000);
+
+  it('keeps an event posted before the media stream opens for the conversation: it fires once the flow reaches the node waiting for it', async () => {
+    deepgram.utterances(ORDER);
+    llm.reply((body: FakeChatCompletionBody) => (body.stream ? LINK : JSON.stringify({ edge: 1, values: { order_id: 'A7' } })));
+    const created = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100078', variables: { name: 'Ada' } });
+    expect(created.status).toBe(201);
+    const call = created.body as { id: string; carrier_call_id: string };
+    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
+    expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    // The payment system reports right after the answer, before the stream opens: not delivered yet, kept.
+    const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: { amount: 49, card: { last4: '4242' } } });
+    expect(early.status).toBe(202);
+    expect(early.body).toMatchObject({ object: 'call_event', name: 'payment_received', delivered: false });
+    const media = await twilio.connectMediaStream(call.carrier_call_id);
+
+    const moved = (to: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === to, 30_000);
+    await moved('ask');
+    await say(media, ORDER);
+    // The flow reaches the payment step and the kept event moves it on at once, with its payload in the line.
+    await moved('paid');
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'ended', 30_000);
+    await stream.ended;
+
+    const transcript = (await api.get(`/v1/calls/${call.id}/transcript`)).body;
+    expect(transcript.flow_transitions.map((t: { from: string; to: string; kind: string; event?: string }) => [t.from, t.to, t.kind, t.event])).toEqual([
+      ['', 'ask', 'start', undefined],
+      ['ask', 'wait', 'intent', undefined],
+      ['wait', 'paid', 'event', 'payment_received'],
+    ]);
+    expect(transcript.turns.map((t: { role: string; text: string }) => [t.role, t.text]).at(-1)).toEqual(['assistant', PAID]);
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'completed' });
   }, 60_000);
 });
