@@ -2,11 +2,30 @@ import { IngestError } from './ingest-error';
 import { ExtractedSection } from './types';
 
 /**
- * RFC 4180 records: fields separated by commas, records by CRLF or LF; a field in double quotes may hold commas,
- * line breaks and doubled quotes (""). No CSV library is a dependency of the workspace, hence this parser.
+ * The field separator: a comma (RFC 4180), unless the first line, outside quotes, has more semicolons or tabs (as
+ * spreadsheets export in many locales).
+ */
+export function detectDelimiter(input: string): ',' | ';' | '\t' {
+  const counts = { ',': 0, ';': 0, '\t': 0 };
+  let quoted = false;
+  for (const c of input) {
+    if (c === '"') quoted = !quoted;
+    else if (!quoted && (c === '\n' || c === '\r')) break;
+    else if (!quoted && c in counts) counts[c as keyof typeof counts]++;
+  }
+  if (counts[';'] > counts[','] && counts[';'] >= counts['\t']) return ';';
+  if (counts['\t'] > counts[','] && counts['\t'] > counts[';']) return '\t';
+  return ',';
+}
+
+/**
+ * RFC 4180 records: fields separated by commas (or the delimiter detectDelimiter finds), records by CRLF or LF; a
+ * field in double quotes may hold delimiters, line breaks and doubled quotes (""). No CSV library is a dependency
+ * of the workspace, hence this parser.
  */
 export function parseCsv(text: string): string[][] {
   const input = text.replace(/^\uFEFF/, '');
+  const delimiter = detectDelimiter(input);
   const records: string[][] = [];
   let record: string[] = [];
   let field = '';
@@ -35,7 +54,7 @@ export function parseCsv(text: string): string[][] {
         quoted = false;
         i++;
         const next = input[i];
-        if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
+        if (next !== undefined && next !== delimiter && next !== '\n' && next !== '\r') {
           throw new IngestError('malformed', `the CSV has text after a closing quote on line ${line}`);
         }
         continue;
@@ -49,7 +68,7 @@ export function parseCsv(text: string): string[][] {
       quoted = true;
       quoteStartLine = line;
       i++;
-    } else if (c === ',') {
+    } else if (c === delimiter) {
       endField();
       i++;
     } else if (c === '\r' || c === '\n') {

@@ -12,7 +12,10 @@ export async function extractDocx(data: Buffer): Promise<{ title?: string; secti
   try {
     ({ value: html } = await mammoth.convertToHtml({ buffer: data }));
   } catch (error) {
-    throw new IngestError('malformed', `the DOCX could not be read: ${describeError(error)}`, { cause: error });
+    const said = describeError(error);
+    // jszip's own words point at its documentation; say what it means instead.
+    const reason = /central directory|zip file|corrupted zip/i.test(said) ? 'it is not a valid DOCX (ZIP) file' : said;
+    throw new IngestError('malformed', `the DOCX could not be read: ${reason}`, { cause: error });
   }
   return extractHtmlBody(html);
 }

@@ -119,6 +119,17 @@ describe('fetchDocument', () => {
     expect(await failure(`${base}/missing`)).toMatchObject({ code: 'fetch_failed', message: 'the URL answered HTTP 404' });
   });
 
+  it('fails an unreachable server as fetch_failed', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    expect(await failure(`http://127.0.0.1:${port}/doc`)).toMatchObject({
+      code: 'fetch_failed',
+      message: 'the URL could not be fetched (ECONNREFUSED)',
+    });
+  });
+
   it('fails an unsupported content type', async () => {
     expect(await failure(`${base}/image`)).toMatchObject({ code: 'unsupported_type', message: expect.stringMatching(/^the URL answered with "image\/png"/) });
   });

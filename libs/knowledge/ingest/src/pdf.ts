@@ -13,7 +13,7 @@ export async function extractPdf(data: Buffer): Promise<{ title?: string; sectio
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>> | undefined;
   try {
     // PDF.js may transfer (detach) the buffer it is given: hand it a copy.
-    pdf = await getDocumentProxy(new Uint8Array(data), { verbosity: 0, stopAtErrors: true });
+    pdf = await getDocumentProxy(new Uint8Array(data), { verbosity: 0 });
     ({ text: pages } = await extractText(pdf, { mergePages: false }));
     try {
       const { info } = (await pdf.getMetadata()) as { info?: { Title?: unknown } };
