@@ -33,7 +33,7 @@ export default [
               ],
             },
             { sourceTag: 'scope:gateway', onlyDependOnLibsWithTags: ['scope:gateway', 'scope:shared'] },
-            { sourceTag: 'scope:agents', onlyDependOnLibsWithTags: ['scope:agents', 'scope:shared'] },
+            { sourceTag: 'scope:agents', onlyDependOnLibsWithTags: ['scope:agents', 'scope:knowledge', 'scope:shared'] },
             { sourceTag: 'scope:knowledge', onlyDependOnLibsWithTags: ['scope:knowledge', 'scope:shared'] },
             { sourceTag: 'scope:calls', onlyDependOnLibsWithTags: ['scope:calls', 'scope:shared'] },
             { sourceTag: 'scope:media', onlyDependOnLibsWithTags: ['scope:media', 'scope:shared'] },

@@ -4,6 +4,7 @@ import { agentsService } from '@parley/agents-service';
 import { callsService } from '@parley/calls-service';
 import { GatewayConfig, resolveDevCarrier } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';
+import { withKnowledge } from '@parley/knowledge-service';
 import { createBus, InProcessBus } from '@parley/messaging';
 import { rootLogger } from '@parley/observability';
 import { ChildService, runProcess, startService } from '@parley/runtime';
@@ -25,7 +26,7 @@ void runProcess(GatewayConfig, async (config) => {
   }
   const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
-  for (const def of [agentsService, callsService]) started.push(await startService(def, config, { standalone: true, bus }));
+  for (const def of [withKnowledge(agentsService), callsService]) started.push(await startService(def, config, { standalone: true, bus }));
   const media = new ChildService({ name: 'media-worker', entry: join(__dirname, 'media-worker.js'), ...(bus instanceof InProcessBus ? { bus } : {}) });
   const mediaStarted = media.start();
   mediaStarted.catch(() => undefined); // awaited below, once the bus is open

@@ -49,3 +49,10 @@ export const MEDIA_V1: GrpcContract = {
   service: 'MediaWorkerService',
   protoFile: 'parley/media/v1/media.proto',
 };
+
+/** Knowledge bases, documents and search (served by the agents deployable; behaviour in libs/knowledge/service). */
+export const KNOWLEDGE_V1: GrpcContract = {
+  package: 'parley.knowledge.v1',
+  service: 'KnowledgeService',
+  protoFile: 'parley/knowledge/v1/knowledge.proto',
+};

@@ -7,6 +7,7 @@ export * as healthV1 from './gen/grpc/health/v1/health';
 export * as webhooksV1 from './gen/parley/webhooks/v1/webhooks';
 export * as callsV1 from './gen/parley/calls/v1/calls';
 export * as mediaV1 from './gen/parley/media/v1/media';
+export * as knowledgeV1 from './gen/parley/knowledge/v1/knowledge';
 export * from './agents';
 export * from './live';
 export * from './transcript';

@@ -296,6 +296,30 @@ export class ServiceConfig {
   @IsString()
   POST_CALL_MODEL: string = 'gpt-4o-mini';
 
+  /** Largest document input in bytes (text as UTF-8, a file once decoded from base64, a fetched URL's body); larger → 413. */
+  @IsInt()
+  @Min(1024)
+  @Max(100 * 1024 * 1024)
+  KNOWLEDGE_MAX_DOCUMENT_BYTES: number = 10 * 1024 * 1024;
+
+  /** Most characters of text one document may yield once extracted; more fails the document ("too large"). */
+  @IsInt()
+  @Min(1000)
+  @Max(50_000_000)
+  KNOWLEDGE_MAX_DOCUMENT_CHARACTERS: number = 2_000_000;
+
+  /** Most chunks one knowledge base may hold; a document that would pass it fails and stores nothing. */
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  KNOWLEDGE_MAX_BASE_CHUNKS: number = 200_000;
+
+  /** Knowledge bases one account may have; creating one more answers 422. */
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  KNOWLEDGE_MAX_BASES_PER_ACCOUNT: number = 100;
+
   /** Live calls (queued, ringing, in progress) an account may have at once; above it POST /v1/calls answers 402. */
   @IsInt()
   @Min(1)

@@ -17,8 +17,11 @@ export const PROTO_LOADER_OPTIONS = {
   includeDirs: [PROTO_ROOT],
 };
 
-/** gRPC server options for a service: its versioned contracts plus the standard grpc.health.v1 service. */
-export function grpcServerOptions(contracts: GrpcContract[], url: string): GrpcOptions {
+/**
+ * gRPC server options for a service: its versioned contracts plus the standard grpc.health.v1 service.
+ * `maxReceiveMessageBytes` raises gRPC's 4 MiB default for services taking large requests (document uploads).
+ */
+export function grpcServerOptions(contracts: GrpcContract[], url: string, maxReceiveMessageBytes?: number): GrpcOptions {
   const all = [HEALTH_V1, ...contracts];
   return {
     transport: Transport.GRPC,
@@ -27,6 +30,7 @@ export function grpcServerOptions(contracts: GrpcContract[], url: string): GrpcO
       package: all.map((c) => c.package),
       protoPath: all.map((c) => join(PROTO_ROOT, c.protoFile)),
       loader: PROTO_LOADER_OPTIONS,
+      ...(maxReceiveMessageBytes ? { maxReceiveMessageLength: maxReceiveMessageBytes } : {}),
     },
   };
 }

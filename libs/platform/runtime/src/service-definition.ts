@@ -10,7 +10,12 @@ export interface ServiceDefinition<C extends ServiceConfig = ServiceConfig> {
   name: string;
   module: Type<unknown> | DynamicModule;
   /** gRPC contracts the service serves, and the address clients dial for it. */
-  grpc?: { contracts: GrpcContract[]; url: (config: C) => string };
+  grpc?: {
+    contracts: GrpcContract[];
+    url: (config: C) => string;
+    /** Largest request the server accepts, in bytes, when more than gRPC's 4 MiB default is needed. */
+    maxReceiveMessageBytes?: (config: C) => number;
+  };
   /** The schema the service owns, with its entities and migrations. */
   database?: ServiceDatabaseOptions;
   /** Whether the service writes to an outbox that must be relayed to the bus. */

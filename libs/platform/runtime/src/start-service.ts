@@ -76,7 +76,7 @@ export async function startService<C extends ServiceConfig>(
 
   if (def.grpc) {
     const address = bindAddress(def.grpc.url(config), config, !!options.standalone);
-    app.connectMicroservice(grpcServerOptions(def.grpc.contracts, address), { inheritAppConfig: true });
+    app.connectMicroservice(grpcServerOptions(def.grpc.contracts, address, def.grpc.maxReceiveMessageBytes?.(config)), { inheritAppConfig: true });
   }
   app.connectMicroservice({ strategy: new BusServer(bus, def.name, dataSource && new DeadLetterStore(dataSource, def.name)) }, { inheritAppConfig: true });
 

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'knowledge-service',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

@@ -1,0 +1,60 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { EgressPolicy } from '@parley/egress';
+import { serviceLogger } from '@parley/observability';
+import { isDatabaseUnavailable } from '@parley/persistence';
+import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, isIngestError } from './ingest-port';
+import { KnowledgeRepository } from './knowledge.repository';
+import { FETCH_TIMEOUT_MS, INGEST_LEASE_MS, KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
+
+export const INGEST_EGRESS = Symbol('INGEST_EGRESS');
+
+const log = serviceLogger('knowledge');
+
+export type IngestOutcome = 'ready' | 'failed' | 'skipped' | 'retry';
+
+/**
+ * One document's ingestion: take it (a lease, so one replica works on it), turn its input into chunks through the
+ * ingest library, store them (or the reason it failed). Owns no timers; the IngestionQueue runs it.
+ */
+@Injectable()
+export class DocumentIngestor {
+  constructor(
+    private readonly repository: KnowledgeRepository,
+    @Inject(INGEST_FUNCTIONS) private readonly ingest: IngestFunctions,
+    @Inject(KNOWLEDGE_LIMITS) private readonly limits: KnowledgeLimits,
+    @Inject(INGEST_EGRESS) private readonly egress: EgressPolicy,
+  ) {}
+
+  async run(documentId: string, signal?: AbortSignal): Promise<IngestOutcome> {
+    const doc = await this.repository.claimDocument(documentId, INGEST_LEASE_MS);
+    if (!doc) return 'skipped';
+    let bytes: number | undefined;
+    try {
+      let input: DocumentInput;
+      if (doc.source === 'url') {
+        input = await this.ingest.fetchDocument(doc.url ?? '', { egress: this.egress, signal, maxBytes: this.limits.maxDocumentBytes, timeoutMs: FETCH_TIMEOUT_MS });
+      } else if (doc.source === 'file') {
+        input = { kind: 'file', data: doc.inputData ?? Buffer.alloc(0), contentType: doc.contentType };
+      } else {
+        input = { kind: 'text', text: doc.inputText ?? '', contentType: doc.contentType as 'text/plain' | 'text/markdown' | 'text/csv' };
+      }
+      bytes = inputBytes(input);
+      const extracted = await this.ingest.extractDocument(input, { maxCharacters: this.limits.maxDocumentCharacters });
+      const chunks = this.ingest.chunkDocument(extracted);
+      if (signal?.aborted) return 'retry';
+      const outcome = await this.repository.completeDocument(
+        doc.id,
+        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks },
+        this.limits.maxBaseChunks,
+      );
+      return outcome.status === 'gone' ? 'skipped' : outcome.status;
+    } catch (error) {
+      // Stopping, or the database away: the document stays `processing` and is taken up again (lease expiry).
+      if (signal?.aborted || isDatabaseUnavailable(error)) return 'retry';
+      const reason = isIngestError(error) ? error.message : 'The document could not be ingested (internal error).';
+      if (!isIngestError(error)) log.error({ err: error, documentId }, 'ingesting a document failed');
+      await this.repository.failDocument(doc.id, reason, bytes);
+      return 'failed';
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { serviceLogger } from '@parley/observability';
+import { DocumentIngestor } from './document-ingestor';
+import { KnowledgeRepository } from './knowledge.repository';
+import { INGEST_CONCURRENCY, INGEST_SWEEP_MS } from './limits';
+
+const log = serviceLogger('knowledge');
+
+/**
+ * Runs document ingestion in the background, at most INGEST_CONCURRENCY at once per replica. A document added on
+ * this replica is queued at once; at start-up and then every minute the queue takes up documents left
+ * `processing` by a replica that stopped (their lease ran out), so a restart finishes what it had begun.
+ */
+@Injectable()
+export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly waiting: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly abort = new AbortController();
+  private sweeper?: NodeJS.Timeout;
+  private stopped = false;
+  /** Settles when the queue has nothing waiting or running (tests). */
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly ingestor: DocumentIngestor,
+    private readonly repository: KnowledgeRepository,
+    private readonly concurrency = INGEST_CONCURRENCY,
+    private readonly sweepMs = INGEST_SWEEP_MS,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.start();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  start(): void {
+    if (this.sweeper || this.stopped) return;
+    void this.sweep();
+    this.sweeper = setInterval(() => void this.sweep(), this.sweepMs);
+    this.sweeper.unref();
+  }
+
+  /** Aborts what runs (those documents stay `processing` for a later run) and waits for it. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.sweeper);
+    this.abort.abort();
+    this.waiting.length = 0;
+    this.queued.clear();
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  enqueue(documentId: string): void {
+    if (this.stopped || this.queued.has(documentId) || this.running.has(documentId)) return;
+    this.queued.add(documentId);
+    this.waiting.push(documentId);
+    this.pump();
+  }
+
+  /** Resolves once nothing waits or runs. */
+  idle(): Promise<void> {
+    if (!this.waiting.length && !this.running.size) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Takes up documents nobody holds. */
+  async sweep(): Promise<void> {
+    try {
+      for (const id of await this.repository.orphanedDocumentIds(100)) this.enqueue(id);
+    } catch (error) {
+      log.warn({ err: error }, 'looking for documents to ingest failed; trying again later');
+    }
+  }
+
+  private pump(): void {
+    while (this.running.size < this.concurrency && this.waiting.length) {
+      const id = this.waiting.shift()!;
+      this.queued.delete(id);
+      const run = this.ingestor
+        .run(id, this.abort.signal)
+        .then(
+          (outcome) => log.info({ documentId: id, outcome }, 'document ingestion ended'),
+          (error: unknown) => log.warn({ err: error, documentId: id }, 'document ingestion failed; it stays processing'),
+        )
+        .finally(() => {
+          this.running.delete(id);
+          this.pump();
+        });
+      this.running.set(id, run);
+    }
+    if (!this.waiting.length && !this.running.size) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+}

@@ -1,0 +1,191 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { FieldProblem } from '@parley/contracts';
+import { Page } from '@parley/persistence';
+import { AppError } from '@parley/rpc';
+import { IngestionQueue } from './ingestion-queue';
+import {
+  BaseRecord,
+  DocumentRecord,
+  DocumentSource,
+  DocumentStatus,
+  KnowledgeRepository,
+  NewDocument,
+  SearchHitRecord,
+} from './knowledge.repository';
+import { DEFAULT_LANGUAGE, LANGUAGE_TAG, textSearchConfig } from './language';
+import { KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
+
+export const NAME_MAX = 200;
+export const DESCRIPTION_MAX = 2000;
+export const TITLE_MAX = 500;
+export const URL_MAX = 2000;
+export const QUERY_MAX = 1000;
+export const SEARCH_LIMIT_MAX = 50;
+export const SEARCH_LIMIT_DEFAULT = 5;
+export const TEXT_CONTENT_TYPES = ['text/plain', 'text/markdown', 'text/csv'] as const;
+export const DOCUMENT_STATUSES: DocumentStatus[] = ['processing', 'ready', 'failed'];
+/** Bases one in-call search may name. */
+export const SEARCH_BASES_MAX = 20;
+
+export interface BaseInput {
+  name: string;
+  description?: string;
+  language?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface DocumentInputFields {
+  title?: string;
+  metadata?: Record<string, string>;
+  text?: { text: string; contentType?: string };
+  url?: string;
+  file?: { data: Buffer; contentType: string };
+}
+
+export interface SearchInput {
+  baseIds: string[];
+  query: string;
+  limit?: number;
+  minScore?: number;
+}
+
+/**
+ * Knowledge bases: their rules and limits. SQL lives in the repository; ingestion is handed to the queue.
+ */
+@Injectable()
+export class KnowledgeDomain {
+  constructor(
+    private readonly repository: KnowledgeRepository,
+    private readonly queue: IngestionQueue,
+    @Inject(KNOWLEDGE_LIMITS) private readonly limits: KnowledgeLimits,
+  ) {}
+
+  async createBase(accountId: string, input: BaseInput): Promise<BaseRecord> {
+    const problems: FieldProblem[] = [];
+    const name = (input.name ?? '').trim();
+    if (!name || name.length > NAME_MAX) problems.push({ field: 'name', message: `must be between 1 and ${NAME_MAX} characters long` });
+    if ((input.description ?? '').length > DESCRIPTION_MAX) problems.push({ field: 'description', message: `must be at most ${DESCRIPTION_MAX} characters long` });
+    const language = input.language || DEFAULT_LANGUAGE;
+    if (!LANGUAGE_TAG.test(language)) problems.push({ field: 'language', message: 'must be a BCP-47 language tag such as en or fr-CA' });
+    if (problems.length) throw AppError.validation(problems);
+    const config = await this.repository.resolveConfig(textSearchConfig(language));
+    const base = await this.repository.createBase(
+      accountId,
+      { name, description: input.description ?? '', language, config, metadata: input.metadata ?? {} },
+      this.limits.maxBasesPerAccount,
+    );
+    if (!base) {
+      throw new AppError('validation_error', `The account has ${this.limits.maxBasesPerAccount} knowledge bases, its limit; delete one first.`, [
+        { field: 'name', message: `cannot be added: the account has reached its limit of ${this.limits.maxBasesPerAccount} knowledge bases` },
+      ]);
+    }
+    return base;
+  }
+
+  async getBase(accountId: string, id: string): Promise<BaseRecord> {
+    const base = await this.repository.getBase(accountId, id);
+    if (!base) throw AppError.notFound('knowledge base');
+    return base;
+  }
+
+  listBases(accountId: string, limit: number, after: string): Promise<Page<BaseRecord>> {
+    return this.repository.listBases(accountId, limit, after);
+  }
+
+  async deleteBase(accountId: string, id: string): Promise<void> {
+    if (!(await this.repository.deleteBase(accountId, id))) throw AppError.notFound('knowledge base');
+  }
+
+  /** Stores the document `processing` and queues its ingestion; answers at once. */
+  async addDocument(accountId: string, baseId: string, input: DocumentInputFields): Promise<DocumentRecord> {
+    const doc = this.newDocument(input);
+    if (doc.bytes > this.limits.maxDocumentBytes) {
+      throw new AppError('payload_too_large', `The document is ${doc.bytes} bytes, over the limit of ${this.limits.maxDocumentBytes}.`);
+    }
+    const stored = await this.repository.addDocument(accountId, baseId, doc);
+    if (!stored) throw AppError.notFound('knowledge base');
+    this.queue.enqueue(stored.id);
+    return stored;
+  }
+
+  private newDocument(input: DocumentInputFields): NewDocument {
+    const problems: FieldProblem[] = [];
+    const given = [input.text && 'text', input.url !== undefined && 'url', input.file && 'file'].filter(Boolean) as DocumentSource[];
+    if (given.length !== 1) {
+      throw AppError.validation([{ field: 'text', message: 'exactly one of text, url or file must be given' }]);
+    }
+    const title = (input.title ?? '').trim();
+    if (title.length > TITLE_MAX) problems.push({ field: 'title', message: `must be at most ${TITLE_MAX} characters long` });
+    const metadata = input.metadata ?? {};
+    const source = given[0];
+    let doc: NewDocument;
+    if (source === 'text') {
+      const text = input.text!;
+      const contentType = text.contentType || 'text/plain';
+      if (!title) problems.push({ field: 'title', message: 'is required for a text document' });
+      if (!text.text) problems.push({ field: 'text', message: 'must not be empty' });
+      if (!(TEXT_CONTENT_TYPES as readonly string[]).includes(contentType)) {
+        problems.push({ field: 'content_type', message: `must be one of ${TEXT_CONTENT_TYPES.join(', ')}` });
+      }
+      doc = { title, source, contentType, bytes: Buffer.byteLength(text.text ?? ''), metadata, inputText: text.text };
+    } else if (source === 'url') {
+      const url = input.url ?? '';
+      let ok = false;
+      try {
+        ok = ['http:', 'https:'].includes(new URL(url).protocol) && url.length <= URL_MAX;
+      } catch {
+        ok = false;
+      }
+      if (!ok) problems.push({ field: 'url', message: `must be an absolute http(s) URL of at most ${URL_MAX} characters` });
+      doc = { title, source, url, contentType: '', bytes: 0, metadata };
+    } else {
+      const file = input.file!;
+      if (!file.contentType) problems.push({ field: 'file.content_type', message: 'is required' });
+      if (!file.data?.length) problems.push({ field: 'file.data', message: 'must not be empty' });
+      doc = { title, source, contentType: (file.contentType ?? '').toLowerCase(), bytes: file.data?.length ?? 0, metadata, inputData: file.data };
+    }
+    if (problems.length) throw AppError.validation(problems);
+    return doc;
+  }
+
+  async listDocuments(accountId: string, baseId: string, limit: number, after: string, status?: string): Promise<Page<DocumentRecord>> {
+    if (status && !DOCUMENT_STATUSES.includes(status as DocumentStatus)) {
+      throw new AppError('invalid_request', `status must be one of ${DOCUMENT_STATUSES.join(', ')}.`);
+    }
+    const page = await this.repository.listDocuments(accountId, baseId, limit, after, (status || undefined) as DocumentStatus | undefined);
+    if (!page) throw AppError.notFound('knowledge base');
+    return page;
+  }
+
+  async deleteDocument(accountId: string, baseId: string, id: string): Promise<void> {
+    if (!(await this.repository.deleteDocument(accountId, baseId, id))) throw AppError.notFound('document');
+  }
+
+  /**
+   * One base (the public route): not_found when the account has no such base. Several (the in-call path): only
+   * those the account has are searched. Bases of different languages are searched each under its own
+   * configuration and their hits merged by score.
+   */
+  async search(accountId: string, input: SearchInput): Promise<SearchHitRecord[]> {
+    const problems: FieldProblem[] = [];
+    const query = (input.query ?? '').trim();
+    if (!query || query.length > QUERY_MAX) problems.push({ field: 'query', message: `must be between 1 and ${QUERY_MAX} characters long` });
+    const limit = input.limit || SEARCH_LIMIT_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_LIMIT_MAX) problems.push({ field: 'limit', message: `must be an integer from 1 to ${SEARCH_LIMIT_MAX}` });
+    const minScore = input.minScore ?? 0;
+    if (!(minScore >= 0 && minScore <= 1)) problems.push({ field: 'min_score', message: 'must be a number from 0 to 1' });
+    const ids = [...new Set(input.baseIds)];
+    if (!ids.length || ids.length > SEARCH_BASES_MAX) problems.push({ field: 'knowledge_base_ids', message: `must name 1 to ${SEARCH_BASES_MAX} bases` });
+    if (problems.length) throw AppError.validation(problems);
+
+    const bases = await this.repository.existingBases(accountId, ids);
+    if (ids.length === 1 && !bases.length) throw AppError.notFound('knowledge base');
+    const byConfig = new Map<string, string[]>();
+    for (const b of bases) byConfig.set(b.config, [...(byConfig.get(b.config) ?? []), b.id]);
+    const groups = await Promise.all([...byConfig].map(([config, baseIds]) => this.repository.search(config, { baseIds, query, limit, minScore })));
+    return groups
+      .flat()
+      .sort((a, b) => b.score - a.score || (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : a.position - b.position))
+      .slice(0, limit);
+  }
+}

@@ -1,0 +1,322 @@
+import { DataSource } from 'typeorm';
+import { chunkDocument, extractDocument, IngestError } from '@parley/knowledge-ingest';
+import { AppError } from '@parley/rpc';
+import { createTestDatabase, TestDatabase } from '@parley/testing';
+import { DocumentIngestor } from './document-ingestor';
+import { IngestFunctions } from './ingest-port';
+import { IngestionQueue } from './ingestion-queue';
+import { KnowledgeDomain } from './knowledge.domain';
+import { openKnowledgeDatabase } from './knowledge.module';
+import { KnowledgeRepository } from './knowledge.repository';
+import { KnowledgeLimits } from './limits';
+
+const ACME = 'acct_acme';
+const GLOBEX = 'acct_globex';
+
+const FAQ = `# Returns and refunds
+
+## Refund policy
+You can return any item within 30 days of delivery for a full refund. Refunds are paid to the original card within five business days.
+
+## Shipping costs
+Standard shipping is free on orders over 50 euros. Express delivery costs 9 euros and arrives the next business day.
+
+## Opening hours
+Our support line is open Monday to Friday from 9 am to 6 pm.
+`;
+
+const FRENCH = `# Livraison
+
+## Délais de livraison
+Les commandes sont livrées en trois jours ouvrés. Les livraisons express arrivent le lendemain.
+
+## Retours
+Vous pouvez retourner un article pendant trente jours.
+`;
+
+describe('knowledge bases (real PostgreSQL)', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  let repo: KnowledgeRepository;
+  let limits: KnowledgeLimits;
+  let ingest: IngestFunctions;
+  let queue: IngestionQueue;
+  let domain: KnowledgeDomain;
+
+  function build(): void {
+    const ingestor = new DocumentIngestor(repo, { extractDocument: (i, l) => ingest.extractDocument(i, l), chunkDocument: (d, o) => ingest.chunkDocument(d, o), fetchDocument: (u, o) => ingest.fetchDocument(u, o) }, limits, { allow: [] } as never);
+    queue = new IngestionQueue(ingestor, repo, 2, 60_000);
+    domain = new KnowledgeDomain(repo, queue, limits);
+  }
+
+  async function readyText(accountId: string, baseId: string, title: string, text: string, contentType = 'text/markdown') {
+    const doc = await domain.addDocument(accountId, baseId, { title, text: { text, contentType } });
+    await queue.idle();
+    return (await repo.getDocument(accountId, baseId, doc.id))!;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase('parley_knowledge');
+    ds = await openKnowledgeDatabase(db.url);
+    repo = new KnowledgeRepository(ds);
+  });
+
+  beforeEach(() => {
+    limits = { maxDocumentBytes: 1024 * 1024, maxDocumentCharacters: 100_000, maxBaseChunks: 1000, maxBasesPerAccount: 5 };
+    ingest = {
+      extractDocument,
+      // Small chunks, so that each section of these short documents is a chunk of its own.
+      chunkDocument: (d) => chunkDocument(d, { maxChars: 200, overlapChars: 0 }),
+      fetchDocument: async () => {
+        throw new IngestError('fetch_failed', 'no network in this test');
+      },
+    };
+    build();
+  });
+
+  afterEach(async () => {
+    await queue.stop();
+    await ds.query(`DELETE FROM knowledge_bases`);
+  });
+
+  afterAll(async () => {
+    await ds?.destroy();
+    await db?.drop();
+  });
+
+  it('migrates twice without harm and indexes chunks for full text and trigrams', async () => {
+    const again = await openKnowledgeDatabase(db.url);
+    await again.destroy();
+    const indexes: { indexname: string; indexdef: string }[] = await ds.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'knowledge' AND tablename = 'chunks'`);
+    expect(indexes.map((i) => i.indexname).sort()).toEqual(['chunks_base', 'chunks_document', 'chunks_pkey', 'chunks_trgm', 'chunks_tsv']);
+    expect(indexes.find((i) => i.indexname === 'chunks_trgm')!.indexdef).toMatch(/gin_trgm_ops/);
+  });
+
+  it('creates bases with a language-chosen configuration, lists them newest first, and keeps accounts apart', async () => {
+    const en = await domain.createBase(ACME, { name: 'Help centre', language: 'en-GB', metadata: { team: 'support' } });
+    const fr = await domain.createBase(ACME, { name: 'Aide', language: 'fr' });
+    const xx = await domain.createBase(ACME, { name: 'Other', language: 'tlh' });
+    expect([en.config, fr.config, xx.config]).toEqual(['english', 'french', 'simple']);
+    expect(en).toMatchObject({ id: expect.stringMatching(/^kb_/), language: 'en-GB', metadata: { team: 'support' }, documentCount: 0, chunkCount: 0 });
+    const first = await domain.listBases(ACME, 2, '');
+    expect(first.items.map((b) => b.id)).toEqual([xx.id, fr.id]);
+    expect(first.hasMore).toBe(true);
+    const second = await domain.listBases(ACME, 2, first.next);
+    expect(second.items.map((b) => b.id)).toEqual([en.id]);
+    expect((await domain.listBases(GLOBEX, 10, '')).items).toEqual([]);
+    await expect(domain.getBase(GLOBEX, en.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(domain.deleteBase(GLOBEX, en.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(domain.search(GLOBEX, { baseIds: [en.id], query: 'refund' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(domain.addDocument(GLOBEX, en.id, { title: 'x', text: { text: 'x' } })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(domain.createBase(ACME, { name: '', language: 'not a tag!' })).rejects.toMatchObject({
+      code: 'validation_error',
+      errors: [expect.objectContaining({ field: 'name' }), expect.objectContaining({ field: 'language' })],
+    });
+  });
+
+  it('refuses a base over the per-account limit with 422', async () => {
+    limits.maxBasesPerAccount = 2;
+    await domain.createBase(ACME, { name: 'a' });
+    await domain.createBase(ACME, { name: 'b' });
+    const refused = await domain.createBase(ACME, { name: 'c' }).catch((e: AppError) => e);
+    expect(refused).toBeInstanceOf(AppError);
+    expect((refused as AppError).status).toBe(422);
+    await expect(domain.createBase(GLOBEX, { name: 'c' })).resolves.toBeDefined();
+  });
+
+  it('ingests a markdown document: processing at once, then ready with its chunks and counts', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const added = await domain.addDocument(ACME, base.id, { title: 'FAQ', text: { text: FAQ, contentType: 'text/markdown' }, metadata: { v: '1' } });
+    expect(added).toMatchObject({ status: 'processing', source: 'text', contentType: 'text/markdown', bytes: Buffer.byteLength(FAQ), metadata: { v: '1' } });
+    await queue.idle();
+    const doc = (await repo.getDocument(ACME, base.id, added.id))!;
+    expect(doc).toMatchObject({ status: 'ready', title: 'FAQ', failureReason: null });
+    expect(doc.chunkCount).toBeGreaterThan(0);
+    expect(doc.characters).toBeGreaterThan(100);
+    const [input] = await ds.query(`SELECT input_text FROM documents WHERE id = $1`, [doc.id]);
+    expect(input.input_text).toBeNull();
+    expect(await domain.getBase(ACME, base.id)).toMatchObject({ documentCount: 1, chunkCount: doc.chunkCount });
+    const listed = await domain.listDocuments(ACME, base.id, 10, '', 'ready');
+    expect(listed.items.map((d) => d.id)).toEqual([doc.id]);
+    expect((await domain.listDocuments(ACME, base.id, 10, '', 'failed')).items).toEqual([]);
+  });
+
+  it('ranks by coverage: the chunk holding more of the question ranks first; a misspelt term still finds its chunk', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    const hits = await domain.search(ACME, { baseIds: [base.id], query: 'How many days do I have to get a refund?', limit: 3 });
+    expect(hits[0].heading).toMatch(/Refund policy/);
+    expect(hits[0].score).toBeGreaterThan(0);
+    expect(hits[0].score).toBeLessThanOrEqual(1);
+    for (let i = 1; i < hits.length; i++) expect(hits[i - 1].score).toBeGreaterThanOrEqual(hits[i].score);
+
+    // Two terms matched rank above one.
+    const both = await domain.search(ACME, { baseIds: [base.id], query: 'express delivery cost', limit: 5 });
+    expect(both[0].heading).toMatch(/Shipping costs/);
+
+    const typo = await domain.search(ACME, { baseIds: [base.id], query: 'refnd polcy', limit: 3 });
+    expect(typo[0].heading).toMatch(/Refund policy/);
+
+    const opening = await domain.search(ACME, { baseIds: [base.id], query: 'When is the support line open?', limit: 1 });
+    expect(opening[0].text).toMatch(/support line is open/);
+    expect(opening).toHaveLength(1);
+
+    // Deterministic: the same question, the same answer.
+    expect(await domain.search(ACME, { baseIds: [base.id], query: 'How many days do I have to get a refund?', limit: 3 })).toEqual(hits);
+    expect(await domain.search(ACME, { baseIds: [base.id], query: 'zebra xylophone', limit: 3 })).toEqual([]);
+  });
+
+  it('filters by min_score', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    const all = await domain.search(ACME, { baseIds: [base.id], query: 'refund shipping hours', limit: 10 });
+    expect(all.length).toBeGreaterThan(1);
+    const cut = (all[0].score + all.at(-1)!.score) / 2;
+    const some = await domain.search(ACME, { baseIds: [base.id], query: 'refund shipping hours', limit: 10, minScore: cut });
+    expect(some.length).toBeLessThan(all.length);
+    expect(some.every((h) => h.score >= cut)).toBe(true);
+    expect(await domain.search(ACME, { baseIds: [base.id], query: 'refund shipping hours', minScore: 1 })).toEqual([]);
+  });
+
+  it('searches under the base language: French stemming finds livrées from livraison-style questions', async () => {
+    const fr = await domain.createBase(ACME, { name: 'Aide', language: 'fr-FR' });
+    const en = await domain.createBase(ACME, { name: 'Help', language: 'en' });
+    await readyText(ACME, fr.id, 'Livraison', FRENCH);
+    await readyText(ACME, en.id, 'FAQ', FAQ);
+    const hits = await domain.search(ACME, { baseIds: [fr.id], query: 'Quand ma commande est-elle livrée ?', limit: 2 });
+    expect(hits[0].heading).toMatch(/Délais de livraison/);
+    // The in-call path: several bases, each under its own configuration, merged; a missing base is skipped.
+    const merged = await domain.search(ACME, { baseIds: [fr.id, en.id, 'kb_0000000000000000000000'], query: 'retourner refund', limit: 4 });
+    expect(new Set(merged.map((h) => h.baseId))).toEqual(new Set([fr.id, en.id]));
+    // Another account's bases are absent from the in-call path too.
+    expect(await domain.search(GLOBEX, { baseIds: [fr.id, en.id], query: 'refund', limit: 4 })).toEqual([]);
+  });
+
+  it('uses the GIN indexes (plan below)', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    await ds.query(`ANALYZE chunks`);
+    const plan = async (sql: string) => {
+      const rows: { 'QUERY PLAN': string }[] = await ds.transaction(async (m) => {
+        await m.query(`SET LOCAL enable_seqscan = off`);
+        return m.query(`EXPLAIN ${sql}`);
+      });
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    };
+    // With a handful of rows PostgreSQL would rather scan; with seqscan off it shows which index serves the match.
+    expect(await plan(`SELECT id FROM chunks WHERE tsv @@ 'refund | polici'::tsquery`)).toMatch(/chunks_tsv/);
+    const [{ schema }] = await ds.query(`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE extname = 'pg_trgm'`);
+    expect(await plan(`SELECT id FROM chunks WHERE 'refnd'::text OPERATOR("${schema}".<%) text`)).toMatch(/chunks_trgm/);
+  });
+
+  it('fails a document with the reason and touches nothing else: a corrupt PDF, an oversize text, a failing fetch', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const good = await readyText(ACME, base.id, 'FAQ', FAQ);
+    const pdf = await domain.addDocument(ACME, base.id, { file: { data: Buffer.from('%PDF-1.7\nthis is not really a pdf'), contentType: 'application/pdf' } });
+    limits.maxDocumentCharacters = 1000;
+    const big = await domain.addDocument(ACME, base.id, { title: 'Big', text: { text: 'word '.repeat(1000) } });
+    const url = await domain.addDocument(ACME, base.id, { url: 'https://example.com/page' });
+    await queue.idle();
+    const docs = await domain.listDocuments(ACME, base.id, 10, '');
+    const byId = new Map(docs.items.map((d) => [d.id, d]));
+    expect(byId.get(pdf.id)).toMatchObject({ status: 'failed', chunkCount: 0, failureReason: expect.any(String) });
+    expect(byId.get(big.id)).toMatchObject({ status: 'failed', failureReason: expect.stringMatching(/large|limit|characters/i) });
+    expect(byId.get(url.id)).toMatchObject({ status: 'failed', failureReason: 'no network in this test' });
+    expect(byId.get(good.id)).toMatchObject({ status: 'ready', chunkCount: good.chunkCount });
+    expect((await domain.getBase(ACME, base.id)).chunkCount).toBe(good.chunkCount);
+  });
+
+  it('fails a document that would take the base past its chunk limit, storing nothing', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const first = await readyText(ACME, base.id, 'FAQ', FAQ);
+    limits.maxBaseChunks = first.chunkCount + 1;
+    const second = await readyText(ACME, base.id, 'FAQ again', FAQ);
+    expect(second).toMatchObject({ status: 'failed', chunkCount: 0, failureReason: expect.stringMatching(/limit of/) });
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM chunks WHERE document_id = $1`, [second.id]);
+    expect(n).toBe(0);
+  });
+
+  it('refuses a document over the byte limit with 413 before storing it', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    limits.maxDocumentBytes = 2048;
+    await expect(domain.addDocument(ACME, base.id, { file: { data: Buffer.alloc(4096, 1), contentType: 'application/pdf' } })).rejects.toMatchObject({
+      code: 'payload_too_large',
+    });
+    expect((await domain.listDocuments(ACME, base.id, 10, '')).items).toEqual([]);
+  });
+
+  it('deletes a document with its chunks, and a base with everything in it', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const other = await domain.createBase(ACME, { name: 'Other' });
+    const a = await readyText(ACME, base.id, 'FAQ', FAQ);
+    const b = await readyText(ACME, base.id, 'FAQ 2', FAQ);
+    const kept = await readyText(ACME, other.id, 'FAQ 3', FAQ);
+    await expect(domain.deleteDocument(GLOBEX, base.id, a.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(domain.deleteDocument(ACME, other.id, a.id)).rejects.toMatchObject({ code: 'not_found' });
+    await domain.deleteDocument(ACME, base.id, a.id);
+    const count = async (sql: string, p: unknown[]) => (await ds.query(sql, p))[0].n as number;
+    expect(await count(`SELECT count(*)::int AS n FROM chunks WHERE document_id = $1`, [a.id])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM chunks WHERE document_id = $1`, [b.id])).toBe(b.chunkCount);
+    await domain.deleteBase(ACME, base.id);
+    expect(await count(`SELECT count(*)::int AS n FROM documents WHERE base_id = $1`, [base.id])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1`, [base.id])).toBe(0);
+    expect(await count(`SELECT count(*)::int AS n FROM chunks WHERE document_id = $1`, [kept.id])).toBe(kept.chunkCount);
+    await expect(domain.getBase(ACME, base.id)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('a base delete is one transaction: a failure part-way leaves everything in place', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const doc = await readyText(ACME, base.id, 'FAQ', FAQ);
+    await ds.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`);
+    await ds.query(`CREATE TRIGGER refuse_base_delete BEFORE DELETE ON knowledge_bases FOR EACH ROW EXECUTE FUNCTION refuse()`);
+    try {
+      await expect(domain.deleteBase(ACME, base.id)).rejects.toThrow(/refused/);
+    } finally {
+      await ds.query(`DROP TRIGGER refuse_base_delete ON knowledge_bases`);
+      await ds.query(`DROP FUNCTION refuse()`);
+    }
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM chunks WHERE document_id = $1`, [doc.id]);
+    expect(n).toBe(doc.chunkCount);
+    expect((await domain.getBase(ACME, base.id)).documentCount).toBe(1);
+  });
+
+  it('a restart re-runs documents left processing; a stopped queue leaves them processing', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    ingest.extractDocument = async (input, l) => {
+      await held;
+      return extractDocument(input, l);
+    };
+    const doc = await domain.addDocument(ACME, base.id, { title: 'FAQ', text: { text: FAQ, contentType: 'text/markdown' } });
+    await new Promise((r) => setTimeout(r, 50));
+    const stopping = queue.stop();
+    release();
+    await stopping;
+    expect((await repo.getDocument(ACME, base.id, doc.id))!.status).toBe('processing');
+    // The stopped replica's lease runs out (simulated), then a new queue takes the document up at start.
+    await ds.query(`UPDATE documents SET lease_until = now() - interval '1 second' WHERE id = $1`, [doc.id]);
+    ingest.extractDocument = extractDocument;
+    build();
+    queue.start();
+    await new Promise((r) => setTimeout(r, 50));
+    await queue.idle();
+    expect((await repo.getDocument(ACME, base.id, doc.id))!.status).toBe('ready');
+  });
+
+  it('runs at most two ingestions at once', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    let active = 0;
+    let peak = 0;
+    ingest.extractDocument = async (input, l) => {
+      peak = Math.max(peak, ++active);
+      await new Promise((r) => setTimeout(r, 30));
+      active--;
+      return extractDocument(input, l);
+    };
+    for (let i = 0; i < 5; i++) await domain.addDocument(ACME, base.id, { title: `Doc ${i}`, text: { text: `${FAQ}\n${i}` } });
+    await queue.idle();
+    expect(peak).toBe(2);
+    expect((await domain.listDocuments(ACME, base.id, 10, '', 'ready')).items).toHaveLength(5);
+  });
+});

@@ -1,0 +1,64 @@
+import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ServiceConfig } from '@parley/config';
+import { parseEgressAllowlist } from '@parley/egress';
+import { chunkDocument, extractDocument, fetchDocument } from '@parley/knowledge-ingest';
+import { HealthRegistry } from '@parley/observability';
+import { openServiceDatabase, resolveDatabaseUrl } from '@parley/persistence';
+import { CONFIG } from '@parley/runtime';
+import { DocumentIngestor, INGEST_EGRESS } from './document-ingestor';
+import { INGEST_FUNCTIONS, IngestFunctions } from './ingest-port';
+import { IngestionQueue } from './ingestion-queue';
+import { KnowledgeDomain } from './knowledge.domain';
+import { KnowledgeGrpcController } from './knowledge.grpc-controller';
+import { KNOWLEDGE_DB, KnowledgeRepository } from './knowledge.repository';
+import { KNOWLEDGE_LIMITS, knowledgeLimits } from './limits';
+import { KNOWLEDGE_MIGRATIONS } from './migrations';
+
+export const KNOWLEDGE_SCHEMA = 'knowledge';
+
+/** The knowledge library's own connection pool, on its own schema (migrated at start-up like a service's). */
+export async function openKnowledgeDatabase(url: string): Promise<DataSource> {
+  return openServiceDatabase(url, { schema: KNOWLEDGE_SCHEMA, entities: [], migrations: KNOWLEDGE_MIGRATIONS, poolSize: 5 });
+}
+
+const INGEST: IngestFunctions = { extractDocument, chunkDocument, fetchDocument };
+
+/**
+ * Knowledge bases, hosted by whichever service imports this module (the agents service today): gRPC
+ * KnowledgeService, schema `knowledge` with its own migrations and pool, the background ingestion queue.
+ */
+@Module({
+  controllers: [KnowledgeGrpcController],
+  providers: [
+    {
+      provide: KNOWLEDGE_DB,
+      inject: [CONFIG, HealthRegistry],
+      useFactory: async (c: ServiceConfig, health: HealthRegistry) => {
+        const db = await openKnowledgeDatabase(await resolveDatabaseUrl(c));
+        health.register('knowledge-database', async () => (await db.query('SELECT 1')).length === 1);
+        return db;
+      },
+    },
+    { provide: KNOWLEDGE_LIMITS, inject: [CONFIG], useFactory: knowledgeLimits },
+    { provide: INGEST_FUNCTIONS, useValue: INGEST },
+    { provide: INGEST_EGRESS, inject: [CONFIG], useFactory: (c: ServiceConfig) => parseEgressAllowlist(c.EGRESS_ALLOWLIST).policy },
+    KnowledgeRepository,
+    DocumentIngestor,
+    { provide: IngestionQueue, inject: [DocumentIngestor, KnowledgeRepository], useFactory: (i: DocumentIngestor, r: KnowledgeRepository) => new IngestionQueue(i, r) },
+    KnowledgeDomain,
+  ],
+  exports: [KnowledgeDomain],
+})
+export class KnowledgeModule implements OnApplicationShutdown {
+  constructor(
+    private readonly queue: IngestionQueue,
+    @Inject(KNOWLEDGE_DB) private readonly db: DataSource,
+  ) {}
+
+  /** Ingestion first (what runs is aborted and stays `processing`), then the pool it used. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.queue.stop();
+    if (this.db.isInitialized) await this.db.destroy();
+  }
+}

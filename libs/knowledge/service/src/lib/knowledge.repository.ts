@@ -1,0 +1,517 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { encodePosition, isWellFormedId, newId, Page } from '@parley/persistence';
+import { pagePosition } from '@parley/rpc';
+import { quoteIdent, trigramSchema } from './migrations';
+
+/** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
+export const KNOWLEDGE_DB = Symbol('KNOWLEDGE_DB');
+
+export type DocumentSource = 'text' | 'url' | 'file';
+export type DocumentStatus = 'processing' | 'ready' | 'failed';
+
+export interface BaseRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  description: string;
+  language: string;
+  /** The text-search configuration (regconfig name). */
+  config: string;
+  metadata: Record<string, string>;
+  documentCount: number;
+  chunkCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DocumentRecord {
+  id: string;
+  baseId: string;
+  title: string;
+  source: DocumentSource;
+  url: string | null;
+  contentType: string;
+  status: DocumentStatus;
+  failureReason: string | null;
+  characters: number;
+  chunkCount: number;
+  bytes: number;
+  metadata: Record<string, string>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A document taken for ingestion, with what it was given. */
+export interface ClaimedDocument extends DocumentRecord {
+  accountId: string;
+  config: string;
+  inputText: string | null;
+  inputData: Buffer | null;
+}
+
+export interface NewDocument {
+  title: string;
+  source: DocumentSource;
+  url?: string;
+  contentType: string;
+  bytes: number;
+  metadata: Record<string, string>;
+  inputText?: string;
+  inputData?: Buffer;
+}
+
+export interface StoredChunk {
+  position: number;
+  heading: string;
+  text: string;
+}
+
+export type CompleteOutcome = { status: 'ready' } | { status: 'failed'; reason: string } | { status: 'gone' };
+
+export interface SearchHitRecord {
+  documentId: string;
+  baseId: string;
+  title: string;
+  heading: string;
+  text: string;
+  score: number;
+  position: number;
+}
+
+export interface SearchParams {
+  baseIds: string[];
+  query: string;
+  limit: number;
+  minScore: number;
+}
+
+/** Candidates each arm of a search (lexical, trigram) contributes before scoring. */
+const CANDIDATES_PER_ARM = 200;
+/** A query's terms beyond these are ignored (a caller's utterance, not a document). */
+const MAX_TERMS = 24;
+/** Words shorter than this never match by trigram (too few trigrams to tell a typo from another word). */
+const FUZZY_MIN_LENGTH = 4;
+/** Below this word similarity a term counts as absent from a chunk. */
+const FUZZY_MIN_SIMILARITY = 0.5;
+/** score = COVERAGE_WEIGHT × coverage + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
+const COVERAGE_WEIGHT = 0.8;
+
+interface BaseRow {
+  id: string;
+  account_id: string;
+  name: string;
+  description: string;
+  language: string;
+  config: string;
+  metadata: Record<string, string>;
+  document_count: string | number;
+  chunk_count: string | number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface DocumentRow {
+  id: string;
+  account_id: string;
+  base_id: string;
+  title: string;
+  source: DocumentSource;
+  url: string | null;
+  content_type: string;
+  status: DocumentStatus;
+  failure_reason: string | null;
+  characters: number;
+  chunk_count: number;
+  bytes: string | number;
+  metadata: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const BASE_COLUMNS = `b.id, b.account_id, b.name, b.description, b.language, b.config::text AS config, b.metadata, b.created_at, b.updated_at,
+  (SELECT count(*) FROM documents d WHERE d.base_id = b.id) AS document_count,
+  (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = b.id) AS chunk_count`;
+
+const DOCUMENT_COLUMNS = `d.id, d.account_id, d.base_id, d.title, d.source, d.url, d.content_type, d.status, d.failure_reason, d.characters,
+  d.chunk_count, d.bytes, d.metadata, d.created_at, d.updated_at`;
+
+function toBase(r: BaseRow): BaseRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    description: r.description,
+    language: r.language,
+    config: r.config,
+    metadata: r.metadata ?? {},
+    documentCount: Number(r.document_count),
+    chunkCount: Number(r.chunk_count),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function toDocument(r: DocumentRow): DocumentRecord {
+  return {
+    id: r.id,
+    baseId: r.base_id,
+    title: r.title,
+    source: r.source,
+    url: r.url,
+    contentType: r.content_type,
+    status: r.status,
+    failureReason: r.failure_reason,
+    characters: r.characters,
+    chunkCount: r.chunk_count,
+    bytes: Number(r.bytes),
+    metadata: r.metadata ?? {},
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** A lexeme as a tsquery literal: quoted, so nothing in it is read as an operator. */
+export function tsqueryLiteral(lexeme: string): string {
+  return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}
+
+/** PostgreSQL text cannot hold NUL; extractors can yield it from binary formats. */
+const clean = (s: string) => (s.includes('\u0000') ? s.split('\u0000').join('') : s);
+
+function page<T extends { createdAt: Date; id: string }>(rows: T[], limit: number): Page<T> {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  const hasMore = rows.length > limit;
+  return { items, hasMore, next: hasMore && last ? encodePosition(last) : '' };
+}
+
+/**
+ * All SQL of knowledge bases. Every read and write takes the account, so another account's base or document is
+ * simply absent; a base and its documents and chunks go in one transaction.
+ */
+@Injectable()
+export class KnowledgeRepository {
+  private trgm?: Promise<string>;
+
+  constructor(@Inject(KNOWLEDGE_DB) private readonly db: DataSource) {}
+
+  /** The schema-qualified prefix of pg_trgm's functions and operators (installed by the migration). */
+  private trigram(): Promise<string> {
+    return (this.trgm ??= trigramSchema(this.db).then((schema) => {
+      if (!schema) throw new Error('pg_trgm is not installed (the knowledge migration installs it)');
+      return quoteIdent(schema);
+    }));
+  }
+
+  /** The configuration the server has for `wanted`, else `simple`. */
+  async resolveConfig(wanted: string): Promise<string> {
+    const [row] = await this.db.query(`SELECT cfgname FROM pg_ts_config WHERE cfgname = $1 AND cfgnamespace = 'pg_catalog'::regnamespace`, [wanted]);
+    return row?.cfgname ?? 'simple';
+  }
+
+  /** Creates the base unless the account already has `maxBases` (then undefined); serialised per account. */
+  async createBase(
+    accountId: string,
+    fields: { name: string; description: string; language: string; config: string; metadata: Record<string, string> },
+    maxBases: number,
+  ): Promise<BaseRecord | undefined> {
+    return this.db.transaction(async (m) => {
+      await m.query(`SELECT pg_advisory_xact_lock(hashtext('knowledge_bases:' || $1))`, [accountId]);
+      const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM knowledge_bases WHERE account_id = $1`, [accountId]);
+      if (n >= maxBases) return undefined;
+      const now = new Date();
+      const id = newId('kb');
+      await m.query(
+        `INSERT INTO knowledge_bases (id, account_id, name, description, language, config, metadata, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6::regconfig, $7, $8, $8)`,
+        [id, accountId, fields.name, fields.description, fields.language, fields.config, JSON.stringify(fields.metadata), now],
+      );
+      return { id, accountId, ...fields, documentCount: 0, chunkCount: 0, createdAt: now, updatedAt: now };
+    });
+  }
+
+  async getBase(accountId: string, id: string): Promise<BaseRecord | undefined> {
+    if (!isWellFormedId('kb', id)) return undefined;
+    const [row] = await this.db.query(`SELECT ${BASE_COLUMNS} FROM knowledge_bases b WHERE b.account_id = $1 AND b.id = $2`, [accountId, id]);
+    return row ? toBase(row) : undefined;
+  }
+
+  /** Newest first, keyset-paginated on (created_at, id). Throws on a malformed position. */
+  async listBases(accountId: string, limit: number, after: string): Promise<Page<BaseRecord>> {
+    const from = pagePosition(after);
+    const rows: BaseRow[] = await this.db.query(
+      `SELECT ${BASE_COLUMNS} FROM knowledge_bases b
+        WHERE b.account_id = $1 ${from ? 'AND (b.created_at, b.id) < ($3, $4)' : ''}
+        ORDER BY b.created_at DESC, b.id DESC LIMIT $2`,
+      from ? [accountId, limit + 1, from.createdAt, from.id] : [accountId, limit + 1],
+    );
+    return page(rows.map(toBase), limit);
+  }
+
+  /** Removes the base, its documents and their chunks in one transaction; false when the account has no such base. */
+  async deleteBase(accountId: string, id: string): Promise<boolean> {
+    if (!isWellFormedId('kb', id)) return false;
+    return this.db.transaction(async (m) => {
+      const [base] = await m.query(`SELECT id FROM knowledge_bases WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
+      if (!base) return false;
+      await m.query(`DELETE FROM chunks WHERE base_id = $1`, [id]);
+      await m.query(`DELETE FROM documents WHERE base_id = $1`, [id]);
+      await m.query(`DELETE FROM knowledge_bases WHERE id = $1`, [id]);
+      return true;
+    });
+  }
+
+  /** Stores the document `processing` with its input; undefined when the account has no such base. */
+  async addDocument(accountId: string, baseId: string, doc: NewDocument): Promise<DocumentRecord | undefined> {
+    if (!isWellFormedId('kb', baseId)) return undefined;
+    const now = new Date();
+    const id = newId('doc');
+    const rows: DocumentRow[] = await this.db.query(
+      `INSERT INTO documents (id, account_id, base_id, title, source, url, content_type, status, bytes, metadata, input_text, input_data, created_at, updated_at)
+       SELECT $1, b.account_id, b.id, $4, $5, $6, $7, 'processing', $8, $9, $10, $11, $12, $12
+         FROM knowledge_bases b WHERE b.account_id = $2 AND b.id = $3
+       RETURNING ${DOCUMENT_COLUMNS.replace(/d\./g, '')}`,
+      [
+        id,
+        accountId,
+        baseId,
+        clean(doc.title),
+        doc.source,
+        doc.url ?? null,
+        doc.contentType,
+        doc.bytes,
+        JSON.stringify(doc.metadata),
+        doc.inputText === undefined ? null : clean(doc.inputText),
+        doc.inputData ?? null,
+        now,
+      ],
+    );
+    return rows[0] ? toDocument(rows[0]) : undefined;
+  }
+
+  /** The base's documents, newest first; undefined when the account has no such base. */
+  async listDocuments(
+    accountId: string,
+    baseId: string,
+    limit: number,
+    after: string,
+    status?: DocumentStatus,
+  ): Promise<Page<DocumentRecord> | undefined> {
+    if (!(await this.getBase(accountId, baseId))) return undefined;
+    const from = pagePosition(after);
+    const params: unknown[] = [accountId, baseId, limit + 1];
+    const where = [`d.account_id = $1`, `d.base_id = $2`];
+    if (status) where.push(`d.status = $${params.push(status)}`);
+    if (from) where.push(`(d.created_at, d.id) < ($${params.push(from.createdAt)}, $${params.push(from.id)})`);
+    const rows: DocumentRow[] = await this.db.query(
+      `SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE ${where.join(' AND ')} ORDER BY d.created_at DESC, d.id DESC LIMIT $3`,
+      params,
+    );
+    return page(rows.map(toDocument), limit);
+  }
+
+  async getDocument(accountId: string, baseId: string, id: string): Promise<DocumentRecord | undefined> {
+    if (!isWellFormedId('doc', id)) return undefined;
+    const [row] = await this.db.query(`SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE d.account_id = $1 AND d.base_id = $2 AND d.id = $3`, [
+      accountId,
+      baseId,
+      id,
+    ]);
+    return row ? toDocument(row) : undefined;
+  }
+
+  /** Removes the document and its chunks; false when the account has no such document in that base. */
+  async deleteDocument(accountId: string, baseId: string, id: string): Promise<boolean> {
+    if (!isWellFormedId('doc', id) || !isWellFormedId('kb', baseId)) return false;
+    return this.db.transaction(async (m) => {
+      const [doc] = await m.query(`SELECT id FROM documents WHERE account_id = $1 AND base_id = $2 AND id = $3 FOR UPDATE`, [accountId, baseId, id]);
+      if (!doc) return false;
+      await m.query(`DELETE FROM chunks WHERE document_id = $1`, [id]);
+      await m.query(`DELETE FROM documents WHERE id = $1`, [id]);
+      return true;
+    });
+  }
+
+  /**
+   * Documents still `processing` that nobody holds (no lease, or one that ran out: its replica stopped), oldest
+   * first: what a starting or sweeping ingestion queue takes up.
+   */
+  async orphanedDocumentIds(limit: number): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT id FROM documents WHERE status = 'processing' AND (lease_until IS NULL OR lease_until < now()) ORDER BY created_at, id LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Takes a `processing` document for `leaseMs` (no other replica takes it meanwhile); undefined when gone or held. */
+  async claimDocument(id: string, leaseMs: number): Promise<ClaimedDocument | undefined> {
+    // TypeORM answers an UPDATE with [rows, affected].
+    const [rows]: [(DocumentRow & { config: string; input_text: string | null; input_data: Buffer | null })[], number] = await this.db.query(
+      `UPDATE documents d SET lease_until = now() + make_interval(secs => $2::double precision / 1000)
+        FROM knowledge_bases b
+       WHERE d.id = $1 AND b.id = d.base_id AND d.status = 'processing' AND (d.lease_until IS NULL OR d.lease_until < now())
+       RETURNING ${DOCUMENT_COLUMNS}, b.config::text AS config, d.input_text, d.input_data`,
+      [id, leaseMs],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return { ...toDocument(row), accountId: row.account_id, config: row.config, inputText: row.input_text, inputData: row.input_data };
+  }
+
+  /**
+   * Stores the chunks and marks the document `ready`, in one transaction under the base's lock (so two documents
+   * finishing together cannot both pass the limit): a document that would take the base past `maxBaseChunks` is
+   * failed instead and stores nothing; a document deleted meanwhile stores nothing (`gone`). The input is dropped.
+   */
+  async completeDocument(
+    id: string,
+    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[] },
+    maxBaseChunks: number,
+  ): Promise<CompleteOutcome> {
+    return this.db.transaction(async (m) => {
+      const [doc] = await m.query(`SELECT base_id FROM documents WHERE id = $1 AND status = 'processing'`, [id]);
+      if (!doc) return { status: 'gone' as const };
+      const [base] = await m.query(`SELECT id, config::text AS config FROM knowledge_bases WHERE id = $1 FOR UPDATE`, [doc.base_id]);
+      if (!base) return { status: 'gone' as const };
+      const [{ used }] = await m.query(`SELECT coalesce(sum(chunk_count), 0)::int AS used FROM documents WHERE base_id = $1`, [base.id]);
+      if (used + result.chunks.length > maxBaseChunks) {
+        const reason =
+          `The knowledge base would hold ${used + result.chunks.length} chunks, over its limit of ${maxBaseChunks} ` +
+          `(this document makes ${result.chunks.length}; the base has ${used}).`;
+        await this.markFailed(m, id, reason, result.bytes);
+        return { status: 'failed' as const, reason };
+      }
+      for (let i = 0; i < result.chunks.length; i += 1000) {
+        const batch = result.chunks.slice(i, i + 1000);
+        await m.query(
+          `INSERT INTO chunks (base_id, document_id, position, heading, text, config)
+           SELECT $1, $2, u.position, u.heading, u.text, $3::regconfig FROM unnest($4::int[], $5::text[], $6::text[]) AS u(position, heading, text)`,
+          [base.id, id, base.config, batch.map((c) => c.position), batch.map((c) => clean(c.heading)), batch.map((c) => clean(c.text))],
+        );
+      }
+      await m.query(
+        `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
+                chunk_count = $4, bytes = $5, input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
+          WHERE id = $1`,
+        [id, clean(result.title), result.characters, result.chunks.length, result.bytes],
+      );
+      return { status: 'ready' as const };
+    });
+  }
+
+  /** Marks a `processing` document failed with `reason` (its input dropped); false when it is gone or settled. */
+  async failDocument(id: string, reason: string, bytes?: number): Promise<boolean> {
+    return this.markFailed(this.db.manager, id, reason, bytes);
+  }
+
+  private async markFailed(m: EntityManager, id: string, reason: string, bytes?: number): Promise<boolean> {
+    const [, count] = await m.query(
+      `UPDATE documents SET status = 'failed', failure_reason = $2, bytes = coalesce($3, bytes), input_text = NULL, input_data = NULL,
+              lease_until = NULL, updated_at = now()
+        WHERE id = $1 AND status = 'processing'`,
+      [id, clean(reason).slice(0, 2000), bytes ?? null],
+    );
+    return count > 0;
+  }
+
+  /** The account's bases among `ids` (in no particular order); ids it does not have are left out. */
+  async existingBases(accountId: string, ids: string[]): Promise<{ id: string; config: string }[]> {
+    const wellFormed = ids.filter((id) => isWellFormedId('kb', id));
+    if (!wellFormed.length) return [];
+    return this.db.query(`SELECT id, config::text AS config FROM knowledge_bases WHERE account_id = $1 AND id = ANY($2::text[])`, [accountId, wellFormed]);
+  }
+
+  /**
+   * The query's terms under `config`: each distinct word (as the `simple` configuration splits it) with its lexeme
+   * under `config`; stop words are left out unless the query has nothing else.
+   */
+  async queryTerms(config: string, query: string): Promise<{ word: string; lexeme: string }[]> {
+    const rows: { word: string; lexemes: string[] }[] = await this.db.query(
+      `SELECT w AS word, tsvector_to_array(to_tsvector($1::regconfig, w)) AS lexemes
+         FROM unnest(tsvector_to_array(to_tsvector('simple', $2))) AS w`,
+      [config, query],
+    );
+    const content = rows.filter((r) => r.lexemes.length > 0);
+    const terms = new Map<string, { word: string; lexeme: string }>();
+    for (const r of content.length ? content : rows) {
+      const lexeme = r.lexemes[0] ?? r.word;
+      if (!terms.has(lexeme)) terms.set(lexeme, { word: r.word, lexeme });
+    }
+    return [...terms.values()].slice(0, MAX_TERMS);
+  }
+
+  /**
+   * Lexical search over the chunks of `baseIds` (all of one text-search configuration). Candidates are the chunks
+   * matching any term (tsvector GIN index, best `ts_rank_cd` first) and those holding a word like a term (trigram
+   * GIN index, for typos); each is scored
+   *
+   *   score = 0.8 × coverage + 0.2 × density
+   *
+   * coverage: the mean over the query's terms of 1 when the chunk has the term's lexeme, else the word similarity
+   * of the term to the chunk's text when at least 0.5 (a misspelt term counts partly), else 0; density:
+   * `ts_rank_cd(tsv, any-term query, 1|32)` (heading matches weigh more, long chunks are evened out), in 0-1.
+   * Best first; ties by document id, then position.
+   */
+  async search(config: string, params: SearchParams): Promise<SearchHitRecord[]> {
+    if (!params.baseIds.length) return [];
+    const terms = await this.queryTerms(config, params.query);
+    if (!terms.length) return [];
+    const trgm = await this.trigram();
+    const anyTerm = terms.map((t) => tsqueryLiteral(t.lexeme)).join(' | ');
+    const fuzzyWords = terms.filter((t) => t.word.length >= FUZZY_MIN_LENGTH).map((t) => t.word);
+    const values: unknown[] = [params.baseIds, anyTerm, terms.map((t) => t.word), terms.map((t) => tsqueryLiteral(t.lexeme)), params.minScore, params.limit];
+    const fuzzyArm = fuzzyWords.length
+      ? `UNION
+         (SELECT c.id FROM chunks c
+           WHERE c.base_id = ANY($1::text[])
+             AND (${fuzzyWords.map((w) => `$${values.push(w)}::text OPERATOR(${trgm}.<%) c.text`).join(' OR ')})
+           LIMIT ${CANDIDATES_PER_ARM})`
+      : '';
+    const rows: {
+      document_id: string;
+      base_id: string;
+      title: string;
+      heading: string;
+      text: string;
+      position: number;
+      score: number;
+    }[] = await this.db.query(
+      `WITH candidates AS (
+         (SELECT c.id FROM chunks c
+           WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
+           ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
+           LIMIT ${CANDIDATES_PER_ARM})
+         ${fuzzyArm}
+       ),
+       scored AS (
+         SELECT c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
+                round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
+           FROM candidates
+           JOIN chunks c ON c.id = candidates.id
+           JOIN documents d ON d.id = c.document_id,
+           LATERAL (
+             SELECT avg(CASE
+                          WHEN c.tsv @@ t.lexeme THEN 1.0
+                          WHEN length(t.word) >= ${FUZZY_MIN_LENGTH} THEN
+                            (SELECT CASE WHEN s >= ${FUZZY_MIN_SIMILARITY} THEN s ELSE 0 END FROM ${trgm}.word_similarity(t.word, c.text) AS s)
+                          ELSE 0
+                        END) AS value
+               FROM unnest($3::text[], $4::tsquery[]) AS t(word, lexeme)
+           ) AS coverage
+       )
+       SELECT * FROM scored WHERE score > 0 AND score >= $5 ORDER BY score DESC, document_id, position LIMIT $6`,
+      values,
+    );
+    return rows.map((r) => ({
+      documentId: r.document_id,
+      baseId: r.base_id,
+      title: r.title,
+      heading: r.heading,
+      text: r.text,
+      position: r.position,
+      score: Number(r.score),
+    }));
+  }
+}

@@ -1,0 +1,88 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+/** Where pg_trgm lives in this database (installed into `knowledge` when absent), or undefined. */
+export async function trigramSchema(q: { query(sql: string): Promise<{ schema: string }[]> }): Promise<string | undefined> {
+  const [row] = await q.query(
+    `SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`,
+  );
+  return row?.schema;
+}
+
+export const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Bases, documents and chunks. A chunk carries its base's text-search configuration, so its `tsv` (heading
+ * weighted A, text B) is a generated column with a GIN index; a trigram GIN index on the text serves typo-tolerant
+ * matching. pg_trgm ships with PostgreSQL (contrib, trusted since 13): it is created in this schema, which the
+ * service owns, unless the database already has it somewhere else (then that one is used, qualified by schema).
+ */
+export class CreateKnowledge1764900000001 implements MigrationInterface {
+  name = 'CreateKnowledge1764900000001';
+
+  async up(q: QueryRunner): Promise<void> {
+    let trgm = await trigramSchema(q);
+    if (!trgm) {
+      await q.query(`CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA knowledge`);
+      trgm = (await trigramSchema(q)) ?? 'knowledge';
+    }
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS knowledge_bases (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        description text NOT NULL DEFAULT '',
+        language text NOT NULL,
+        config regconfig NOT NULL,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS knowledge_bases_listing ON knowledge_bases (account_id, created_at DESC, id DESC)`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS documents (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        base_id text NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        title text NOT NULL DEFAULT '',
+        source text NOT NULL,
+        url text,
+        content_type text NOT NULL DEFAULT '',
+        status text NOT NULL,
+        failure_reason text,
+        characters integer NOT NULL DEFAULT 0,
+        chunk_count integer NOT NULL DEFAULT 0,
+        bytes bigint NOT NULL DEFAULT 0,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        input_text text,
+        input_data bytea,
+        lease_until timestamptz(3),
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS documents_listing ON documents (base_id, created_at DESC, id DESC)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS documents_processing ON documents (created_at) WHERE status = 'processing'`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS chunks (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        base_id text NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        document_id text NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        heading text NOT NULL DEFAULT '',
+        text text NOT NULL,
+        config regconfig NOT NULL,
+        tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector(config, heading), 'A') || setweight(to_tsvector(config, text), 'B')) STORED
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS chunks_document ON chunks (document_id, position)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS chunks_base ON chunks (base_id)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS chunks_tsv ON chunks USING gin (tsv)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS chunks_trgm ON chunks USING gin (text ${quoteIdent(trgm)}.gin_trgm_ops)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS chunks`);
+    await q.query(`DROP TABLE IF EXISTS documents`);
+    await q.query(`DROP TABLE IF EXISTS knowledge_bases`);
+  }
+}
+
+export const KNOWLEDGE_MIGRATIONS = [CreateKnowledge1764900000001];
