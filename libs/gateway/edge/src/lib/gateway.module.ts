@@ -2,7 +2,7 @@ import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import { DataSource } from 'typeorm';
-import { AGENTS_V1, CALLS_V1, WEBHOOKS_V1 } from '@parley/contracts';
+import { AGENTS_V1, CALLS_V1, KNOWLEDGE_V1, WEBHOOKS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
 import { createBlobStore } from '@parley/storage';
@@ -36,6 +36,8 @@ import { MemoryRateLimitStore, PostgresRateLimitStore, RATE_LIMIT_STORE, RateLim
 import { InputHygieneGuard } from './http/input-hygiene.guard';
 import { NoBodyGuard } from './http/no-body';
 import { QueryGuard } from './http/query.guard';
+import { KnowledgeBasesController } from './knowledge/knowledge-bases.controller';
+import { KnowledgeClient, KNOWLEDGE_GRPC } from './knowledge/knowledge.client';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
 import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
@@ -52,6 +54,12 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
         name: CALLS_GRPC,
         inject: [CONFIG],
         useFactory: (config: GatewayConfig) => grpcClientProvider(CALLS_GRPC, CALLS_V1, config.CALLS_GRPC_URL),
+      },
+      {
+        // Knowledge bases are served by the agents deployable.
+        name: KNOWLEDGE_GRPC,
+        inject: [CONFIG],
+        useFactory: (config: GatewayConfig) => grpcClientProvider(KNOWLEDGE_GRPC, KNOWLEDGE_V1, config.AGENTS_GRPC_URL),
       },
       {
         name: WEBHOOKS_GRPC,
@@ -74,6 +82,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     AgentGroupsController,
     FunctionsController,
     WebhookEndpointsController,
+    KnowledgeBasesController,
     ApiKeysController,
     DocsController,
     EmbedController,
@@ -84,6 +93,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     AgentsClient,
     CallsClient,
     WebhooksClient,
+    KnowledgeClient,
     IdempotencyStore,
     Recordings,
     { provide: EMBED_BUILD, useFactory: loadEmbedBuild },

@@ -4,6 +4,7 @@ import { GatewayConfig } from '@parley/config';
 import { acceptRequestId, httpRequestDuration, runWithRequestId } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { RateLimiter } from '../edge/rate-limit';
+import { DOCUMENTS_ROUTE } from '../knowledge/knowledge-bases.controller';
 import { CommonHeaders, registerCommonHeaders } from './common-headers';
 import { parseAllowedOrigins } from './cors';
 import { frameworkErrorOptions } from './framework-errors';
@@ -32,6 +33,13 @@ export function gatewayAdapterOptions(config: GatewayConfig): FastifyServerOptio
 /** Fastify-level behaviour every route shares: common headers, metrics, the OpenAPI document. */
 export function configureGatewayHttp(app: NestFastifyApplication, config: GatewayConfig): void {
   const fastify = app.getHttpAdapter().getInstance();
+  // A document comes whole in its JSON body (a file base64-encoded): that route takes up to its own limit, the
+  // document's bytes checked exactly by the route once decoded. Routes are registered after this, at init.
+  const documentBodyLimit = Math.max(config.BODY_LIMIT_BYTES, Math.ceil((config.KNOWLEDGE_MAX_DOCUMENT_BYTES * 4) / 3) + 64 * 1024);
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (route.url === DOCUMENTS_ROUTE && methods.includes('POST')) route.bodyLimit = documentBodyLimit;
+  });
   registerCommonHeaders(fastify, new CommonHeaders(app.get(RateLimiter), parseAllowedOrigins(config.CORS_ALLOWED_ORIGINS)));
   lingerBeforeClose(fastify.server);
   // Callback-style hooks: an async hook costs a promise per request on every route.

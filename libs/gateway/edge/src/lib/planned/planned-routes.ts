@@ -26,16 +26,6 @@ const LIST = { list: true };
  * `not_implemented` until then, so clients can discover the whole surface today.
  */
 export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
-  'Knowledge bases': [
-    r('get', '/v1/knowledge_bases', 'knowledge:read', 'List knowledge bases', LIST),
-    r('post', '/v1/knowledge_bases', 'knowledge:write', 'Create a knowledge base', ID),
-    r('get', '/v1/knowledge_bases/{id}', 'knowledge:read', 'Retrieve a knowledge base'),
-    r('delete', '/v1/knowledge_bases/{id}', 'knowledge:write', 'Delete a knowledge base and everything in it'),
-    r('get', '/v1/knowledge_bases/{id}/documents', 'knowledge:read', 'List documents', LIST),
-    r('post', '/v1/knowledge_bases/{id}/documents', 'knowledge:write', 'Ingest a document', ID),
-    r('delete', '/v1/knowledge_bases/{id}/documents/{doc}', 'knowledge:write', 'Delete a document'),
-    r('post', '/v1/knowledge_bases/{id}/search', 'knowledge:read', 'Search a knowledge base'),
-  ],
   Workflows: [
     r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),
     r('post', '/v1/workflows', 'agents:write', 'Create a workflow', ID),
