@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { chunkDocument, splitSentences } from './chunk';
 import { ExtractedDocument, ExtractedSection } from './types';
 
@@ -132,6 +133,46 @@ describe('chunkDocument', () => {
     const giant = 'x'.repeat(250);
     const chunks = chunkDocument(doc([{ headings: [], text: `Before the token. ${giant} after it.` }]), { maxChars: 100, overlapChars: 30 });
     expect(chunks.map((c) => c.text)).toEqual(['Before the token.', giant, 'after it.']);
+  });
+
+  it('holds for any text: bounded, words whole and in order, nothing lost, positions in order, deterministic', () => {
+    const word = fc.oneof(
+      fc.constantFrom('a', 'refund', 'Order', 'policy.', 'Yes!', 'e.g.', 'Dr.', 'days?', '“quoted.”', '42', 'x'.repeat(70)),
+      fc.stringMatching(/^[A-Za-z]{1,12}[.,!?]?$/),
+    );
+    const separator = fc.constantFrom(' ', ' ', ' ', '\n', '\n\n');
+    const text = fc
+      .array(fc.tuple(word, separator), { minLength: 1, maxLength: 200 })
+      .map((parts) => parts.map(([w, sep]) => w + sep).join('').trim());
+    const section = fc.record({
+      headings: fc.array(fc.constantFrom('A', 'B', 'C'), { maxLength: 3 }),
+      text,
+    });
+    fc.assert(
+      fc.property(fc.array(section, { minLength: 1, maxLength: 5 }), fc.integer({ min: 20, max: 400 }), fc.integer({ min: 0, max: 200 }), (sections, maxChars, overlapChars) => {
+        const input = doc(sections);
+        const chunks = chunkDocument(input, { maxChars, overlapChars });
+        expect(chunkDocument(input, { maxChars, overlapChars })).toEqual(chunks);
+        chunks.forEach((chunk, i) => {
+          expect(chunk.position).toBe(i);
+          if (chunk.text.length > maxChars) expect(chunk.text).not.toMatch(/\s/);
+          expect(chunk.text).toBe(chunk.text.trim());
+        });
+        // Every word of the document is in a chunk, each chunk's words are a run of the document's words.
+        const docWords = sections.flatMap((s) => s.text.split(/\s+/).filter(Boolean));
+        const joined = ` ${docWords.join(' ')} `;
+        const seen = new Set<string>();
+        for (const chunk of chunks) {
+          const words = chunk.text.split(/\s+/).filter(Boolean);
+          words.forEach((w) => seen.add(w));
+          const run = ` ${words.join(' ')} `;
+          // Merged sections add their heading as a line: only check chunks of unmerged text.
+          if (!sections.some((s) => s.headings.length > 0)) expect(joined).toContain(run);
+        }
+        docWords.forEach((w) => expect(seen.has(w)).toBe(true));
+      }),
+      { numRuns: 300, seed: 20 },
+    );
   });
 
   it('does not break sentences at abbreviations or before a lower-case word', () => {

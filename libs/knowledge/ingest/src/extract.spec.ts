@@ -112,6 +112,12 @@ describe('extractDocument', () => {
     expect(doc.title).toMatch(/Delivery and returns|Help centre/);
     const all = doc.sections.map((s) => s.text).join('\n');
     expect(all).not.toMatch(/Home|Cart|All rights reserved|trackPageView|Search/);
+    // The page's h1 stays the top of the heading path (Readability demotes h1 to h2 in the article).
+    expect(doc.sections.map((s) => s.headings)).toEqual([
+      ['Delivery and returns'],
+      ['Delivery and returns', 'Delivery times'],
+      ['Delivery and returns', 'Return fees'],
+    ]);
     const delivery = doc.sections.find((s) => s.headings[s.headings.length - 1] === 'Delivery times');
     expect(delivery?.text).toContain('Orders placed before noon ship the same day.');
     expect(delivery?.text).toContain('- Standard: 3 to 5 days\n- Express: next day');

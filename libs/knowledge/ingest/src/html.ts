@@ -49,6 +49,9 @@ class DomSections {
   private listDepth = 0;
   private itemDepth = 0;
 
+  /** `topHeadings`: texts of the page's h1 elements, level 1 wherever they are (Readability turns h1 into h2). */
+  constructor(private readonly topHeadings: ReadonlySet<string> = new Set()) {}
+
   walk(node: DomNode): this {
     if (node.nodeType === TEXT) {
       this.inline += node.textContent ?? '';
@@ -62,7 +65,7 @@ class DomSections {
       this.endInline();
       this.endLines();
       const text = collapseSpaces(node.textContent ?? '');
-      if (text) this.collector.heading(Number(heading[1]), text);
+      if (text) this.collector.heading(this.topHeadings.has(text) ? 1 : Number(heading[1]), text);
       return this;
     }
     switch (tag) {
@@ -189,6 +192,7 @@ export function extractHtmlBody(html: string): { title?: string; sections: Extra
 export function extractHtml(html: string): { title?: string; sections: ExtractedSection[] } {
   const document = parseDocument(html);
   removeFurniture(document);
+  const topHeadings = new Set(Array.from(document.querySelectorAll('h1')).map((h) => collapseSpaces(h.textContent ?? '')));
   let article: ReturnType<Readability<DomNode>['parse']> = null;
   try {
     article = new Readability<DomNode>(document as never, { serializer: (node) => node as unknown as DomNode }).parse();
@@ -197,7 +201,7 @@ export function extractHtml(html: string): { title?: string; sections: Extracted
   }
   const content = article?.content;
   if (content && normalizeText(content.textContent ?? '')) {
-    const sections = new DomSections().walk(content).finish();
+    const sections = new DomSections(topHeadings).walk(content).finish();
     const title = collapseSpaces(article?.title ?? '') || firstHeading(sections);
     return { title: title || undefined, sections };
   }
