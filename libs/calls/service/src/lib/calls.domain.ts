@@ -241,7 +241,7 @@ export class CallsDomain {
    * still takes turns (the ones being spoken as it ended); after that its transcript is closed (409).
    */
   async appendTurn(accountId: string, id: string, turn: TurnInput, now = new Date()): Promise<number> {
-    const { stream, speaker, ...fields } = turn;
+    const { stream, speaker, grounding, ...fields } = turn;
     const call = await this.amend(accountId, id, async (current, m) => {
       if (!isLive(current.status) && (!current.endedAt || now.getTime() - current.endedAt.getTime() > TRANSCRIPT_GRACE_MS)) {
         throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
@@ -250,7 +250,7 @@ export class CallsDomain {
       if (numbered.streamId !== null && (await this.repository.hasTurn(m, id, numbered.streamId, numbered.streamSeq))) return [];
       current.turns += 1;
       current.transcriptAvailable = true;
-      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered, speaker: speaker || null });
+      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered, speaker: speaker || null, grounding: grounding ?? [] });
       return [
         await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined, ...(speaker ? { speaker } : {}) }),
       ];

@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind, InjectedCallEvent } from '@parley/contracts';
+import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind, GroundingSource, InjectedCallEvent } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
 import { EndReason, MEDIA_END_REASONS } from './call-state';
@@ -19,6 +19,15 @@ const toTurn = (t: CallTurnEntity): callsV1.Turn => ({
   end_ms: t.endMs,
   interrupted: t.interrupted,
   speaker: t.speaker ?? '',
+  grounding: t.grounding ?? [],
+});
+
+/** A grounding source as the worker sent it, with only its fields (a score that is not a number: 0). */
+const toGroundingSource = (g: callsV1.GroundingSource): GroundingSource => ({
+  document_id: g.document_id,
+  knowledge_base_id: g.knowledge_base_id,
+  title: g.title,
+  score: Number.isFinite(g.score) ? g.score : 0,
 });
 
 /** The flow's first entry, or the type of the edge that fired. */
@@ -181,6 +190,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       endMs: Number(turn.end_ms),
       interrupted: turn.interrupted,
       speaker: turn.speaker || undefined,
+      // The documents an answer was grounded in, best first; none on other turns.
+      ...(turn.grounding?.length ? { grounding: turn.grounding.map(toGroundingSource) } : {}),
       stream: req.seq > 0 ? { id: req.stream_id, seq: req.seq } : undefined,
     });
     return { turns };

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { GroundingSource } from '@parley/contracts';
 import { CallStatus } from './call-state';
 
 @Entity({ name: 'calls' })
@@ -85,4 +86,6 @@ export class CallTurnEntity {
   @Column({ name: 'stream_seq', type: 'int', nullable: true }) streamSeq: number | null;
   /** Who said it when the call's sides are people (a rendezvous seat); null on other calls. */
   @Column({ type: 'text', nullable: true }) speaker: string | null;
+  /** The knowledge-base documents an agent's answer was grounded in, best first; [] on turns without. */
+  @Column({ type: 'jsonb' }) grounding: GroundingSource[];
 }

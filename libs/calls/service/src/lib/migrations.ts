@@ -368,6 +368,22 @@ export class CreateCallPendingEvents1764900000430 implements MigrationInterface 
   }
 }
 
+/**
+ * Which knowledge-base documents grounded an agent's answer (GroundingSource in @parley/contracts: document_id,
+ * knowledge_base_id, title, score), best first; [] on turns without, and on the turns stored before.
+ */
+export class AddTurnGrounding1765000000440 implements MigrationInterface {
+  name = 'AddTurnGrounding1765000000440';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE call_turns ADD COLUMN IF NOT EXISTS grounding jsonb NOT NULL DEFAULT '[]'`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE call_turns DROP COLUMN IF EXISTS grounding`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -388,4 +404,5 @@ export const CALLS_MIGRATIONS = [
   AddTurnSpeaker1764700000410,
   CreateCallFlowTransitions1764800000420,
   CreateCallPendingEvents1764900000430,
+  AddTurnGrounding1765000000440,
 ];

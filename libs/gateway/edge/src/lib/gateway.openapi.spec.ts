@@ -89,6 +89,16 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(Object.keys(schemas['FlowTransitionDto'].properties ?? {})).toEqual(['object', 'call_id', 'from', 'to', 'kind', 'edge_index', 'when', 'event', 'captured', 'at_ms']);
     expect(schemas['TranscriptDto'].properties?.['flow_transitions']).toBeDefined();
   });
+
+  it('documents on each transcript turn the knowledge-base documents its answer was grounded in', () => {
+    const schemas = document.components?.schemas as Record<string, Schema>;
+    const grounding = schemas['TurnDto'].properties?.['grounding'] as Schema & { items?: { $ref?: string } };
+
+    expect(schemas['TurnDto'].required).toContain('grounding');
+    expect(grounding.description).toContain('knowledge-base documents the answer was grounded in (the turn’s lookup and any `search_knowledge_base` call), best first');
+    expect(grounding.items?.$ref).toBe('#/components/schemas/GroundingSourceDto');
+    expect(Object.keys(schemas['GroundingSourceDto'].properties ?? {})).toEqual(['document_id', 'knowledge_base_id', 'title', 'score']);
+  });
 });
 
 describe('the browser client routes in the OpenAPI document', () => {

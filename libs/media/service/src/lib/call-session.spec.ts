@@ -8,7 +8,7 @@ import { AppError } from '@parley/rpc';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
-import { VoiceEngine } from '@parley/voice-engine';
+import { FakeKnowledgeSearch, realClock, VoiceEngine } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
 import { directSocket } from './testing/direct-socket';
@@ -381,6 +381,41 @@ describe('a carrier media stream session', () => {
     for (const seq of [1, 2, 3, 4, 5]) expect(calls.attempts.filter((a) => a === seq)).toHaveLength(2);
     expect(calls.heartbeats.at(-1)).toMatchObject({ stopped: true });
   }, 30_000);
+
+  it('appends an answer with the knowledge-base documents that grounded it, and the turns without grounding with none', async () => {
+    const calls = new FakeCalls(CALL);
+    const groundedAgent: AgentsPort = {
+      getAgent: async () => ({
+        spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 }, knowledge_base_id: 'kb_faq' },
+        effective: { autonomy: 'agentic' },
+      }),
+    };
+    const knowledge = new FakeKnowledgeSearch(realClock, [
+      { documentId: 'doc_hours', knowledgeBaseId: 'kb_faq', title: 'Opening hours', text: 'The store opens at nine and closes at six.' },
+    ]);
+    const stt = new FakeSpeechToText().queue('When does the store open?');
+    const { session } = setup(CALL, {
+      calls,
+      echoMarks: true,
+      deps: { agents: groundedAgent, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm: new FakeLlm(['We open at nine.']), knowledge } },
+    });
+    const quiet = pcm16ToMulaw(new Int16Array(160));
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 1, 'the greeting appended');
+    for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, 2000 + t));
+    for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    await until(() => calls.reports.length >= 3, 'the answer appended');
+
+    const turns = calls.reports.filter((r): r is callsV1.AppendTurnRequest => 'turn' in r).map((r) => [r.turn?.role, r.turn?.text, r.turn?.grounding]);
+    expect(turns).toEqual([
+      ['assistant', 'Hi.', []],
+      ['user', 'When does the store open?', []],
+      ['assistant', 'We open at nine.', [{ document_id: 'doc_hours', knowledge_base_id: 'kb_faq', title: 'Opening hours', score: expect.any(Number) }]],
+    ]);
+    expect(knowledge.queries).toEqual([expect.objectContaining({ baseIds: ['kb_faq'], query: 'When does the store open?' })]);
+    await session.onClose();
+  }, 15_000);
 
   it('ignores frames it cannot read', async () => {
     const { session, closes } = setup();

@@ -515,7 +515,7 @@ export class CallSession {
           account_id: call.account_id,
           call_id: call.id,
           ...this.nextReport(),
-          turn: { role: who.role, text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: who.speaker },
+          turn: { role: who.role, text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: who.speaker, grounding: [] },
         };
         writer.add('turn', () => this.deps.calls.appendTurn(req));
       },
@@ -584,7 +584,17 @@ export class CallSession {
           const req = {
             ...ids,
             ...this.nextReport(),
-            turn: { role: turn.role, text: turn.text, language: turn.language, start_ms: turn.startMs, end_ms: turn.endMs, interrupted: turn.interrupted, speaker: '' },
+            turn: {
+              role: turn.role,
+              text: turn.text,
+              language: turn.language,
+              start_ms: turn.startMs,
+              end_ms: turn.endMs,
+              interrupted: turn.interrupted,
+              speaker: '',
+              // Which knowledge-base documents grounded an answer ([] on turns without).
+              grounding: turn.grounding ?? [],
+            },
           };
           transcript.add('turn', () => this.deps.calls.appendTurn(req));
         },

@@ -1,5 +1,5 @@
 import { callsV1, FlowTransition, FlowTransitionKind } from '@parley/contracts';
-import { CallDto, FlowTransitionDto } from './call.dto';
+import { CallDto, FlowTransitionDto, GroundingSourceDto } from './call.dto';
 
 const orNull = (s: string) => (s === '' ? null : s);
 
@@ -34,6 +34,11 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     claimed_by: orNull(c.claimed_by),
     claimed_at: orNull(c.claimed_at),
   };
+}
+
+/** The documents a turn's answer was grounded in, best first: [] on turns without (as TurnDto's speaker, always present). */
+export function presentGrounding(sources: callsV1.GroundingSource[] | undefined): GroundingSourceDto[] {
+  return (sources ?? []).map((g) => ({ document_id: g.document_id, knowledge_base_id: g.knowledge_base_id, title: g.title, score: g.score }));
 }
 
 /** A move of the call's flow, as the transcript and the event stream (`call.flow.transitioned`) show it. */

@@ -108,6 +108,14 @@ export class CallDto {
   claimed_at: string | null;
 }
 
+/** A knowledge-base document an agent's answer was grounded in. */
+export class GroundingSourceDto {
+  @ApiProperty({ example: 'doc_2b9X4fK1', description: 'The document, one of its knowledge base’s `documents`.' }) document_id: string;
+  @ApiProperty({ example: 'kb_7Yq3mP0a', description: 'The knowledge base it is in.' }) knowledge_base_id: string;
+  @ApiProperty({ example: 'Opening hours', description: 'The document’s title.' }) title: string;
+  @ApiProperty({ example: 0.82, minimum: 0, maximum: 1, description: 'How well its best passage matched the search, 0-1 (higher is better).' }) score: number;
+}
+
 export class TurnDto {
   @ApiProperty({ enum: ['user', 'assistant'] }) role: 'user' | 'assistant';
   @ApiProperty({ description: 'What was said; for an interrupted assistant turn, only what the caller heard.' }) text: string;
@@ -122,6 +130,13 @@ export class TurnDto {
     description: 'Who said it when both sides are people: a rendezvous seat\'s name (each seat is its own speaker). Null on other calls.',
   })
   speaker: string | null;
+  @ApiProperty({
+    type: [GroundingSourceDto],
+    description:
+      'The knowledge-base documents the answer was grounded in (the turn’s lookup and any `search_knowledge_base` call), best first; ' +
+      'empty (`[]`) on turns without: the caller’s turns, and answers no knowledge base informed.',
+  })
+  grounding: GroundingSourceDto[];
 }
 
 const FLOW_TRANSITION_KINDS: readonly FlowTransitionKind[] = ['start', ...EDGE_TYPES];

@@ -29,7 +29,7 @@ describe('the calls list time filters', () => {
 });
 
 describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
-  const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', ...over });
+  const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', grounding: [], ...over });
   const transcriptOf = (turns: callsV1.Turn[], transitions: callsV1.FlowTransition[] = []) => {
     const calls = { call: async () => ({ call: { status: 'ended' }, turns, transitions }) } as unknown as CallsClient;
     return new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).transcript({ accountId: 'acc_1' } as never, 'call_1');
@@ -42,6 +42,19 @@ describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
       ['patient', 'user', 'Hello', 1.2],
     ]);
     expect((await transcriptOf([turn({}), turn({ role: 'assistant' })])).turns.map((t) => t.speaker)).toEqual([null, null]);
+  });
+
+  it('shows which knowledge-base documents grounded each answer, best first, and [] on turns without', async () => {
+    const sources = [
+      { document_id: 'doc_hours', knowledge_base_id: 'kb_faq', title: 'Opening hours', score: 0.92 },
+      { document_id: 'doc_returns', knowledge_base_id: 'kb_faq', title: 'Returns policy', score: 0.41 },
+    ];
+    const transcript = await transcriptOf([turn({ text: 'When do you open?' }), turn({ role: 'assistant', text: 'We open at nine.', grounding: sources })]);
+
+    expect(transcript.turns.map((t) => [t.role, t.text, t.grounding])).toEqual([
+      ['user', 'When do you open?', []],
+      ['assistant', 'We open at nine.', sources],
+    ]);
   });
 
   it('lists the moves of the call’s flow in order, each field present only when the move has it', async () => {

@@ -11,7 +11,7 @@ import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, InjectCallEventDto, RecordingUrlDto, TranscriptDto } from './call.dto';
 import { streamCallEvents } from './call-event-stream';
-import { flowTransitionOf, presentCall, presentFlowTransition } from './call-presenter';
+import { flowTransitionOf, presentCall, presentFlowTransition, presentGrounding } from './call-presenter';
 import { CallsClient } from './calls.client';
 import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
@@ -164,6 +164,7 @@ export class CallsController {
         end_seconds: Number(t.end_ms) / 1000,
         interrupted: t.interrupted,
         speaker: t.speaker || null,
+        grounding: presentGrounding(t.grounding),
       })),
       flow_transitions: res.transitions.map((t) => presentFlowTransition(id, flowTransitionOf(t))),
     };

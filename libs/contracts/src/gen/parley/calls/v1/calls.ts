@@ -408,6 +408,20 @@ export interface Turn {
   interrupted: boolean;
   /** Who said it, when the call's sides are people: a rendezvous seat's name. Empty on other calls. */
   speaker: string;
+  /**
+   * An agent answer's knowledge: the knowledge-base documents it was grounded in (the turn's lookup and any
+   * search_knowledge_base call), best first. Empty on turns without.
+   */
+  grounding: GroundingSource[];
+}
+
+/** A knowledge-base document an answer was grounded in (GroundingSource in @parley/contracts). */
+export interface GroundingSource {
+  document_id: string;
+  knowledge_base_id: string;
+  title: string;
+  /** The search's score, 0-1. */
+  score: number;
 }
 
 export interface AppendTurnRequest {
