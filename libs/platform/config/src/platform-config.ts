@@ -314,6 +314,15 @@ export class ServiceConfig {
   @Max(10_000_000)
   KNOWLEDGE_MAX_BASE_CHUNKS: number = 200_000;
 
+  /**
+   * A call's knowledge lookup budget per turn when the agent sets none (capabilities.retrieval_timeout_ms): past it
+   * the turn answers without grounding.
+   */
+  @IsInt()
+  @Min(50)
+  @Max(2000)
+  KNOWLEDGE_RETRIEVAL_TIMEOUT_MS: number = 250;
+
   /** Knowledge bases one account may have; creating one more answers 422. */
   @IsInt()
   @Min(1)

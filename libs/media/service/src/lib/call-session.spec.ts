@@ -394,10 +394,12 @@ describe('a carrier media stream session', () => {
       { documentId: 'doc_hours', knowledgeBaseId: 'kb_faq', title: 'Opening hours', text: 'The store opens at nine and closes at six.' },
     ]);
     const stt = new FakeSpeechToText().queue('When does the store open?');
+    const accounts: string[] = [];
     const { session } = setup(CALL, {
       calls,
       echoMarks: true,
-      deps: { agents: groundedAgent, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm: new FakeLlm(['We open at nine.']), knowledge } },
+      // As the worker wires it: one search per call, bound to the call's account.
+      deps: { agents: groundedAgent, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm: new FakeLlm(['We open at nine.']) }, knowledge: (account) => (accounts.push(account), knowledge) },
     });
     const quiet = pcm16ToMulaw(new Int16Array(160));
     await session.onFrame(frames.start('good-token'));
@@ -414,6 +416,7 @@ describe('a carrier media stream session', () => {
       ['assistant', 'We open at nine.', [{ document_id: 'doc_hours', knowledge_base_id: 'kb_faq', title: 'Opening hours', score: expect.any(Number) }]],
     ]);
     expect(knowledge.queries).toEqual([expect.objectContaining({ baseIds: ['kb_faq'], query: 'When does the store open?' })]);
+    expect(accounts).toEqual([CALL.account_id]);
     await session.onClose();
   }, 15_000);
 

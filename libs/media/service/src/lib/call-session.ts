@@ -2,7 +2,7 @@ import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16, resamplePcm16 } from '@parley/audio';
 import { OPERATOR_JOIN_GRACE_SECONDS, REALTIME_TOKEN_TTL_SECONDS } from '@parley/contracts';
-import { agentSettings, EngineProviders, realClock, VoiceEngine } from '@parley/voice-engine';
+import { agentSettings, EngineProviders, KnowledgeSearch, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
@@ -60,6 +60,10 @@ export interface CallSessionDeps {
   commandAddress?: string;
   recordings: BlobStore;
   providers: EngineProviders;
+  /** Knowledge-base search for one account's calls (the agents service's Search); absent: no grounding. */
+  knowledge?: (accountId: string) => KnowledgeSearch;
+  /** KNOWLEDGE_RETRIEVAL_TIMEOUT_MS: a turn's lookup budget when the agent sets none. */
+  retrievalTimeoutMs?: number;
   defaults: { model: string; sttProvider: string; ttsProvider: string; llmProvider?: string };
   /** Outbound requests of agent tools: EGRESS_ALLOWLIST and INTERNAL_HOSTS (absent: public https only); CALENDAR_BASE_URL. */
   tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
@@ -559,9 +563,10 @@ export class CallSession {
     const ids = { account_id: call.account_id, call_id: call.id };
     const transcript = new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript });
     this.transcript = transcript;
+    const knowledge = this.deps.knowledge?.(call.account_id);
     this.engine = new VoiceEngine(
       settings,
-      this.deps.providers,
+      knowledge ? { ...this.deps.providers, knowledge } : this.deps.providers,
       {
         clock: realClock,
         sink: {
@@ -637,6 +642,7 @@ export class CallSession {
         callId: call.id,
         tools: this.deps.tools,
         voicemailMessage,
+        retrievalTimeoutMs: this.deps.retrievalTimeoutMs,
         ...(resume
           ? { resume: { reason: resume, turns: turns.filter((t) => t.role === 'user' || t.role === 'assistant').map((t) => ({ role: t.role as 'user' | 'assistant', text: t.text })) } }
           : {}),

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { ClientGrpc, ClientsModule } from '@nestjs/microservices';
-import { AGENTS_V1, agentsV1, CALLS_V1, callsV1, readAgentRuntime } from '@parley/contracts';
+import { AGENTS_V1, agentsV1, CALLS_V1, callsV1, KNOWLEDGE_V1, knowledgeV1, readAgentRuntime } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { browserMediaProtocol } from '@parley/carrier-web';
 import { REALTIME_PATH } from '@parley/contracts';
@@ -12,7 +12,7 @@ import { grpcClientProvider, RpcClient } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
-import { EngineProviders } from '@parley/voice-engine';
+import { EngineProviders, KnowledgeHit, KnowledgeQuery, KnowledgeSearch } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { CallLinks } from './call-links';
 import { MediaLoadReporter } from './media-load-reporter';
@@ -31,6 +31,7 @@ function drainEndMs(config: ServiceConfig): number {
   return Math.floor((config.SHUTDOWN_GRACE_MS * 4) / 5);
 }
 const AGENTS_GRPC = 'AGENTS_GRPC';
+const KNOWLEDGE_GRPC = 'KNOWLEDGE_GRPC';
 
 /** The calls service over gRPC, as sessions see it. */
 class GrpcCallsPort implements CallsPort {
@@ -104,6 +105,24 @@ class GrpcAgentsPort implements AgentsPort {
 }
 
 /**
+ * Knowledge-base search for one account's calls, over the agents deployable's KnowledgeService. The turn's budget
+ * is the engine's (it stops waiting, and drops the answer, when the budget is over); the RPC deadline only bounds a
+ * hung connection.
+ */
+class GrpcKnowledgeSearch implements KnowledgeSearch {
+  constructor(
+    private readonly client: RpcClient<knowledgeV1.KnowledgeServiceClient>,
+    private readonly accountId: string,
+  ) {}
+
+  async search(query: KnowledgeQuery): Promise<KnowledgeHit[]> {
+    const request = { account_id: this.accountId, knowledge_base_ids: query.baseIds, query: query.query, limit: query.limit, min_score: 0 };
+    const { hits } = await this.client.call('search', (s, md) => s.search(request, md));
+    return hits.map((h) => ({ documentId: h.document_id, knowledgeBaseId: h.knowledge_base_id, title: h.title, heading: h.heading, text: h.text, score: h.score }));
+  }
+}
+
+/**
  * Opens the carrier-facing WebSocket server with the service and drains it on shutdown, before the service's gRPC
  * server closes: commands about the calls still running (EndStream, LeaveVoicemail) reach them while they drain.
  */
@@ -116,10 +135,12 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
   constructor(
     @Inject(CALLS_GRPC) calls: ClientGrpc,
     @Inject(AGENTS_GRPC) agents: ClientGrpc,
+    @Inject(KNOWLEDGE_GRPC) knowledge: ClientGrpc,
     @Inject(BUS) bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {
     const [stt, tts] = [config.STT_PROVIDERS.split(',')[0], config.TTS_PROVIDERS.split(',')[0]];
+    const knowledgeClient = new RpcClient<knowledgeV1.KnowledgeServiceClient>(knowledge, KNOWLEDGE_V1, 'knowledge', config.RPC_TIMEOUT_MS);
     this.providers = speechProviders(config);
     this.server = new MediaStreamServer(
       // Browsers are carriers too: web calls on the realtime socket, the dev phone's legs at /streams/dev.
@@ -128,6 +149,8 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
       {
         calls: new GrpcCallsPort(calls, config.RPC_TIMEOUT_MS),
         agents: new GrpcAgentsPort(agents, config.RPC_TIMEOUT_MS),
+        knowledge: (accountId) => new GrpcKnowledgeSearch(knowledgeClient, accountId),
+        retrievalTimeoutMs: config.KNOWLEDGE_RETRIEVAL_TIMEOUT_MS,
         commandAddress: config.MEDIA_GRPC_ADVERTISE_URL ?? config.MEDIA_GRPC_URL,
         recordings: createBlobStore(config),
         // A claimed call's phone stream and its operator's browser may reach two workers: they meet on the bus.
@@ -168,6 +191,8 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
     ClientsModule.registerAsync([
       { name: CALLS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(CALLS_GRPC, CALLS_V1, c.CALLS_GRPC_URL) },
       { name: AGENTS_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(AGENTS_GRPC, AGENTS_V1, c.AGENTS_GRPC_URL) },
+      // Knowledge bases are served by the agents deployable today.
+      { name: KNOWLEDGE_GRPC, inject: [CONFIG], useFactory: (c: ServiceConfig) => grpcClientProvider(KNOWLEDGE_GRPC, KNOWLEDGE_V1, c.AGENTS_GRPC_URL) },
     ]),
   ],
   controllers: [MediaWorkerGrpcController],
