@@ -21,6 +21,9 @@ You can return any item within 30 days of delivery for a full refund. Refunds ar
 ## Shipping costs
 Standard shipping is free on orders over 50 euros. Express delivery costs 9 euros and arrives the next business day.
 
+## Warranty
+Every appliance carries a two-year warranty covering manufacturing defects.
+
 ## Opening hours
 Our support line is open Monday to Friday from 9 am to 6 pm.
 `;
@@ -156,6 +159,9 @@ describe('knowledge bases (real PostgreSQL)', () => {
 
     const typo = await domain.search(ACME, { baseIds: [base.id], query: 'refnd polcy', limit: 3 });
     expect(typo[0].heading).toMatch(/Refund policy/);
+
+    const warranty = await domain.search(ACME, { baseIds: [base.id], query: 'warrenty for my aplliance', limit: 1 });
+    expect(warranty[0].text).toMatch(/two-year warranty/);
 
     const opening = await domain.search(ACME, { baseIds: [base.id], query: 'When is the support line open?', limit: 1 });
     expect(opening[0].text).toMatch(/support line is open/);

@@ -1,25 +1,40 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
 import { chunkDocument, extractDocument, fetchDocument } from '@parley/knowledge-ingest';
 import { HealthRegistry } from '@parley/observability';
-import { openServiceDatabase, resolveDatabaseUrl } from '@parley/persistence';
+import { migrateServiceSchema, resolveDatabaseUrl, serviceDataSourceOptions } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { DocumentIngestor, INGEST_EGRESS } from './document-ingestor';
 import { INGEST_FUNCTIONS, IngestFunctions } from './ingest-port';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
 import { KnowledgeGrpcController } from './knowledge.grpc-controller';
-import { KNOWLEDGE_DB, KnowledgeRepository } from './knowledge.repository';
+import { FUZZY_MIN_SIMILARITY, KNOWLEDGE_DB, KnowledgeRepository } from './knowledge.repository';
 import { KNOWLEDGE_LIMITS, knowledgeLimits } from './limits';
 import { KNOWLEDGE_MIGRATIONS } from './migrations';
 
 export const KNOWLEDGE_SCHEMA = 'knowledge';
 
-/** The knowledge library's own connection pool, on its own schema (migrated at start-up like a service's). */
+/**
+ * The knowledge library's own connection pool, on its own schema (migrated at start-up like a service's). Its
+ * sessions take pg_trgm's word-similarity threshold from FUZZY_MIN_SIMILARITY, so the trigram index finds a
+ * misspelt word (the extension's default, 0.6, misses many one-letter typos).
+ */
 export async function openKnowledgeDatabase(url: string): Promise<DataSource> {
-  return openServiceDatabase(url, { schema: KNOWLEDGE_SCHEMA, entities: [], migrations: KNOWLEDGE_MIGRATIONS, poolSize: 5 });
+  const base = serviceDataSourceOptions(url, { schema: KNOWLEDGE_SCHEMA, entities: [], migrations: KNOWLEDGE_MIGRATIONS, poolSize: 5 });
+  const dataSource = await new DataSource({
+    ...base,
+    extra: { options: `-c search_path=${KNOWLEDGE_SCHEMA} -c pg_trgm.word_similarity_threshold=${FUZZY_MIN_SIMILARITY}` },
+  } as DataSourceOptions).initialize();
+  try {
+    await migrateServiceSchema(dataSource, KNOWLEDGE_SCHEMA);
+  } catch (error) {
+    await dataSource.destroy();
+    throw error;
+  }
+  return dataSource;
 }
 
 const INGEST: IngestFunctions = { extractDocument, chunkDocument, fetchDocument };

@@ -92,8 +92,11 @@ const CANDIDATES_PER_ARM = 200;
 const MAX_TERMS = 24;
 /** Words shorter than this never match by trigram (too few trigrams to tell a typo from another word). */
 const FUZZY_MIN_LENGTH = 4;
-/** Below this word similarity a term counts as absent from a chunk. */
-const FUZZY_MIN_SIMILARITY = 0.5;
+/**
+ * Below this word similarity a term counts as absent from a chunk; also the trigram index's threshold (the
+ * sessions' pg_trgm.word_similarity_threshold). 'warrenty' is 0.5 like 'warranty', 'aplliance' 0.54 like 'appliance'.
+ */
+export const FUZZY_MIN_SIMILARITY = 0.45;
 /** score = COVERAGE_WEIGHT × coverage + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
 const COVERAGE_WEIGHT = 0.8;
 
@@ -450,7 +453,7 @@ export class KnowledgeRepository {
    *   score = 0.8 × coverage + 0.2 × density
    *
    * coverage: the mean over the query's terms of 1 when the chunk has the term's lexeme, else the word similarity
-   * of the term to the chunk's text when at least 0.5 (a misspelt term counts partly), else 0; density:
+   * of the term to the chunk's text when at least 0.45 (a misspelt term counts partly), else 0; density:
    * `ts_rank_cd(tsv, any-term query, 1|32)` (heading matches weigh more, long chunks are evened out), in 0-1.
    * Best first; ties by document id, then position.
    */
