@@ -1,0 +1,83 @@
+import { AppError } from '@parley/rpc';
+import { IngestionQueue } from './ingestion-queue';
+import { KnowledgeDomain } from './knowledge.domain';
+import { KnowledgeRepository, SearchHitRecord } from './knowledge.repository';
+import { textSearchConfig } from './language';
+
+const limits = { maxDocumentBytes: 100, maxDocumentCharacters: 1000, maxBaseChunks: 10, maxBasesPerAccount: 2 };
+
+function domain(repo: Partial<KnowledgeRepository> = {}) {
+  const enqueued: string[] = [];
+  const queue = { enqueue: (id: string) => enqueued.push(id) } as unknown as IngestionQueue;
+  return { d: new KnowledgeDomain(repo as KnowledgeRepository, queue, limits), enqueued };
+}
+
+const problems = (p: Promise<unknown>) => p.then(() => undefined, (e: AppError) => ({ code: e.code, fields: e.errors?.map((x) => x.field) }));
+
+const hit = (documentId: string, position: number, score: number, baseId = 'kb_a'): SearchHitRecord => ({
+  documentId,
+  baseId,
+  title: '',
+  heading: '',
+  text: '',
+  position,
+  score,
+});
+
+describe('KnowledgeDomain', () => {
+  it('maps languages to text-search configurations', () => {
+    expect(['en', 'en-US', 'fr-CA', 'de', 'pt-BR', 'sv', 'zh', 'tlh'].map(textSearchConfig)).toEqual([
+      'english',
+      'english',
+      'french',
+      'german',
+      'portuguese',
+      'swedish',
+      'simple',
+      'simple',
+    ]);
+  });
+
+  it('refuses documents without exactly one source, text without a title, bad URLs and text content types', async () => {
+    const { d } = domain({ addDocument: jest.fn() });
+    expect(await problems(d.addDocument('a', 'kb_x', { title: 't' }))).toEqual({ code: 'validation_error', fields: ['text'] });
+    expect(await problems(d.addDocument('a', 'kb_x', { title: 't', text: { text: 'x' }, url: 'https://e.com' }))).toMatchObject({ fields: ['text'] });
+    expect(await problems(d.addDocument('a', 'kb_x', { text: { text: 'x' } }))).toEqual({ code: 'validation_error', fields: ['title'] });
+    expect(await problems(d.addDocument('a', 'kb_x', { url: 'ftp://e.com/x' }))).toEqual({ code: 'validation_error', fields: ['url'] });
+    expect(await problems(d.addDocument('a', 'kb_x', { title: 't', text: { text: 'x', contentType: 'application/json' } }))).toEqual({
+      code: 'validation_error',
+      fields: ['content_type'],
+    });
+    expect(await problems(d.addDocument('a', 'kb_x', { file: { data: Buffer.alloc(101), contentType: 'application/pdf' } }))).toMatchObject({
+      code: 'payload_too_large',
+    });
+  });
+
+  it('queues a stored document and answers it at once; a missing base is not found', async () => {
+    const stored = { id: 'doc_1', status: 'processing' };
+    const { d, enqueued } = domain({ addDocument: jest.fn().mockResolvedValueOnce(stored).mockResolvedValueOnce(undefined) });
+    expect(await d.addDocument('a', 'kb_x', { title: 't', text: { text: 'hello', contentType: 'text/markdown' } })).toBe(stored);
+    expect(enqueued).toEqual(['doc_1']);
+    expect(await problems(d.addDocument('a', 'kb_x', { url: 'https://example.com/' }))).toMatchObject({ code: 'not_found' });
+  });
+
+  it('validates a search, 404s one missing base, skips missing ones among several, and merges languages by score', async () => {
+    const search = jest.fn(async (config: string) => (config === 'english' ? [hit('doc_b', 2, 0.5), hit('doc_a', 1, 0.9)] : [hit('doc_a', 0, 0.5, 'kb_f')]));
+    const existing = jest.fn(async (_a: string, ids: string[]) =>
+      ids.filter((id) => id !== 'kb_missing').map((id) => ({ id, config: id === 'kb_f' ? 'french' : 'english' })),
+    );
+    const { d } = domain({ existingBases: existing, search });
+    expect(await problems(d.search('a', { baseIds: ['kb_a'], query: ' ', limit: 51, minScore: 2 }))).toEqual({
+      code: 'validation_error',
+      fields: ['query', 'limit', 'min_score'],
+    });
+    expect(await problems(d.search('a', { baseIds: ['kb_missing'], query: 'x' }))).toMatchObject({ code: 'not_found' });
+    const hits = await d.search('a', { baseIds: ['kb_a', 'kb_f', 'kb_missing'], query: 'refund', limit: 2 });
+    expect(hits.map((h) => [h.documentId, h.position, h.score])).toEqual([
+      ['doc_a', 1, 0.9],
+      ['doc_a', 0, 0.5],
+    ]);
+    expect(search).toHaveBeenCalledWith('english', { baseIds: ['kb_a'], query: 'refund', limit: 2, minScore: 0 });
+    expect(search).toHaveBeenCalledWith('french', { baseIds: ['kb_f'], query: 'refund', limit: 2, minScore: 0 });
+  });
+});
