@@ -35,8 +35,11 @@ describe('standalone platform over HTTP', () => {
     expect(json.body.openapi).toBe('3.1.0');
     expect(Object.keys(json.body.paths)).toEqual(expect.arrayContaining(['/v1/agents', '/v1/agents/{id}', '/healthz']));
     expect(json.body.paths['/v1/agents'].post.responses['422'].content['application/problem+json']).toBeDefined();
-    // Accepted but not yet acted on: marked where the fields are documented; injected call events are acted on.
-    expect(json.body.components.schemas.AgentInputDto.properties.knowledge_base_ids['x-parley-status']).toBe('not-yet-supported');
+    // Knowledge grounding is acted on: no agent field but `autonomy` (outbound calls to a person) is marked not yet
+    // supported; injected call events are acted on.
+    const agentFields = json.body.components.schemas.AgentInputDto.properties as Record<string, Record<string, unknown>>;
+    expect(Object.keys(agentFields).filter((f) => agentFields[f]['x-parley-status'])).toEqual(['autonomy']);
+    expect(agentFields['knowledge_base_ids'].description).toContain('A base deleted later is skipped by the search.');
     expect(json.body.paths['/v1/calls/{id}/events'].post['x-parley-status']).toBeUndefined();
     const yaml = await platform.api().get('/openapi.yaml');
     expect(yaml.status).toBe(200);

@@ -12,8 +12,8 @@ interface Schema extends Record<string, unknown> {
   description?: string;
 }
 
-/** The agent fields calls ignore today, where the agent's own schemas carry them. */
-const AGENT_FIELDS = ['knowledge_base_id', 'knowledge_base_ids', 'autonomy'];
+/** The agent fields calls ignore today (in part), where the agent's own schemas carry them. */
+const AGENT_FIELDS = ['autonomy'];
 
 /** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
 async function openApiDocument(): Promise<OpenAPIObject> {
@@ -46,10 +46,7 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(marked.map((m) => m.field).sort()).toEqual(
       [
         ...['AgentInputDto', 'AgentPatchDto', 'AgentDto'].flatMap((dto) => AGENT_FIELDS.map((f) => `${dto}.${f}`)),
-        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => ['knowledge_base_ids', 'autonomy'].map((f) => `${dto}.${f}`)),
-        'CapabilitiesDto.retrieval_timeout_ms',
-        'CapabilitiesDto.search_knowledge',
-        'FlowNodeDto.knowledge_base_ids',
+        ...['EffectiveConfigDto', 'GroupDefaultsDto'].flatMap((dto) => AGENT_FIELDS.map((f) => `${dto}.${f}`)),
       ].sort(),
     );
     for (const { field, description } of marked) expect({ field, description }).toEqual({ field, description: expect.stringMatching(/ Not yet acted on: .+ until .+ lands\.$/) });
@@ -88,6 +85,31 @@ describe('the OpenAPI document the gateway serves', () => {
     expect(stream.description).toContain('`call.flow.transitioned`');
     expect(Object.keys(schemas['FlowTransitionDto'].properties ?? {})).toEqual(['object', 'call_id', 'from', 'to', 'kind', 'edge_index', 'when', 'event', 'captured', 'at_ms']);
     expect(schemas['TranscriptDto'].properties?.['flow_transitions']).toBeDefined();
+  });
+
+  it('documents the knowledge fields as acted on: the per-turn lookup within its budget, the search tool, the node override', () => {
+    const schemas = document.components?.schemas as Record<string, Schema>;
+    const fields = [
+      ...['AgentInputDto', 'AgentPatchDto', 'AgentDto'].flatMap((dto) => ['knowledge_base_id', 'knowledge_base_ids'].map((f) => [dto, f])),
+      ...['EffectiveConfigDto', 'GroupDefaultsDto'].map((dto) => [dto, 'knowledge_base_ids']),
+      ['CapabilitiesDto', 'retrieval_timeout_ms'],
+      ['CapabilitiesDto', 'search_knowledge'],
+      ['FlowNodeDto', 'knowledge_base_ids'],
+    ];
+    for (const [dto, field] of fields) {
+      const property = schemas[dto].properties?.[field] as Schema;
+      expect({ field: `${dto}.${field}`, status: property[PARLEY_STATUS], acted: !property.description?.includes('Not yet acted on') }).toEqual({
+        field: `${dto}.${field}`,
+        status: undefined,
+        acted: true,
+      });
+    }
+    const capabilities = schemas['CapabilitiesDto'].properties ?? {};
+    expect(capabilities['retrieval_timeout_ms'].description).toContain('the answer waits at most this long for the passages');
+    expect(capabilities['retrieval_timeout_ms'].description).toContain('parley_engine_knowledge_lookups_total{outcome="timeout"}');
+    expect(capabilities['search_knowledge'].description).toContain('`search_knowledge_base`');
+    expect(schemas['AgentInputDto'].properties?.['knowledge_base_ids'].description).toContain('A base deleted later is skipped by the search.');
+    expect(schemas['FlowNodeDto'].properties?.['knowledge_base_ids'].description).toContain("Absent: the agent's; empty: no grounding on this node");
   });
 
   it('documents on each transcript turn the knowledge-base documents its answer was grounded in', () => {

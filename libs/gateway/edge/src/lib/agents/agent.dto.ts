@@ -197,31 +197,26 @@ export class CapabilitiesDto implements Capabilities {
   @IsZeroOrBetween(1, 10)
   max_tool_rounds?: number;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        type: 'integer',
-        minimum: 0,
-        maximum: 2000,
-        description:
-          'Knowledge lookup time budget within a turn, in milliseconds. 50-2000; 0 means the deployment setting (then 250 ms). ' +
-          'On timeout the turn answers without grounding.',
-      },
-      'knowledge grounding',
-    ),
-  )
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 0,
+    maximum: 2000,
+    description:
+      'Knowledge lookup time budget within a turn, in milliseconds: each turn looks the caller’s latest words up in the agent’s knowledge bases ' +
+      'while the turn starts, and the answer waits at most this long for the passages. 50-2000; 0 means the deployment setting ' +
+      '(`KNOWLEDGE_RETRIEVAL_TIMEOUT_MS`, 250 ms by default). On timeout the turn answers without grounding and the miss is counted ' +
+      '(`parley_engine_knowledge_lookups_total{outcome="timeout"}`).',
+  })
   @Optional()
   @IsZeroOrBetween(50, 2000)
   retrieval_timeout_ms?: number;
 
-  @ApiPropertyOptional(
-    notYetActedOn(
-      {
-        description: 'Search the bases in `knowledge_base_ids` each turn and offer `search_knowledge_base`. Off: no lookup.',
-      },
-      'knowledge grounding',
-    ),
-  )
+  @ApiPropertyOptional({
+    description:
+      'On: each turn looks the caller’s latest words up in the agent’s knowledge bases (`knowledge_base_id` and `knowledge_base_ids`) within ' +
+      '`retrieval_timeout_ms` and gives the passages found to the model, and the model is offered `search_knowledge_base` to search with its ' +
+      'own query. Off: no lookup and no tool. (An `agentic` agent always searches.)',
+  })
   @Optional()
   @IsFlag()
   search_knowledge?: boolean;
@@ -461,9 +456,10 @@ export class NodeDto implements FlowNode {
   tools?: string[];
 
   @ApiPropertyOptional(
-    notYetActedOn(
-      textListSchema({ maxItems: 20, maxLength: REF }, "Knowledge bases used on this node, overriding the agent's; empty: no grounding."),
-      'knowledge grounding',
+    textListSchema(
+      { maxItems: 20, maxLength: REF },
+      "Knowledge bases searched on this node's turns, overriding the agent's (each must be one of the agent's). Absent: the agent's; " +
+        'empty: no grounding on this node (no lookup, and `search_knowledge_base` is not offered).',
     ),
   )
   @Optional()
@@ -887,15 +883,22 @@ export class AgentInputDto implements AgentInput {
   @IsIntBetween(0, 60)
   keypad_timeout_seconds?: number;
 
-  @ApiPropertyOptional(notYetActedOn({ description: 'Grounds answers in this knowledge base.', maxLength: REF }, 'knowledge grounding'))
+  @ApiPropertyOptional({
+    description:
+      'A knowledge base of this account that answers are grounded in, searched together with `knowledge_base_ids` on each turn ' +
+      '(an `agentic` agent, or `custom` with `capabilities.search_knowledge`). A base deleted later is skipped by the search.',
+    maxLength: REF,
+  })
   @Optional()
   @IsText(REF)
   knowledge_base_id?: string;
 
   @ApiPropertyOptional(
-    notYetActedOn(
-      textListSchema({ maxItems: 20, maxLength: REF }, 'Knowledge bases answers are grounded in.'),
-      'knowledge grounding',
+    textListSchema(
+      { maxItems: 20, maxLength: REF },
+      'Knowledge bases of this account that answers are grounded in: each turn of an `agentic` agent (or `custom` with ' +
+        '`capabilities.search_knowledge`) searches them, with `knowledge_base_id`, for the caller’s latest words within ' +
+        '`capabilities.retrieval_timeout_ms`, and the model may search them with `search_knowledge_base`. A base deleted later is skipped by the search.',
     ),
   )
   @Optional()
