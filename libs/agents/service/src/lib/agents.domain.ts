@@ -19,6 +19,13 @@ import { DeploymentCatalogue, validateAgent, validateGroup } from './spec/valida
 export const CATALOGUE = Symbol('CATALOGUE');
 export const FUNCTIONS = Symbol('FUNCTIONS');
 export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
+export const KNOWLEDGE_BASES = Symbol('KNOWLEDGE_BASES');
+
+/** The knowledge bases an agent may name: the knowledge library's domain, hosted in the same deployable. */
+export interface KnowledgeBases {
+  /** Which of `ids` name knowledge bases of this account. */
+  existingBases(accountId: string, ids: string[]): Promise<Set<string>>;
+}
 
 /** The field problems a check is refused with; none when it passes. */
 async function problemsOf(check: Promise<unknown>): Promise<FieldProblem[]> {
@@ -48,6 +55,7 @@ export class AgentsDomain {
     @Inject(FUNCTIONS) readonly functions: RegisteredFunction[],
     @Inject(POST_CALL_LLM) private readonly llm: LlmProvider,
     @Inject(CONFIG) private readonly config: ServiceConfig,
+    @Inject(KNOWLEDGE_BASES) private readonly knowledge: KnowledgeBases,
   ) {}
 
   async createAgent(accountId: string, input: AgentSpec): Promise<AgentView> {
@@ -133,7 +141,7 @@ export class AgentsDomain {
   }
 
   async createGroup(accountId: string, input: GroupSpec): Promise<AgentGroupEntity> {
-    await this.checkGroup(input, input);
+    await this.checkGroup(accountId, input, input);
     return this.groups.create(accountId, input);
   }
 
@@ -144,7 +152,7 @@ export class AgentsDomain {
   }
 
   async updateGroup(accountId: string, id: string, patch: Partial<GroupSpec>): Promise<AgentGroupEntity> {
-    const group = await this.groups.update(accountId, id, patch, (spec) => this.checkGroup(spec, patch));
+    const group = await this.groups.update(accountId, id, patch, (spec) => this.checkGroup(accountId, spec, patch));
     if (!group) throw AppError.notFound('agent group');
     return group;
   }
@@ -184,7 +192,7 @@ export class AgentsDomain {
   /** As agentWriteProblems, for an agent group. */
   async groupWriteProblems(accountId: string, id: string, written: Partial<GroupSpec>): Promise<FieldProblem[]> {
     const current = id ? (await this.groups.find(accountId, id))?.spec : ({} as GroupSpec);
-    return current ? problemsOf(this.checkGroup(applyPatch(current, written), written)) : [];
+    return current ? problemsOf(this.checkGroup(accountId, applyPatch(current, written), written)) : [];
   }
 
   /**
@@ -201,14 +209,30 @@ export class AgentsDomain {
     if (spec.group_id && !(await this.groups.find(accountId, spec.group_id, manager))) {
       problems.push({ field: 'group_id', message: 'names no agent group of this account' });
     }
+    problems.push(...(await this.checkBases(accountId, written)));
     if (problems.length) throw AppError.validation(problems);
     return spec;
   }
 
-  private async checkGroup(spec: GroupSpec, written: Partial<GroupSpec>): Promise<void> {
+  private async checkGroup(accountId: string, spec: GroupSpec, written: Partial<GroupSpec>): Promise<void> {
     const problems = validateGroup(spec, this.catalogue);
     problems.push(...(await this.checkUrls(urlFields(written.defaults ?? {}, 'defaults.'), problems)));
+    problems.push(...(await this.checkBases(accountId, written.defaults ?? {}, 'defaults.')));
     if (problems.length) throw AppError.validation(problems);
+  }
+
+  /**
+   * The knowledge bases the request writes must be the account's (one query). Checked where written only: a base
+   * deleted later stays named on its agents (the search skips it), and an unrelated update still passes.
+   */
+  private async checkBases(accountId: string, written: Partial<Pick<AgentSpec, 'knowledge_base_id' | 'knowledge_base_ids'>>, prefix = ''): Promise<FieldProblem[]> {
+    const named = [
+      ...(written.knowledge_base_id ? [{ field: `${prefix}knowledge_base_id`, id: written.knowledge_base_id }] : []),
+      ...(written.knowledge_base_ids ?? []).map((id, i) => ({ field: `${prefix}knowledge_base_ids[${i}]`, id })),
+    ];
+    if (!named.length) return [];
+    const existing = await this.knowledge.existingBases(accountId, named.map((n) => n.id));
+    return named.filter((n) => !existing.has(n.id)).map((n) => ({ field: n.field, message: 'names no knowledge base of this account' }));
   }
 
   /** The egress check of the URL fields not already refused (one problem per field). */

@@ -4,7 +4,8 @@ import { OpenAiCompatibleLlm } from '@parley/llm';
 import { parseEgressAllowlist, parseHttpHosts } from '@parley/egress';
 import type { RegisteredFunction } from '@parley/contracts';
 import { CONFIG } from '@parley/runtime';
-import { AgentsDomain, CATALOGUE, FUNCTIONS, POST_CALL_LLM } from './agents.domain';
+import { KnowledgeDomain, KnowledgeModule } from '@parley/knowledge-service';
+import { AgentsDomain, CATALOGUE, FUNCTIONS, KNOWLEDGE_BASES, POST_CALL_LLM } from './agents.domain';
 import { AgentsGrpcController } from './agents.grpc-controller';
 import { AgentsRepository } from './agents.repository';
 import { loadFunctions } from './functions.catalogue';
@@ -14,9 +15,15 @@ import { DeploymentCatalogue } from './spec/validate-agent';
 
 const list = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
 
+/**
+ * The agents service. It imports the knowledge library's module (the same deployable hosts knowledge bases, see
+ * withKnowledge) to check the bases an agent names through that library's domain, never its tables.
+ */
 @Module({
+  imports: [KnowledgeModule],
   controllers: [AgentsGrpcController],
   providers: [
+    { provide: KNOWLEDGE_BASES, useExisting: KnowledgeDomain },
     AgentsRepository,
     GroupsRepository,
     AgentsDomain,

@@ -96,6 +96,16 @@ export class KnowledgeDomain {
     if (!(await this.repository.deleteBase(accountId, id))) throw AppError.notFound('knowledge base');
   }
 
+  /**
+   * Which of `ids` name knowledge bases of this account: what an agent (in the same deployable) may reference. A
+   * malformed id or another account's base is left out, as a missing one.
+   */
+  async existingBases(accountId: string, ids: string[]): Promise<Set<string>> {
+    const wanted = [...new Set(ids)];
+    if (!wanted.length) return new Set();
+    return new Set((await this.repository.existingBases(accountId, wanted)).map((b) => b.id));
+  }
+
   /** Stores the document `processing` and queues its ingestion; answers at once. */
   async addDocument(accountId: string, baseId: string, input: DocumentInputFields): Promise<DocumentRecord> {
     const doc = this.newDocument(input);
