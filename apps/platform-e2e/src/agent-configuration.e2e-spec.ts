@@ -297,7 +297,24 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
     });
   });
 
+  it('refuses an agent or group defaults naming a knowledge base the account does not have, with the other problems', async () => {
+    const kb = await api.post('/v1/knowledge_bases', { name: 'Policies' });
+    expect(kb.status).toBe(201);
+    const refused = await api.post('/v1/agents', { name: '', languages: [{ code: 'en-US' }], knowledge_base_id: kb.body.id, knowledge_base_ids: [kb.body.id, 'kb_elsewhere'] });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'knowledge_base_ids[1]', message: 'names no knowledge base of this account' })]),
+    );
+    expect(refused.body.errors.map((e: { field: string }) => e.field)).not.toContain('knowledge_base_id');
+    const group = await api.post('/v1/agent_groups', { name: 'G', defaults: { knowledge_base_ids: ['kb_elsewhere'] } });
+    expect(group.status).toBe(422);
+    expect(group.body.errors).toEqual([expect.objectContaining({ field: 'defaults.knowledge_base_ids[0]', message: 'names no knowledge base of this account' })]);
+  });
+
   it('publishes an OpenAPI document from which a generated client type-checks a full agent', async () => {
+    // The bases an agent names are the account's.
+    const kb = await api.post('/v1/knowledge_bases', { name: 'Full' });
+    expect(kb.status).toBe(201);
     const input = {
       name: 'Full',
       description: 'Every field',
@@ -308,7 +325,8 @@ describe('agent configuration: rules, secrets, flows, groups, functions and post
       filler_phrase: 'One moment',
       flow: { start: 'a', variables: { n: 'number' }, routing: { model: 'router', instructions: 'route' }, nodes: [{ id: 'a', type: 'static', say: 'Hi', edges: [{ to: 'a', type: 'expression', priority: 1, expression: { logic: 'or', conditions: [{ variable: 'n', operator: 'gt', value: 1 }] } }] }] },
       keypad_timeout_seconds: 7,
-      knowledge_base_ids: ['kb_1'],
+      knowledge_base_id: kb.body.id as string,
+      knowledge_base_ids: [kb.body.id as string],
       language_detection: 'follow',
       languages: [
         { code: 'en-US', greeting: 'Hello', silence_prompt: 'Still there?', stt_provider: 'deepgram', tts_provider: 'elevenlabs', system_prompt: 'Be kind', voice_id: 'v1', voices: { local: 'en' } },

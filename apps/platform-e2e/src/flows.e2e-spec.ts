@@ -1,18 +1,14 @@
-import { FakeMediaStream, FakeTwilioServer } from '@parley/carrier-twilio';
+import { FakeTwilioServer } from '@parley/carrier-twilio';
 import { FakeChatCompletionBody, FakeOpenAiServer } from '@parley/llm';
-import { callerSpeechMulaw, FakeDeepgramServer, silenceMulaw } from '@parley/speech';
+import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, EventStreamClient, RunningPlatform } from '@parley/testing';
+import { say } from './support/caller-speech';
 import { until } from './support/until';
 
 const KEY = 'vsk_flows_owner_key_00000001';
 const ORDER = 'I am paying for order A 7.';
 const LINK = 'I am sending you the payment link now.';
 const PAID = 'Thank you Ada, we received 49 dollars for order A7 on the card ending 4242.';
-
-/** The caller says `text` in real time on the Twilio stream, then the line carries silence while the turn ends. */
-async function say(media: FakeMediaStream, text: string): Promise<void> {
-  await media.sendAudio(Buffer.concat([callerSpeechMulaw(text), silenceMulaw(1200)]), { paced: true });
-}
 
 /**
  * A conversation flow on the running platform: the agent is created with a flow through the API, a call placed

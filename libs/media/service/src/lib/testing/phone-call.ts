@@ -25,7 +25,7 @@ import {
 } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { callMessage } from '@parley/testing';
-import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
+import type { AgentSpec, KnowledgeSearch, RuntimeTools } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from '../calls-port';
 import { MediaStreamServer } from '../media-stream.server';
 import { CallerLine } from './caller-line';
@@ -206,6 +206,8 @@ export interface Scenario {
   voice?: Omit<FakeSpeechServerOptions, 'apiKey'>;
   /** Scripted before the call is placed. */
   before?: (call: Vendors) => void;
+  /** Knowledge-base search for the call's account (the media worker's gRPC search in production). */
+  knowledge?: (accountId: string) => KnowledgeSearch;
 }
 
 export interface Vendors {
@@ -275,6 +277,7 @@ export async function placeCall(scenario: Scenario) {
       },
       defaults: { model: 'fake-model', sttProvider: 'deepgram', ttsProvider: 'elevenlabs' },
       tools: { egress: EGRESS, internalHosts: [] },
+      ...(scenario.knowledge ? { knowledge: scenario.knowledge } : {}),
     },
   );
   const port = await media.listen(0, '127.0.0.1');
