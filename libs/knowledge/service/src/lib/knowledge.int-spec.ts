@@ -91,8 +91,9 @@ describe('knowledge bases (real PostgreSQL)', () => {
     const again = await openKnowledgeDatabase(db.url);
     await again.destroy();
     const indexes: { indexname: string; indexdef: string }[] = await ds.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'knowledge' AND tablename = 'chunks'`);
-    expect(indexes.map((i) => i.indexname).sort()).toEqual(['chunks_base', 'chunks_document', 'chunks_pkey', 'chunks_trgm', 'chunks_tsv']);
-    expect(indexes.find((i) => i.indexname === 'chunks_trgm')!.indexdef).toMatch(/gin_trgm_ops/);
+    expect(indexes.map((i) => i.indexname).sort()).toEqual(['chunks_base', 'chunks_document', 'chunks_pkey', 'chunks_tsv']);
+    const [words] = await ds.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'knowledge' AND indexname = 'words_trgm'`);
+    expect(words.indexdef).toMatch(/gin_trgm_ops/);
   });
 
   it('creates bases with a language-chosen configuration, lists them newest first, and keeps accounts apart', async () => {
@@ -202,9 +203,9 @@ describe('knowledge bases (real PostgreSQL)', () => {
     const base = await domain.createBase(ACME, { name: 'Help' });
     await readyText(ACME, base.id, 'FAQ', FAQ);
     await ds.query(`ANALYZE chunks`);
-    const plan = async (sql: string) => {
+    const plan = async (sql: string, noSeqScan = true) => {
       const rows: { 'QUERY PLAN': string }[] = await ds.transaction(async (m) => {
-        await m.query(`SET LOCAL enable_seqscan = off`);
+        if (noSeqScan) await m.query(`SET LOCAL enable_seqscan = off`);
         return m.query(`EXPLAIN ${sql}`);
       });
       return rows.map((r) => r['QUERY PLAN']).join('\n');
@@ -212,8 +213,16 @@ describe('knowledge bases (real PostgreSQL)', () => {
     // With a handful of rows PostgreSQL would rather scan; with seqscan off it shows which index serves the match.
     expect(await plan(`SELECT id FROM chunks WHERE tsv @@ 'refund | polici'::tsquery`)).toMatch(/chunks_tsv/);
     const [{ schema }] = await ds.query(`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE extname = 'pg_trgm'`);
-    expect(await plan(`SELECT id FROM chunks WHERE 'refnd'::text OPERATOR("${schema}".<%) text`)).toMatch(/chunks_trgm/);
-  });
+    // A vocabulary of some size (tens of thousands of words), as a real base has.
+    await ds.query(
+      `INSERT INTO words (base_id, word) SELECT $1, substr(md5(i::text), 1, 4 + i % 6) FROM generate_series(1, 40000) AS i ON CONFLICT DO NOTHING`,
+      [base.id],
+    );
+    await ds.query(`ANALYZE words`);
+    // The trigram index serves `%` on the vocabulary. Next to the base filter PostgreSQL picks it, the primary key
+    // or a scan by cost (on 200 k words of 50 bases it picks the trigram index: 1 ms).
+    expect(await plan(`SELECT word FROM words WHERE word OPERATOR("${schema}".%) 'refnd'`)).toMatch(/Bitmap Index Scan on words_trgm/);
+  }, 30_000);
 
   it('fails a document with the reason and touches nothing else: a corrupt PDF, an oversize text, a failing fetch', async () => {
     const base = await domain.createBase(ACME, { name: 'Help' });
@@ -249,6 +258,20 @@ describe('knowledge bases (real PostgreSQL)', () => {
       code: 'payload_too_large',
     });
     expect((await domain.listDocuments(ACME, base.id, 10, '')).items).toEqual([]);
+  });
+
+  it("keeps each base's vocabulary for typo corrections, dropped with the base", async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    const words: { word: string }[] = await ds.query(`SELECT word FROM words WHERE base_id = $1`, [base.id]);
+    expect(words.map((w) => w.word)).toEqual(expect.arrayContaining(['refund', 'warranty', 'appliance', 'shipping']));
+    expect(words.some((w) => /[0-9]/.test(w.word) || w.word.length < 4)).toBe(false);
+    expect(await repo.corrections('english', [base.id], ['refnd', 'refund', 'zzzzzz'])).toEqual([
+      expect.objectContaining({ word: 'refnd', lexeme: 'refund' }),
+      ...(await repo.corrections('english', [base.id], ['refnd'])).slice(1),
+    ]);
+    await domain.deleteBase(ACME, base.id);
+    expect(await ds.query(`SELECT word FROM words WHERE base_id = $1`, [base.id])).toEqual([]);
   });
 
   it('deletes a document with its chunks, and a base with everything in it', async () => {

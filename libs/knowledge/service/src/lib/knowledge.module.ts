@@ -19,14 +19,14 @@ export const KNOWLEDGE_SCHEMA = 'knowledge';
 
 /**
  * The knowledge library's own connection pool, on its own schema (migrated at start-up like a service's). Its
- * sessions take pg_trgm's word-similarity threshold from FUZZY_MIN_SIMILARITY, so the trigram index finds a
- * misspelt word (the extension's default, 0.6, misses many one-letter typos).
+ * sessions take pg_trgm's similarity threshold (`%`) from FUZZY_MIN_SIMILARITY, which finds the vocabulary words a
+ * misspelt query word stands for (the extension's default, 0.3, suggests too many).
  */
 export async function openKnowledgeDatabase(url: string): Promise<DataSource> {
   const base = serviceDataSourceOptions(url, { schema: KNOWLEDGE_SCHEMA, entities: [], migrations: KNOWLEDGE_MIGRATIONS, poolSize: 5 });
   const dataSource = await new DataSource({
     ...base,
-    extra: { options: `-c search_path=${KNOWLEDGE_SCHEMA} -c pg_trgm.word_similarity_threshold=${FUZZY_MIN_SIMILARITY}` },
+    extra: { options: `-c search_path=${KNOWLEDGE_SCHEMA} -c pg_trgm.similarity_threshold=${FUZZY_MIN_SIMILARITY}` },
   } as DataSourceOptions).initialize();
   try {
     await migrateServiceSchema(dataSource, KNOWLEDGE_SCHEMA);

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { encodePosition, isWellFormedId, newId, Page } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
-import { quoteIdent, trigramSchema } from './migrations';
+import { quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
 
 /** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
 export const KNOWLEDGE_DB = Symbol('KNOWLEDGE_DB');
@@ -86,17 +86,20 @@ export interface SearchParams {
   minScore: number;
 }
 
-/** Candidates each arm of a search (lexical, trigram) contributes before scoring. */
-const CANDIDATES_PER_ARM = 200;
+/** Chunks scored per search: the best by ts_rank_cd among those matching any term. */
+const CANDIDATES = 200;
+/** Words of a base's vocabulary a misspelt query word may stand for. */
+const CORRECTIONS_PER_WORD = 3;
 /** A query's terms beyond these are ignored (a caller's utterance, not a document). */
 const MAX_TERMS = 24;
-/** Words shorter than this never match by trigram (too few trigrams to tell a typo from another word). */
+/** Words shorter than this are never corrected (too few trigrams to tell a typo from another word). */
 const FUZZY_MIN_LENGTH = 4;
 /**
- * Below this word similarity a term counts as absent from a chunk; also the trigram index's threshold (the
- * sessions' pg_trgm.word_similarity_threshold). 'warrenty' is 0.5 like 'warranty', 'aplliance' 0.54 like 'appliance'.
+ * The least trigram similarity of a vocabulary word to a misspelt query word (the sessions'
+ * pg_trgm.similarity_threshold, which `%` and its index use): 'refnd' is 0.44 from 'refund', 'polcy' 0.44 from
+ * 'policy', 'warrenty' 0.5 from 'warranty'.
  */
-export const FUZZY_MIN_SIMILARITY = 0.45;
+export const FUZZY_MIN_SIMILARITY = 0.4;
 /** score = COVERAGE_WEIGHT × coverage + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
 const COVERAGE_WEIGHT = 0.8;
 
@@ -259,6 +262,7 @@ export class KnowledgeRepository {
       const [base] = await m.query(`SELECT id FROM knowledge_bases WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
       if (!base) return false;
       await m.query(`DELETE FROM chunks WHERE base_id = $1`, [id]);
+      await m.query(`DELETE FROM words WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM documents WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM knowledge_bases WHERE id = $1`, [id]);
       return true;
@@ -394,6 +398,7 @@ export class KnowledgeRepository {
           [base.id, id, base.config, batch.map((c) => c.position), batch.map((c) => clean(c.heading)), batch.map((c) => clean(c.text))],
         );
       }
+      await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
       await m.query(
         `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
                 chunk_count = $4, bytes = $5, input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
@@ -446,14 +451,37 @@ export class KnowledgeRepository {
   }
 
   /**
-   * Lexical search over the chunks of `baseIds` (all of one text-search configuration). Candidates are the chunks
-   * matching any term (tsvector GIN index, best `ts_rank_cd` first) and those holding a word like a term (trigram
-   * GIN index, for typos); each is scored
+   * Words of the bases' vocabulary like each query word the vocabulary lacks (a misspelling): at most
+   * CORRECTIONS_PER_WORD each, by trigram similarity (at least FUZZY_MIN_SIMILARITY), with their lexemes. PostgreSQL
+   * serves it from the trigram index or from the primary key (the bases' words, each compared: ~5 ms per query word
+   * at 35 k words) by cost.
+   */
+  async corrections(config: string, baseIds: string[], words: string[]): Promise<{ word: string; lexeme: string; similarity: number }[]> {
+    if (!words.length) return [];
+    const trgm = await this.trigram();
+    const rows: { word: string; lexemes: string[]; sim: number }[] = await this.db.query(
+      `SELECT q.word, tsvector_to_array(to_tsvector($1::regconfig, w.word)) AS lexemes, w.sim
+         FROM unnest($3::text[]) AS q(word)
+         CROSS JOIN LATERAL (
+           SELECT v.word, ${trgm}.similarity(v.word, q.word) AS sim FROM words v
+            WHERE v.base_id = ANY($2::text[]) AND v.word OPERATOR(${trgm}.%) q.word
+            ORDER BY sim DESC, v.word LIMIT ${CORRECTIONS_PER_WORD}
+         ) AS w
+        WHERE NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word = q.word)`,
+      [config, baseIds, words],
+    );
+    return rows.filter((r) => r.lexemes.length > 0).map((r) => ({ word: r.word, lexeme: r.lexemes[0], similarity: Number(r.sim) }));
+  }
+
+  /**
+   * Lexical search over the chunks of `baseIds` (all of one text-search configuration). A chunk matches on any of
+   * the query's terms, or on a word of the bases' vocabulary like a misspelt term (see corrections); candidates are
+   * the best CANDIDATES by `ts_rank_cd` (tsvector GIN index), each scored
    *
    *   score = 0.8 × coverage + 0.2 × density
    *
-   * coverage: the mean over the query's terms of 1 when the chunk has the term's lexeme, else the word similarity
-   * of the term to the chunk's text when at least 0.45 (a misspelt term counts partly), else 0; density:
+   * coverage: the mean over the query's terms of 1 when the chunk has the term's lexeme, else the trigram
+   * similarity of the best correction it has (a misspelt term counts partly), else 0; density:
    * `ts_rank_cd(tsv, any-term query, 1|32)` (heading matches weigh more, long chunks are evened out), in 0-1.
    * Best first; ties by document id, then position.
    */
@@ -461,17 +489,27 @@ export class KnowledgeRepository {
     if (!params.baseIds.length) return [];
     const terms = await this.queryTerms(config, params.query);
     if (!terms.length) return [];
-    const trgm = await this.trigram();
-    const anyTerm = terms.map((t) => tsqueryLiteral(t.lexeme)).join(' | ');
-    const fuzzyWords = terms.filter((t) => t.word.length >= FUZZY_MIN_LENGTH).map((t) => t.word);
-    const values: unknown[] = [params.baseIds, anyTerm, terms.map((t) => t.word), terms.map((t) => tsqueryLiteral(t.lexeme)), params.minScore, params.limit];
-    const fuzzyArm = fuzzyWords.length
-      ? `UNION
-         (SELECT c.id FROM chunks c
-           WHERE c.base_id = ANY($1::text[])
-             AND (${fuzzyWords.map((w) => `$${values.push(w)}::text OPERATOR(${trgm}.<%) c.text`).join(' OR ')})
-           LIMIT ${CANDIDATES_PER_ARM})`
-      : '';
+    const fixes = await this.corrections(
+      config,
+      params.baseIds,
+      terms.filter((t) => t.word.length >= FUZZY_MIN_LENGTH).map((t) => t.word),
+    );
+    // Each term's alternatives: its own lexeme (weight 1) and its corrections' (their similarity).
+    const alternatives = new Map<string, number>();
+    const termIndex: number[] = [];
+    const altQuery: string[] = [];
+    const altWeight: number[] = [];
+    terms.forEach((t, i) => {
+      const own = new Map<string, number>([[t.lexeme, 1]]);
+      for (const f of fixes) if (f.word === t.word && !own.has(f.lexeme)) own.set(f.lexeme, f.similarity);
+      for (const [lexeme, weight] of own) {
+        termIndex.push(i);
+        altQuery.push(tsqueryLiteral(lexeme));
+        altWeight.push(weight);
+        alternatives.set(lexeme, Math.max(alternatives.get(lexeme) ?? 0, weight));
+      }
+    });
+    const anyTerm = [...alternatives.keys()].map(tsqueryLiteral).join(' | ');
     const rows: {
       document_id: string;
       base_id: string;
@@ -482,11 +520,10 @@ export class KnowledgeRepository {
       score: number;
     }[] = await this.db.query(
       `WITH candidates AS (
-         (SELECT c.id FROM chunks c
-           WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
-           ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
-           LIMIT ${CANDIDATES_PER_ARM})
-         ${fuzzyArm}
+         SELECT c.id FROM chunks c
+          WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
+          ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
+          LIMIT ${CANDIDATES}
        ),
        scored AS (
          SELECT c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
@@ -495,17 +532,15 @@ export class KnowledgeRepository {
            JOIN chunks c ON c.id = candidates.id
            JOIN documents d ON d.id = c.document_id,
            LATERAL (
-             SELECT avg(CASE
-                          WHEN c.tsv @@ t.lexeme THEN 1.0
-                          WHEN length(t.word) >= ${FUZZY_MIN_LENGTH} THEN
-                            (SELECT CASE WHEN s >= ${FUZZY_MIN_SIMILARITY} THEN s ELSE 0 END FROM ${trgm}.word_similarity(t.word, c.text) AS s)
-                          ELSE 0
-                        END) AS value
-               FROM unnest($3::text[], $4::tsquery[]) AS t(word, lexeme)
+             SELECT coalesce(sum(best), 0) / $3 AS value FROM (
+               SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
+                 FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
+                GROUP BY a.term
+             ) AS per_term
            ) AS coverage
        )
-       SELECT * FROM scored WHERE score > 0 AND score >= $5 ORDER BY score DESC, document_id, position LIMIT $6`,
-      values,
+       SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`,
+      [params.baseIds, anyTerm, terms.length, termIndex, altQuery, altWeight, params.minScore, params.limit],
     );
     return rows.map((r) => ({
       documentId: r.document_id,
