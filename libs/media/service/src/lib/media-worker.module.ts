@@ -12,9 +12,10 @@ import { grpcClientProvider, RpcClient } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
-import { EngineProviders, KnowledgeHit, KnowledgeQuery, KnowledgeSearch } from '@parley/voice-engine';
+import { EngineProviders } from '@parley/voice-engine';
 import { AgentsPort, CallsPort } from './calls-port';
 import { CallLinks } from './call-links';
+import { GrpcKnowledgeSearch } from './grpc-knowledge-search';
 import { MediaLoadReporter } from './media-load-reporter';
 import { MediaStreamServer } from './media-stream.server';
 import { MediaWorkerGrpcController, SESSION_DIRECTORY, SessionDirectory } from './media-worker.grpc-controller';
@@ -101,24 +102,6 @@ class GrpcAgentsPort implements AgentsPort {
 
   async getAgent(accountId: string, agentId: string) {
     return readAgentRuntime(await this.client.call('getAgentRuntime', (s, md) => s.getAgentRuntime({ account_id: accountId, id: agentId }, md)));
-  }
-}
-
-/**
- * Knowledge-base search for one account's calls, over the agents deployable's KnowledgeService. The turn's budget
- * is the engine's (it stops waiting, and drops the answer, when the budget is over); the RPC deadline only bounds a
- * hung connection.
- */
-class GrpcKnowledgeSearch implements KnowledgeSearch {
-  constructor(
-    private readonly client: RpcClient<knowledgeV1.KnowledgeServiceClient>,
-    private readonly accountId: string,
-  ) {}
-
-  async search(query: KnowledgeQuery): Promise<KnowledgeHit[]> {
-    const request = { account_id: this.accountId, knowledge_base_ids: query.baseIds, query: query.query, limit: query.limit, min_score: 0 };
-    const { hits } = await this.client.call('search', (s, md) => s.search(request, md));
-    return hits.map((h) => ({ documentId: h.document_id, knowledgeBaseId: h.knowledge_base_id, title: h.title, heading: h.heading, text: h.text, score: h.score }));
   }
 }
 
