@@ -16,13 +16,15 @@ Standard shipping is free on orders over 50 euros. Express delivery costs 9 euro
 Every appliance carries a two-year warranty covering manufacturing defects. Damage from misuse is not covered.
 `;
 
-describe('knowledge bases on the running platform', () => {
+// Standalone (one process), and distributed: the gateway reaches KnowledgeService on the agents process's gRPC port.
+describe.each(['standalone', 'distributed'] as const)('knowledge bases on the running platform (%s)', (mode) => {
   let platform: RunningPlatform;
   let owner: ApiClient;
   let stranger: ApiClient;
 
   beforeAll(async () => {
     platform = await RunningPlatform.start({
+      mode,
       bootstrapKeys: [`acme:owner:${OWNER}`, `umbrella:owner:${STRANGER}`],
       env: { KNOWLEDGE_MAX_DOCUMENT_BYTES: '2000000' },
     });
