@@ -1,7 +1,17 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { ApiClient, eventually, RunningPlatform } from '@parley/testing';
 
 const OWNER = 'vsk_know_owner_key_0000000001';
 const STRANGER = 'vsk_know_stranger_key_000001';
+
+const PAGE = `<!doctype html><html><head><title>Gift cards | Example Shop</title></head><body>
+<nav><a href="/">Home</a> <a href="/help">Help</a></nav>
+<article><h1>Gift cards</h1>
+<p>Gift cards never expire and can be spent on anything in the shop, online or in a store.</p>
+<h2>Lost gift cards</h2>
+<p>A lost gift card can be blocked and replaced by our support team if you still have the purchase receipt.</p>
+</article><footer>© Example Shop</footer></body></html>`;
 
 const HANDBOOK = `# Customer handbook
 
@@ -21,18 +31,49 @@ describe.each(['standalone', 'distributed'] as const)('knowledge bases on the ru
   let platform: RunningPlatform;
   let owner: ApiClient;
   let stranger: ApiClient;
+  let site: Server;
+  let siteUrl: string;
 
   beforeAll(async () => {
+    // A web page the platform may fetch: the outbound guard lets http through to a host EGRESS_ALLOWLIST names.
+    site = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/help/gift-cards`;
     platform = await RunningPlatform.start({
       mode,
       bootstrapKeys: [`acme:owner:${OWNER}`, `umbrella:owner:${STRANGER}`],
-      env: { KNOWLEDGE_MAX_DOCUMENT_BYTES: '2000000' },
+      env: { KNOWLEDGE_MAX_DOCUMENT_BYTES: '2000000', EGRESS_ALLOWLIST: '127.0.0.1' },
     });
     owner = platform.api(OWNER);
     stranger = platform.api(STRANGER);
   });
 
-  afterAll(() => platform?.stop());
+  afterAll(async () => {
+    await platform?.stop();
+    site?.close();
+  });
+
+  it('ingests a web page by URL (the article, its title) and refuses an address the outbound guard does not allow', async () => {
+    const kb = (await owner.post('/v1/knowledge_bases', { name: 'Web' })).body.id as string;
+    const page = await owner.post(`/v1/knowledge_bases/${kb}/documents`, { url: siteUrl });
+    expect(page.status).toBe(202);
+    expect(page.body).toMatchObject({ source: 'url', url: siteUrl, status: 'processing', title: null });
+    const blocked = await owner.post(`/v1/knowledge_bases/${kb}/documents`, { url: 'http://10.1.2.3/private' });
+    const settled = async (id: string, status: string) =>
+      eventually(
+        async () => (await owner.get(`/v1/knowledge_bases/${kb}/documents?status=${status}`)).body.data.find((d: { id: string }) => d.id === id),
+        20_000,
+        `document ${id} ${status}`,
+      );
+    const ready = await settled(page.body.id, 'ready');
+    expect(ready.title).toMatch(/Gift cards/);
+    expect(ready.content_type).toBe('text/html');
+    expect(ready.bytes).toBe(Buffer.byteLength(PAGE));
+    expect((await settled(blocked.body.id, 'failed')).failure_reason).toEqual(expect.any(String));
+    const hits = await owner.post(`/v1/knowledge_bases/${kb}/search`, { query: 'I lost my gift card, can it be replaced?' });
+    expect(hits.body.data[0].text).toContain('blocked and replaced');
+    expect(hits.body.data.map((h: { text: string }) => h.text).join(' ')).not.toContain('© Example Shop');
+  });
 
   it('creates a base, ingests a markdown document, finds the right chunk (with a typo too), lists and deletes', async () => {
     const created = await owner.post('/v1/knowledge_bases', { name: 'Support', description: 'Public handbook', metadata: { team: 'care' } }, { 'idempotency-key': 'kb-create-1' });

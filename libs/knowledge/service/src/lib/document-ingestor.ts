@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { EgressPolicy } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { isDatabaseUnavailable } from '@parley/persistence';
-import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, isIngestError } from './ingest-port';
+import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, inputContentType, isIngestError } from './ingest-port';
 import { KnowledgeRepository } from './knowledge.repository';
 import { FETCH_TIMEOUT_MS, INGEST_LEASE_MS, KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
 
@@ -44,7 +44,7 @@ export class DocumentIngestor {
       if (signal?.aborted) return 'retry';
       const outcome = await this.repository.completeDocument(
         doc.id,
-        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks },
+        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks, contentType: inputContentType(input) },
         this.limits.maxBaseChunks,
       );
       return outcome.status === 'gone' ? 'skipped' : outcome.status;

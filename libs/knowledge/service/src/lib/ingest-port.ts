@@ -41,3 +41,10 @@ export function inputBytes(input: DocumentInput): number {
   if (input.kind === 'html') return Buffer.byteLength(input.html);
   return input.data.length;
 }
+
+/** The input's media type (what a fetched URL turned out to be). */
+export function inputContentType(input: DocumentInput): string {
+  if (input.kind === 'html') return 'text/html';
+  if (input.kind === 'file') return input.contentType;
+  return input.contentType ?? 'text/plain';
+}

@@ -374,7 +374,7 @@ export class KnowledgeRepository {
    */
   async completeDocument(
     id: string,
-    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[] },
+    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[]; contentType?: string },
     maxBaseChunks: number,
   ): Promise<CompleteOutcome> {
     return this.db.transaction(async (m) => {
@@ -401,9 +401,10 @@ export class KnowledgeRepository {
       await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
       await m.query(
         `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
-                chunk_count = $4, bytes = $5, input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
+                chunk_count = $4, bytes = $5, content_type = CASE WHEN content_type = '' THEN $6 ELSE content_type END,
+                input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
           WHERE id = $1`,
-        [id, clean(result.title), result.characters, result.chunks.length, result.bytes],
+        [id, clean(result.title), result.characters, result.chunks.length, result.bytes, result.contentType ?? ''],
       );
       return { status: 'ready' as const };
     });
