@@ -1,43 +1,21 @@
 import { DataSource } from 'typeorm';
-import { ServiceConfig } from '@parley/config';
-import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
-import { openServiceDatabase } from '@parley/persistence';
-import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
-import { CallsRepository } from './calls.repository';
-import { CallControl } from './call-control';
-import { CallEntity, CallTurnEntity } from './entities';
-import { CALLS_MIGRATIONS } from './migrations';
-import { FakeMediaWorkers } from './testing/fake-media-workers';
-import { CallAdmission } from './call-admission';
-import { WebCalls } from './web-calls';
-
-const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example', SECRET_KEY: 'x'.repeat(40) });
+import { CallTurnEntity } from './entities';
+import { openTurnRoutes, TurnRoutes } from './testing/turn-routes';
 
 describe('which knowledge-base documents grounded an answer, kept with its turn (real PostgreSQL)', () => {
-  let db: TestDatabase;
   let dataSource: DataSource;
-  let relay: OutboxRelay;
   let calls: CallsDomain;
   let grpc: CallsGrpcController;
+  let routes: TurnRoutes;
 
   beforeAll(async () => {
-    db = await createTestDatabase('parley_calls');
-    dataSource = await openServiceDatabase(db.url, { schema: 'calls', entities: [CallEntity, CallTurnEntity, OutboxRecord], migrations: CALLS_MIGRATIONS });
-    const bus = new InProcessBus();
-    bus.open();
-    relay = new OutboxRelay(dataSource, bus);
-    calls = new CallsDomain(new CallsRepository(dataSource), relay, bus, config, new FakeMediaWorkers().commands);
-    // Only the turn routes are exercised: they need the domain alone.
-    grpc = new CallsGrpcController(calls, {} as CallControl, new WebCalls(calls, {} as CallControl, {} as CallAdmission, config));
+    routes = await openTurnRoutes();
+    ({ dataSource, calls, grpc } = routes);
   });
 
-  afterAll(async () => {
-    await relay?.stop();
-    await dataSource?.destroy();
-    await db?.drop();
-  });
+  afterAll(() => routes?.close());
 
   const turn = (role: 'user' | 'assistant', text: string, grounding: { document_id: string; knowledge_base_id: string; title: string; score: number }[] = []) => ({
     role,
