@@ -3,6 +3,7 @@ import { FakeChatCompletionBody, FakeOpenAiServer } from '@parley/llm';
 import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, EventStreamClient, RunningPlatform } from '@parley/testing';
 import { say } from './support/caller-speech';
+import { PhonePlatform, startPhonePlatform } from './support/phone-platform';
 import { until } from './support/until';
 
 const KEY = 'vsk_flows_owner_key_00000001';
@@ -18,29 +19,17 @@ const PAID = 'Thank you Ada, we received 49 dollars for order A7 on the card end
  * what the routing call captured is on the call record.
  */
 describe('conversation flows on the running platform (standalone): routing, an injected event, the moves reported', () => {
+  let phone: PhonePlatform;
   let platform: RunningPlatform;
   let api: ApiClient;
-  const twilio = new FakeTwilioServer();
-  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
-  const llm = new FakeOpenAiServer();
+  let twilio: FakeTwilioServer;
+  let deepgram: FakeDeepgramServer;
+  let llm: FakeOpenAiServer;
   let agentId: string;
 
   beforeAll(async () => {
-    platform = await RunningPlatform.start({
-      bootstrapKeys: [`acme:owner:${KEY}`],
-      env: {
-        EGRESS_ALLOWLIST: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
-        DEEPGRAM_API_KEY: 'dg-key',
-        DEEPGRAM_BASE_URL: await deepgram.start(),
-        LLM_BASE_URL: await llm.start(),
-        LLM_API_KEY: 'sk-test',
-      },
-    });
-    api = platform.api(KEY);
+    phone = await startPhonePlatform(KEY);
+    ({ platform, api, twilio, deepgram, llm } = phone);
     const agent = await api.post('/v1/agents', {
       name: 'Payments desk',
       languages: [{ code: 'en-US', greeting: 'Hello, this is the payments desk.', stt_provider: 'deepgram', system_prompt: 'You take payments by phone.' }],
@@ -58,12 +47,7 @@ describe('conversation flows on the running platform (standalone): routing, an i
     agentId = agent.body.id;
   }, 120_000);
 
-  afterAll(async () => {
-    await platform?.stop();
-    await twilio.stop();
-    await deepgram.stop();
-    await llm.stop();
-  });
+  afterAll(() => phone?.stop());
 
   it('routes the caller’s words with a capture, moves on the injected event at once and closes with the static line: the moves streamed, in the transcript, the capture on the call', async () => {
     deepgram.utterances(ORDER);

@@ -1,9 +1,10 @@
 import { FakeTwilioServer } from '@parley/carrier-twilio';
 import { FakeChatCompletionBody, FakeOpenAiServer } from '@parley/llm';
 import { FakeDeepgramServer } from '@parley/speech';
-import { ApiClient, eventually, RunningPlatform } from '@parley/testing';
+import { ApiClient, eventually } from '@parley/testing';
 import { say } from './support/caller-speech';
 import { loudestFrame } from './support/phone-audio';
+import { PhonePlatform, startPhonePlatform } from './support/phone-platform';
 import { until } from './support/until';
 
 const KEY = 'vsk_kcalls_owner_key_0000001';
@@ -34,39 +35,22 @@ interface Turn {
  * the offline one). The media worker searches the base over the agents service's gRPC within the turn's budget.
  */
 describe('a call answered from a knowledge base on the running platform (standalone)', () => {
-  let platform: RunningPlatform;
+  let phone: PhonePlatform;
   let api: ApiClient;
-  const twilio = new FakeTwilioServer();
-  const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
-  const llm = new FakeOpenAiServer();
+  let twilio: FakeTwilioServer;
+  let deepgram: FakeDeepgramServer;
+  let llm: FakeOpenAiServer;
 
   beforeAll(async () => {
-    platform = await RunningPlatform.start({
-      bootstrapKeys: [`acme:owner:${KEY}`],
-      env: {
-        EGRESS_ALLOWLIST: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
-        DEEPGRAM_API_KEY: 'dg-key',
-        DEEPGRAM_BASE_URL: await deepgram.start(),
-        LLM_BASE_URL: await llm.start(),
-        LLM_API_KEY: 'sk-test',
-        // The budget is the point of the media service's scenario (libs/media/service knowledge-budget.int-spec); here the lookup crosses
-        // gRPC on a shared 2-core machine, so the turn may wait a second for it.
-        KNOWLEDGE_RETRIEVAL_TIMEOUT_MS: '1000',
-      },
+    phone = await startPhonePlatform(KEY, {
+      // The budget is the point of the media service's scenario (libs/media/service knowledge-budget.int-spec); here the lookup crosses
+      // gRPC on a shared 2-core machine, so the turn may wait a second for it.
+      KNOWLEDGE_RETRIEVAL_TIMEOUT_MS: '1000',
     });
-    api = platform.api(KEY);
+    ({ api, twilio, deepgram, llm } = phone);
   }, 120_000);
 
-  afterAll(async () => {
-    await platform?.stop();
-    await twilio.stop();
-    await deepgram.stop();
-    await llm.stop();
-  });
+  afterAll(() => phone?.stop());
 
   it('looks the question up in the agent’s base, gives the model the chunk, speaks the answer and names the document on the transcript turn', async () => {
     const kb = await api.post('/v1/knowledge_bases', { name: 'Returns' });
