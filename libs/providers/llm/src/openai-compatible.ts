@@ -262,7 +262,7 @@ function describe(error: unknown): { name: string | undefined; message: string }
  * failures by `instanceof Error` and the name `AbortError`; fetch's DOMException comes from Node's own realm, which
  * is not this one under a sandbox such as Jest's, and would then be reported as a plain connection error.
  */
-async function fetchWithLocalErrors(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+export async function fetchWithLocalErrors(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   try {
     return await fetch(input, init);
   } catch (error) {

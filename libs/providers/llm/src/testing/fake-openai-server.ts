@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo, Socket } from 'node:net';
+import { bagOfWordsEmbedding } from '../embeddings-provider';
 
 /** The JSON body of a `POST /v1/chat/completions` as received (only the fields the fake looks at are typed). */
 export interface FakeChatCompletionBody {
@@ -81,25 +82,68 @@ export type FakeOpenAiHandler = (
 export interface FakeOpenAiServerOptions {
   /** Ids listed by `GET /v1/models`. Default `['fake-model']`. */
   models?: string[];
+  /** Length of the default embeddings (`POST /v1/embeddings`) when the request names no `dimensions`. Default 64. */
+  embeddingDimensions?: number;
+  /** Words the default embedding maps to another before hashing (`{ inexpensive: 'cheap' }`): see bagOfWordsEmbedding. */
+  synonyms?: Record<string, string>;
 }
+
+/** The JSON body of a `POST /v1/embeddings` as received. */
+export interface FakeEmbeddingsBody {
+  model: string;
+  input: string | string[];
+  encoding_format?: 'float' | 'base64';
+  dimensions?: number;
+  [key: string]: unknown;
+}
+
+/** One embeddings request the server received. */
+export interface FakeEmbeddingsRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: FakeEmbeddingsBody;
+  /** How the answer ended (see FakeOpenAiRequest). */
+  ended: Promise<'finished' | 'closed'>;
+}
+
+/**
+ * What an embeddings handler answers: the vectors (one per input, in order); the default vectors after a delay
+ * (`{ delayMs }`), or given ones after it; or a raw HTTP answer (`{ status, body }`, sent as it is, e.g. a 500, or
+ * a 200 with a malformed body).
+ */
+export type FakeServerEmbeddingsReply = number[][] | { delayMs?: number; vectors?: number[][] } | { status: number; body: unknown };
+
+export type FakeEmbeddingsHandler = (
+  body: FakeEmbeddingsBody,
+  request: FakeEmbeddingsRequest,
+) => FakeServerEmbeddingsReply | undefined | Promise<FakeServerEmbeddingsReply | undefined>;
 
 /**
  * A real HTTP server on 127.0.0.1 (random port) speaking OpenAI's chat-completions wire protocol, so tests run
  * the real `openai` SDK end to end: `POST /v1/chat/completions` (JSON, or server-sent events with `stream: true`,
- * tool calls included, in OpenAI's chunk format) and `GET /v1/models`. Answers are scripted with `reply()`; the
- * default answer is `ok`.
+ * tool calls included, in OpenAI's chunk format), `POST /v1/embeddings` and `GET /v1/models`. Answers are
+ * scripted with `reply()` (the default answer is `ok`) and `replyEmbeddings()` (the default vectors are
+ * bagOfWordsEmbedding of each input, with the server's synonyms).
  */
 export class FakeOpenAiServer {
   /** Every chat-completion request received (with a JSON body), in order. */
   readonly requests: FakeOpenAiRequest[] = [];
+  /** Every embeddings request received (with a JSON body), in order. */
+  readonly embeddingRequests: FakeEmbeddingsRequest[] = [];
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private readonly models: string[];
   private handler: FakeOpenAiHandler = () => 'ok';
+  private embeddingsHandler: FakeEmbeddingsHandler = () => undefined;
+  private readonly embeddingDimensions: number;
+  private readonly synonyms: Record<string, string>;
   private base: string | undefined;
 
   constructor(options: FakeOpenAiServerOptions = {}) {
     this.models = options.models ?? ['fake-model'];
+    this.embeddingDimensions = options.embeddingDimensions ?? 64;
+    this.synonyms = options.synonyms ?? {};
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake server failure: ${String(error)}`, 'server_error'));
@@ -148,6 +192,17 @@ export class FakeOpenAiServer {
     return this;
   }
 
+  /** Scripts the answers to embeddings requests from now on; a handler answering undefined gives the default vectors. */
+  replyEmbeddings(handler: FakeEmbeddingsHandler): this {
+    this.embeddingsHandler = handler;
+    return this;
+  }
+
+  /** The vector the server gives `text` by default (at `dimensions`, default the server's). */
+  embeddingOf(text: string, dimensions = this.embeddingDimensions): number[] {
+    return bagOfWordsEmbedding(text, { dimensions, synonyms: this.synonyms });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const method = req.method ?? 'GET';
@@ -183,7 +238,42 @@ export class FakeOpenAiServer {
       const reply = typeof answer === 'string' ? { content: answer } : answer;
       return completion.stream ? sendStream(res, completion, reply) : sendJson(res, 200, chatCompletion(completion, reply));
     }
+    if (method === 'POST' && route === '/v1/embeddings') return this.embeddings(req, res, raw);
     return sendJson(res, 404, errorBody(`Unknown request URL: ${method} ${route}.`, 'invalid_request_error'));
+  }
+
+  /** As OpenAI: `{ object: "list", data: [{ object: "embedding", embedding, index }], model, usage }`, floats or base64. */
+  private async embeddings(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
+    let body: FakeEmbeddingsBody;
+    try {
+      body = JSON.parse(raw) as FakeEmbeddingsBody;
+    } catch {
+      return sendJson(res, 400, errorBody('We could not parse the JSON body of your request.', 'invalid_request_error'));
+    }
+    if (typeof body !== 'object' || body === null) return sendJson(res, 400, errorBody('The body must be a JSON object.', 'invalid_request_error'));
+    const request: FakeEmbeddingsRequest = { method: req.method ?? 'POST', path: req.url ?? '/', headers: req.headers, body, ended: watchEnd(res) };
+    this.embeddingRequests.push(request);
+    const inputs = typeof body.input === 'string' ? [body.input] : body.input;
+    if (typeof body.model !== 'string' || !Array.isArray(inputs) || inputs.length === 0 || inputs.some((i) => typeof i !== 'string' || i === '')) {
+      return sendJson(res, 400, errorBody('`model` and a non-empty `input` of non-empty strings are required.', 'invalid_request_error'));
+    }
+    const answer = await this.embeddingsHandler(body, request);
+    if (answer && !Array.isArray(answer) && 'status' in answer) return sendJson(res, answer.status, answer.body);
+    const scripted = Array.isArray(answer) ? answer : answer?.vectors;
+    if (answer && !Array.isArray(answer) && !(await pause(res, answer.delayMs))) return;
+    if (res.destroyed) return;
+    const vectors = scripted ?? inputs.map((text) => this.embeddingOf(text, body.dimensions ?? this.embeddingDimensions));
+    const tokens = inputs.reduce((n, text) => n + estimateTokens(text), 0);
+    return sendJson(res, 200, {
+      object: 'list',
+      data: vectors.map((embedding, index) => ({
+        object: 'embedding',
+        index,
+        embedding: body.encoding_format === 'base64' ? Buffer.from(new Float32Array(embedding).buffer).toString('base64') : embedding,
+      })),
+      model: body.model,
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
   }
 }
 
