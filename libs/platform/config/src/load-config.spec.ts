@@ -158,6 +158,19 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('leaves embeddings off by default, and bounds the query embedding timeout', () => {
+    const config = loadConfig(GatewayConfig, {});
+    expect(config).toMatchObject({ EMBEDDINGS_MODEL: '', EMBEDDINGS_QUERY_TIMEOUT_MS: 120 });
+    expect(config.EMBEDDINGS_BASE_URL).toBeUndefined();
+    expect(config.EMBEDDINGS_API_KEY).toBeUndefined();
+    expect(loadConfig(GatewayConfig, { EMBEDDINGS_MODEL: ' text-embedding-3-small ', EMBEDDINGS_QUERY_TIMEOUT_MS: '300' })).toMatchObject({
+      EMBEDDINGS_MODEL: 'text-embedding-3-small',
+      EMBEDDINGS_QUERY_TIMEOUT_MS: 300,
+    });
+    const error = configError({ EMBEDDINGS_QUERY_TIMEOUT_MS: '10', EMBEDDINGS_BASE_URL: 'ftp://x' });
+    expect(new Set(error.problems.map((p) => p.split(':')[0]))).toEqual(new Set(['EMBEDDINGS_QUERY_TIMEOUT_MS', 'EMBEDDINGS_BASE_URL']));
+  });
+
   it('reads process.env when no environment is passed', () => {
     const saved = process.env['PORT'];
     process.env['PORT'] = '18556';

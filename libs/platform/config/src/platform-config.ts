@@ -329,6 +329,30 @@ export class ServiceConfig {
   @Max(100_000)
   KNOWLEDGE_MAX_BASES_PER_ACCOUNT: number = 100;
 
+  /**
+   * Embeddings model for knowledge search's semantic rerank (e.g. text-embedding-3-small); empty = off (lexical
+   * search only). With one, chunks are embedded at ingestion and each search reranks its lexical candidates.
+   */
+  @IsString()
+  @Transform(({ value }) => (value === undefined ? '' : String(value).trim()))
+  EMBEDDINGS_MODEL: string = '';
+
+  /** OpenAI-compatible `/embeddings` API; unset = LLM_BASE_URL. */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'EMBEDDINGS_BASE_URL must be an http(s) URL' })
+  EMBEDDINGS_BASE_URL?: string;
+
+  /** Key for EMBEDDINGS_BASE_URL; unset = LLM_API_KEY. */
+  @IsOptional()
+  @IsString()
+  EMBEDDINGS_API_KEY?: string;
+
+  /** A search's query embedding must arrive within this, else that search is lexical only. */
+  @IsInt()
+  @Min(20)
+  @Max(2000)
+  EMBEDDINGS_QUERY_TIMEOUT_MS: number = 120;
+
   /** Live calls (queued, ringing, in progress) an account may have at once; above it POST /v1/calls answers 402. */
   @IsInt()
   @Min(1)
