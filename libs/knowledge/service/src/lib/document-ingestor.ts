@@ -1,10 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EgressPolicy } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { isDatabaseUnavailable } from '@parley/persistence';
 import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, inputContentType, isIngestError } from './ingest-port';
-import { KnowledgeRepository } from './knowledge.repository';
+import { KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings } from './embeddings';
+import { ChunkVectors, KnowledgeRepository, StoredChunk } from './knowledge.repository';
 import { FETCH_TIMEOUT_MS, INGEST_LEASE_MS, KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
+import { knowledgeEmbeddingsTotal } from './metrics';
 
 export const INGEST_EGRESS = Symbol('INGEST_EGRESS');
 
@@ -23,6 +25,7 @@ export class DocumentIngestor {
     @Inject(INGEST_FUNCTIONS) private readonly ingest: IngestFunctions,
     @Inject(KNOWLEDGE_LIMITS) private readonly limits: KnowledgeLimits,
     @Inject(INGEST_EGRESS) private readonly egress: EgressPolicy,
+    @Optional() @Inject(KNOWLEDGE_EMBEDDINGS) private readonly embeddings: KnowledgeEmbeddings | null = null,
   ) {}
 
   async run(documentId: string, signal?: AbortSignal): Promise<IngestOutcome> {
@@ -42,9 +45,11 @@ export class DocumentIngestor {
       const extracted = await this.ingest.extractDocument(input, { maxCharacters: this.limits.maxDocumentCharacters });
       const chunks = this.ingest.chunkDocument(extracted);
       if (signal?.aborted) return 'retry';
+      const vectors = await this.embed(doc.id, chunks, signal);
+      if (signal?.aborted) return 'retry';
       const outcome = await this.repository.completeDocument(
         doc.id,
-        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks, contentType: inputContentType(input) },
+        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks, contentType: inputContentType(input), vectors },
         this.limits.maxBaseChunks,
       );
       return outcome.status === 'gone' ? 'skipped' : outcome.status;
@@ -55,6 +60,24 @@ export class DocumentIngestor {
       if (!isIngestError(error)) log.error({ err: error, documentId }, 'ingesting a document failed');
       await this.repository.failDocument(doc.id, reason, bytes);
       return 'failed';
+    }
+  }
+
+  /**
+   * The chunks' vectors when embeddings are configured; undefined when not, or when embedding failed: the document
+   * is then ready without vectors (ranked lexically), the reason logged and counted.
+   */
+  private async embed(documentId: string, chunks: StoredChunk[], signal?: AbortSignal): Promise<ChunkVectors | undefined> {
+    if (!this.embeddings || !chunks.length) return undefined;
+    try {
+      const vectors = await this.embeddings.embedChunks(chunks, signal);
+      knowledgeEmbeddingsTotal.inc({ outcome: 'embedded' });
+      return { model: this.embeddings.model, vectors };
+    } catch (error) {
+      if (signal?.aborted) return undefined;
+      knowledgeEmbeddingsTotal.inc({ outcome: 'failed' });
+      log.warn({ err: error, documentId, chunks: chunks.length }, 'embedding a document failed; it is searched lexically only');
+      return undefined;
     }
   }
 }

@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { FieldProblem } from '@parley/contracts';
 import { Page } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
+import { dot, KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings, LEXICAL_WEIGHT, RERANK_CANDIDATES } from './embeddings';
 import { IngestionQueue } from './ingestion-queue';
 import {
   BaseRecord,
@@ -14,6 +15,7 @@ import {
 } from './knowledge.repository';
 import { DEFAULT_LANGUAGE, LANGUAGE_TAG, textSearchConfig } from './language';
 import { KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
+import { knowledgeRerankTotal } from './metrics';
 
 export const NAME_MAX = 200;
 export const DESCRIPTION_MAX = 2000;
@@ -58,6 +60,7 @@ export class KnowledgeDomain {
     private readonly repository: KnowledgeRepository,
     private readonly queue: IngestionQueue,
     @Inject(KNOWLEDGE_LIMITS) private readonly limits: KnowledgeLimits,
+    @Optional() @Inject(KNOWLEDGE_EMBEDDINGS) private readonly embeddings: KnowledgeEmbeddings | null = null,
   ) {}
 
   async createBase(accountId: string, input: BaseInput): Promise<BaseRecord> {
@@ -192,10 +195,47 @@ export class KnowledgeDomain {
     if (ids.length === 1 && !bases.length) throw AppError.notFound('knowledge base');
     const byConfig = new Map<string, string[]>();
     for (const b of bases) byConfig.set(b.config, [...(byConfig.get(b.config) ?? []), b.id]);
-    const groups = await Promise.all([...byConfig].map(([config, baseIds]) => this.repository.search(config, { baseIds, query, limit, minScore })));
-    return groups
-      .flat()
-      .sort((a, b) => b.score - a.score || (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : a.position - b.position))
+    if (!byConfig.size) return [];
+    // With embeddings, the query's vector is asked for at once, alongside the lexical statements, and the best
+    // RERANK_CANDIDATES lexical hits (min_score not applied yet: it applies to the final score) are reranked.
+    const queryVector = this.embeddings?.queryVector(query);
+    const candidates = queryVector ? Math.max(limit, RERANK_CANDIDATES) : limit;
+    const groups = await Promise.all(
+      [...byConfig].map(([config, baseIds]) => this.repository.search(config, { baseIds, query, limit: candidates, minScore: queryVector ? 0 : minScore })),
+    );
+    let hits = groups.flat();
+    if (queryVector && this.embeddings && hits.length) hits = await this.rerank(hits, await queryVector, this.embeddings.model);
+    return hits
+      .filter((h) => h.score >= minScore)
+      .sort(byScore)
       .slice(0, limit);
   }
+
+  /**
+   * Each candidate with a vector of the model: LEXICAL_WEIGHT × lexical + (1 − LEXICAL_WEIGHT) × max(0, cosine),
+   * rounded to 4 decimals; one without keeps its lexical score. No query vector (late, failed): as they are.
+   */
+  private async rerank(hits: SearchHitRecord[], query: number[] | undefined, model: string): Promise<SearchHitRecord[]> {
+    if (!query) return hits;
+    const vectors = await this.repository.chunkVectors(
+      hits.flatMap((h) => (h.chunkId ? [h.chunkId] : [])),
+      model,
+    );
+    let reranked = 0;
+    const out = hits.map((h) => {
+      const vector = h.chunkId ? vectors.get(h.chunkId) : undefined;
+      const cosine = vector ? dot(query, vector) : undefined;
+      if (cosine === undefined) return h;
+      reranked++;
+      const score = Math.round((LEXICAL_WEIGHT * h.score + (1 - LEXICAL_WEIGHT) * Math.max(0, Math.min(1, cosine))) * 1e4) / 1e4;
+      return { ...h, score };
+    });
+    knowledgeRerankTotal.inc({ outcome: reranked ? 'reranked' : 'unembedded' });
+    return out;
+  }
+}
+
+/** Best first; ties by document id, then position (deterministic). */
+function byScore(a: SearchHitRecord, b: SearchHitRecord): number {
+  return b.score - a.score || (a.documentId < b.documentId ? -1 : a.documentId > b.documentId ? 1 : a.position - b.position);
 }

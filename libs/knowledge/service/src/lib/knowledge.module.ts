@@ -7,6 +7,7 @@ import { HealthRegistry } from '@parley/observability';
 import { migrateServiceSchema, resolveDatabaseUrl, serviceDataSourceOptions } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { DocumentIngestor, INGEST_EGRESS } from './document-ingestor';
+import { KNOWLEDGE_EMBEDDINGS, knowledgeEmbeddings } from './embeddings';
 import { INGEST_FUNCTIONS, IngestFunctions } from './ingest-port';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
@@ -57,6 +58,7 @@ const INGEST: IngestFunctions = { extractDocument, chunkDocument, fetchDocument 
     },
     { provide: KNOWLEDGE_LIMITS, inject: [CONFIG], useFactory: knowledgeLimits },
     { provide: INGEST_FUNCTIONS, useValue: INGEST },
+    { provide: KNOWLEDGE_EMBEDDINGS, inject: [CONFIG], useFactory: knowledgeEmbeddings },
     { provide: INGEST_EGRESS, inject: [CONFIG], useFactory: (c: ServiceConfig) => parseEgressAllowlist(c.EGRESS_ALLOWLIST).policy },
     KnowledgeRepository,
     DocumentIngestor,

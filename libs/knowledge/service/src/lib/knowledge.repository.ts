@@ -67,9 +67,17 @@ export interface StoredChunk {
   text: string;
 }
 
+/** One vector per chunk (same order), normalised, of `model`. */
+export interface ChunkVectors {
+  model: string;
+  vectors: number[][];
+}
+
 export type CompleteOutcome = { status: 'ready' } | { status: 'failed'; reason: string } | { status: 'gone' };
 
 export interface SearchHitRecord {
+  /** The chunk's row id (internal: to find its vector); set by search. */
+  chunkId?: string;
   documentId: string;
   baseId: string;
   title: string;
@@ -86,6 +94,8 @@ export interface SearchParams {
   minScore: number;
 }
 
+/** Chunk vectors per INSERT (1536 floats each are ~20 kB of text). */
+const VECTOR_BATCH = 200;
 /** Chunks scored per search: the best by ts_rank_cd among those matching any term. */
 const CANDIDATES = 200;
 /** Words of a base's vocabulary a misspelt query word may stand for. */
@@ -374,7 +384,7 @@ export class KnowledgeRepository {
    */
   async completeDocument(
     id: string,
-    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[]; contentType?: string },
+    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[]; contentType?: string; vectors?: ChunkVectors },
     maxBaseChunks: number,
   ): Promise<CompleteOutcome> {
     return this.db.transaction(async (m) => {
@@ -397,6 +407,22 @@ export class KnowledgeRepository {
            SELECT $1, $2, u.position, u.heading, u.text, $3::regconfig FROM unnest($4::int[], $5::text[], $6::text[]) AS u(position, heading, text)`,
           [base.id, id, base.config, batch.map((c) => c.position), batch.map((c) => clean(c.heading)), batch.map((c) => clean(c.text))],
         );
+      }
+      const vectors = result.vectors;
+      if (vectors && vectors.vectors.length === result.chunks.length) {
+        for (let i = 0; i < result.chunks.length; i += VECTOR_BATCH) {
+          await m.query(
+            `INSERT INTO chunk_vectors (chunk_id, model, embedding)
+             SELECT c.id, $2, u.embedding::real[] FROM unnest($3::int[], $4::text[]) AS u(position, embedding)
+               JOIN chunks c ON c.document_id = $1 AND c.position = u.position`,
+            [
+              id,
+              vectors.model,
+              result.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position),
+              vectors.vectors.slice(i, i + VECTOR_BATCH).map((v) => `{${v.join(',')}}`),
+            ],
+          );
+        }
       }
       await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
       await m.query(
@@ -512,6 +538,7 @@ export class KnowledgeRepository {
     });
     const anyTerm = [...alternatives.keys()].map(tsqueryLiteral).join(' | ');
     const rows: {
+      chunk_id: string;
       document_id: string;
       base_id: string;
       title: string;
@@ -527,7 +554,7 @@ export class KnowledgeRepository {
           LIMIT ${CANDIDATES}
        ),
        scored AS (
-         SELECT c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
+         SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
                 round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
            FROM candidates
            JOIN chunks c ON c.id = candidates.id
@@ -544,6 +571,7 @@ export class KnowledgeRepository {
       [params.baseIds, anyTerm, terms.length, termIndex, altQuery, altWeight, params.minScore, params.limit],
     );
     return rows.map((r) => ({
+      chunkId: r.chunk_id,
       documentId: r.document_id,
       baseId: r.base_id,
       title: r.title,
@@ -552,5 +580,15 @@ export class KnowledgeRepository {
       position: r.position,
       score: Number(r.score),
     }));
+  }
+
+  /** The vectors of `model` the chunks have (chunks without one are absent from the map). */
+  async chunkVectors(chunkIds: string[], model: string): Promise<Map<string, number[]>> {
+    if (!chunkIds.length) return new Map();
+    const rows: { chunk_id: string; embedding: number[] }[] = await this.db.query(
+      `SELECT chunk_id::text AS chunk_id, embedding FROM chunk_vectors WHERE chunk_id = ANY($1::bigint[]) AND model = $2`,
+      [chunkIds, model],
+    );
+    return new Map(rows.map((r) => [r.chunk_id, r.embedding]));
   }
 }

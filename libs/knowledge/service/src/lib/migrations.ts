@@ -119,4 +119,27 @@ export const VOCABULARY_SELECT = (where: string) => `
     FROM chunks c, unnest(tsvector_to_array(to_tsvector('simple', c.heading || ' ' || c.text))) AS w(word)
    WHERE ${where} AND length(w.word) BETWEEN 4 AND 40 AND w.word !~ '[0-9]'`;
 
-export const KNOWLEDGE_MIGRATIONS = [CreateKnowledge1764900000001, KnowledgeWords1764900000002];
+/**
+ * Chunk embeddings for the semantic rerank (EMBEDDINGS_MODEL): one vector per chunk, normalised to length 1 (so the
+ * cosine is a dot product), with the model that made it (vectors of another model are not compared). A side table,
+ * not a column of chunks, so the full-text candidate scans do not carry kilobytes of floats per row; it goes with
+ * its chunk. `real[]` rather than pgvector's `vector`, which neither the embedded server nor Debian's packages have.
+ */
+export class KnowledgeVectors1764900000003 implements MigrationInterface {
+  name = 'KnowledgeVectors1764900000003';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS chunk_vectors (
+        chunk_id bigint PRIMARY KEY REFERENCES chunks (id) ON DELETE CASCADE,
+        model text NOT NULL,
+        embedding real[] NOT NULL
+      )`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS chunk_vectors`);
+  }
+}
+
+export const KNOWLEDGE_MIGRATIONS = [CreateKnowledge1764900000001, KnowledgeWords1764900000002, KnowledgeVectors1764900000003];

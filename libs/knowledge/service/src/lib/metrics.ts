@@ -1,0 +1,19 @@
+import { Counter } from 'prom-client';
+
+/** Documents' chunk embedding at ingestion (EMBEDDINGS_MODEL set): `embedded`, or `failed` (the document is ready lexical-only). */
+export const knowledgeEmbeddingsTotal = new Counter({
+  name: 'parley_knowledge_embeddings_total',
+  help: "Documents whose chunks were embedded at ingestion, by outcome (embedded, failed: ready without vectors)",
+  labelNames: ['outcome'] as const,
+});
+
+/**
+ * Searches with embeddings configured, by how they were ranked: `reranked`; `timeout` (the query's embedding came
+ * later than EMBEDDINGS_QUERY_TIMEOUT_MS) or `failed` (it failed), both answered in lexical order; `unembedded` (no
+ * candidate had a vector of the model).
+ */
+export const knowledgeRerankTotal = new Counter({
+  name: 'parley_knowledge_rerank_total',
+  help: 'Knowledge searches with embeddings configured, by outcome (reranked, timeout, failed, unembedded)',
+  labelNames: ['outcome'] as const,
+});
