@@ -73,8 +73,26 @@ export function normalise(vector: number[]): number[] {
   return norm === 0 ? vector : vector.map((x) => x / norm);
 }
 
+/** A vector as stored: float32, little-endian. */
+export function packVector(vector: number[]): Buffer {
+  const out = Buffer.alloc(vector.length * 4);
+  for (let i = 0; i < vector.length; i++) out.writeFloatLE(vector[i], i * 4);
+  return out;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A stored vector back (a view of the bytes when they are aligned and the machine little-endian). */
+export function unpackVector(bytes: Buffer): Float32Array {
+  const n = Math.floor(bytes.length / 4);
+  if (LITTLE_ENDIAN && bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = bytes.readFloatLE(i * 4);
+  return out;
+}
+
 /** Dot product of two vectors of one length (the cosine of normalised ones); undefined when the lengths differ. */
-export function dot(a: number[], b: number[]): number | undefined {
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number | undefined {
   if (a.length !== b.length) return undefined;
   let sum = 0;
   for (let i = 0; i < a.length; i++) sum += a[i] * b[i];

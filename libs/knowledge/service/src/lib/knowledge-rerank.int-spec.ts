@@ -105,7 +105,7 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
     // 3 chunks in batches of 2, each text its headings then its text.
     const inputs = server.embeddingRequests.map((r) => r.body.input);
     expect(inputs).toEqual([[expect.stringMatching(/^Help > Gift cards\n/), expect.stringMatching(/^Help > Refund policy\n/)], [expect.stringMatching(/^Help > Opening hours\n/)]]);
-    const [{ n, dims }] = await ds.query(`SELECT count(*)::int AS n, min(array_length(embedding, 1)) AS dims FROM chunk_vectors WHERE model = 'fake-embedding'`);
+    const [{ n, dims }] = await ds.query(`SELECT count(*)::int AS n, min(length(embedding) / 4) AS dims FROM chunk_vectors WHERE model = 'fake-embedding'`);
     expect([n, dims]).toEqual([3, 256]);
     expect(await counter(knowledgeEmbeddingsTotal, 'embedded')).toBe(embedded + 1);
 

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { encodePosition, isWellFormedId, newId, Page } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
+import { packVector, unpackVector } from './embeddings';
 import { quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
 
 /** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
@@ -94,8 +95,8 @@ export interface SearchParams {
   minScore: number;
 }
 
-/** Chunk vectors per INSERT (1536 floats each are ~20 kB of text). */
-const VECTOR_BATCH = 200;
+/** Chunk vectors per INSERT (1536 dimensions are 6 kB each). */
+const VECTOR_BATCH = 500;
 /** Chunks scored per search: the best by ts_rank_cd among those matching any term. */
 const CANDIDATES = 200;
 /** Words of a base's vocabulary a misspelt query word may stand for. */
@@ -413,13 +414,13 @@ export class KnowledgeRepository {
         for (let i = 0; i < result.chunks.length; i += VECTOR_BATCH) {
           await m.query(
             `INSERT INTO chunk_vectors (chunk_id, model, embedding)
-             SELECT c.id, $2, u.embedding::real[] FROM unnest($3::int[], $4::text[]) AS u(position, embedding)
+             SELECT c.id, $2, u.embedding FROM unnest($3::int[], $4::bytea[]) AS u(position, embedding)
                JOIN chunks c ON c.document_id = $1 AND c.position = u.position`,
             [
               id,
               vectors.model,
               result.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position),
-              vectors.vectors.slice(i, i + VECTOR_BATCH).map((v) => `{${v.join(',')}}`),
+              vectors.vectors.slice(i, i + VECTOR_BATCH).map(packVector),
             ],
           );
         }
@@ -583,12 +584,12 @@ export class KnowledgeRepository {
   }
 
   /** The vectors of `model` the chunks have (chunks without one are absent from the map). */
-  async chunkVectors(chunkIds: string[], model: string): Promise<Map<string, number[]>> {
+  async chunkVectors(chunkIds: string[], model: string): Promise<Map<string, Float32Array>> {
     if (!chunkIds.length) return new Map();
-    const rows: { chunk_id: string; embedding: number[] }[] = await this.db.query(
+    const rows: { chunk_id: string; embedding: Buffer }[] = await this.db.query(
       `SELECT chunk_id::text AS chunk_id, embedding FROM chunk_vectors WHERE chunk_id = ANY($1::bigint[]) AND model = $2`,
       [chunkIds, model],
     );
-    return new Map(rows.map((r) => [r.chunk_id, r.embedding]));
+    return new Map(rows.map((r) => [r.chunk_id, unpackVector(r.embedding)]));
   }
 }
