@@ -1,5 +1,6 @@
-import { FakeEmbeddings } from '@parley/llm';
-import { dot, KnowledgeEmbeddings, normalise, packVector, unpackVector } from './embeddings';
+import type { ServiceConfig } from '@parley/config';
+import { FakeEmbeddings, FakeOpenAiServer } from '@parley/llm';
+import { dot, KnowledgeEmbeddings, knowledgeEmbeddings, normalise, packVector, unpackVector } from './embeddings';
 
 describe('knowledge embeddings', () => {
   it('packs vectors as float32 little-endian and reads them back, aligned or not', () => {
@@ -38,5 +39,37 @@ describe('knowledge embeddings', () => {
     fake.delayMs = 0;
     fake.reply(new Error('down'));
     await expect(embeddings.queryVector('refunds')).resolves.toBeUndefined();
+  });
+
+  it('is off without EMBEDDINGS_MODEL, and reaches LLM_BASE_URL with LLM_API_KEY unless EMBEDDINGS_* say otherwise', async () => {
+    const server = new FakeOpenAiServer();
+    const other = new FakeOpenAiServer();
+    try {
+      const llm = await server.start();
+      const elsewhere = await other.start();
+      const base = { EMBEDDINGS_MODEL: '', LLM_BASE_URL: llm, LLM_API_KEY: 'sk-llm', EMBEDDINGS_QUERY_TIMEOUT_MS: 120 } as ServiceConfig;
+      expect(knowledgeEmbeddings(base)).toBeNull();
+
+      const defaulted = knowledgeEmbeddings({ ...base, EMBEDDINGS_MODEL: 'text-embedding-3-small' } as ServiceConfig)!;
+      expect(defaulted.queryTimeoutMs).toBe(120);
+      await defaulted.embedChunks([{ heading: '', text: 'hello' }]);
+      expect(server.embeddingRequests[0].headers.authorization).toBe('Bearer sk-llm');
+      expect(server.embeddingRequests[0].body.model).toBe('text-embedding-3-small');
+
+      const own = knowledgeEmbeddings({
+        ...base,
+        EMBEDDINGS_MODEL: 'nomic-embed-text',
+        EMBEDDINGS_BASE_URL: elsewhere,
+        EMBEDDINGS_API_KEY: 'sk-emb',
+        EMBEDDINGS_QUERY_TIMEOUT_MS: 300,
+      } as ServiceConfig)!;
+      expect(own.queryTimeoutMs).toBe(300);
+      await own.embedChunks([{ heading: '', text: 'hello' }]);
+      expect(other.embeddingRequests[0].headers.authorization).toBe('Bearer sk-emb');
+      expect(server.embeddingRequests).toHaveLength(1);
+    } finally {
+      await server.stop();
+      await other.stop();
+    }
   });
 });

@@ -124,8 +124,9 @@ export const VOCABULARY_SELECT = (where: string) => `
  * cosine is a dot product), with the model that made it (vectors of another model are not compared). A side table,
  * not a column of chunks, so the full-text candidate scans do not carry kilobytes of floats per row; it goes with
  * its chunk. The vector is packed float32 little-endian in a bytea (stored uncompressed: floats do not compress),
- * and the cosine is computed in TypeScript: for 50 candidates of 1536 dimensions that is ~5 ms, where a `real[]`
- * read as text and parsed took ~65 ms and the dot product in SQL over `real[]` (unnest) ~21 ms (docs/knowledge.md).
+ * and the cosine is computed in TypeScript: for 50 candidates of 1536 dimensions that is ~2-5 ms, where a `real[]`
+ * read as text and parsed took ~29-65 ms and the dot product in SQL over `real[]` (unnest) ~10-21 ms
+ * (docs/knowledge.md, Semantic rerank).
  * Not pgvector's `vector`, which neither the embedded server nor Debian's packages have.
  */
 export class KnowledgeVectors1764900000003 implements MigrationInterface {
