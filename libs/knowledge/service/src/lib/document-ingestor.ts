@@ -3,7 +3,7 @@ import type { EgressPolicy } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { isDatabaseUnavailable } from '@parley/persistence';
 import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, inputContentType, isIngestError } from './ingest-port';
-import { KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings } from './embeddings';
+import { EMBED_BATCH, KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings } from './embeddings';
 import { ChunkVectors, KnowledgeRepository, StoredChunk } from './knowledge.repository';
 import { FETCH_TIMEOUT_MS, INGEST_LEASE_MS, KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
 import { knowledgeEmbeddingsTotal } from './metrics';
@@ -79,5 +79,34 @@ export class DocumentIngestor {
       log.warn({ err: error, documentId, chunks: chunks.length }, 'embedding a document failed; it is searched lexically only');
       return undefined;
     }
+  }
+
+  /**
+   * Embeds up to `limit` chunks of ready documents that have no vector of the configured model (documents ingested
+   * before embeddings were configured or while the provider failed, or under another model), oldest first, in
+   * batches; stops at the first failure (logged; the next sweep tries again). Answers how many were stored.
+   */
+  async backfillVectors(limit: number, signal?: AbortSignal): Promise<number> {
+    if (!this.embeddings) return 0;
+    const model = this.embeddings.model;
+    const chunks = await this.repository.chunksWithoutVectors(model, limit);
+    let stored = 0;
+    for (let i = 0; i < chunks.length && !signal?.aborted; i += EMBED_BATCH) {
+      const batch = chunks.slice(i, i + EMBED_BATCH);
+      try {
+        const vectors = await this.embeddings.embedChunks(batch, signal);
+        await this.repository.storeVectors(
+          model,
+          batch.map((c) => c.id),
+          vectors,
+        );
+        stored += batch.length;
+      } catch (error) {
+        if (!signal?.aborted) log.warn({ err: error, chunks: batch.length }, 'embedding chunks without vectors failed; the next sweep tries again');
+        break;
+      }
+    }
+    if (stored) knowledgeEmbeddingsTotal.inc({ outcome: 'backfilled' }, stored);
+    return stored;
   }
 }

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nest
 import { serviceLogger } from '@parley/observability';
 import { DocumentIngestor } from './document-ingestor';
 import { KnowledgeRepository } from './knowledge.repository';
-import { INGEST_CONCURRENCY, INGEST_SWEEP_MS } from './limits';
+import { BACKFILL_CHUNKS_PER_SWEEP, INGEST_CONCURRENCY, INGEST_SWEEP_MS } from './limits';
 
 const log = serviceLogger('knowledge');
 
@@ -18,6 +18,7 @@ export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShut
   private readonly running = new Map<string, Promise<void>>();
   private readonly abort = new AbortController();
   private sweeper?: NodeJS.Timeout;
+  private backfill?: Promise<unknown>;
   private stopped = false;
   /** Settles when the queue has nothing waiting or running (tests). */
   private idleWaiters: (() => void)[] = [];
@@ -51,7 +52,7 @@ export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShut
     this.abort.abort();
     this.waiting.length = 0;
     this.queued.clear();
-    await Promise.allSettled([...this.running.values()]);
+    await Promise.allSettled([...this.running.values(), this.backfill]);
   }
 
   enqueue(documentId: string): void {
@@ -67,13 +68,25 @@ export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShut
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Takes up documents nobody holds. */
+  /**
+   * Takes up documents nobody holds; with embeddings configured, then embeds a few chunks that have no vector yet
+   * (one backfill at a time).
+   */
   async sweep(): Promise<void> {
     try {
       for (const id of await this.repository.orphanedDocumentIds(100)) this.enqueue(id);
     } catch (error) {
       log.warn({ err: error }, 'looking for documents to ingest failed; trying again later');
     }
+    if (this.backfill || this.stopped) return;
+    this.backfill = this.ingestor
+      .backfillVectors(BACKFILL_CHUNKS_PER_SWEEP, this.abort.signal)
+      .then(
+        (stored) => stored && log.info({ chunks: stored }, 'embedded chunks that had no vector'),
+        (error: unknown) => log.warn({ err: error }, 'looking for chunks without vectors failed; trying again later'),
+      )
+      .finally(() => (this.backfill = undefined));
+    await this.backfill;
   }
 
   private pump(): void {

@@ -170,6 +170,37 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
     expect(lexicalHits.length).toBeGreaterThan(0);
     expect(await domain.search(ACME, { baseIds: [base.id], query: QUERY })).toEqual(lexicalHits);
     expect(await counter(knowledgeRerankTotal, 'unembedded')).toBe(unembedded + 1);
+
+    // The sweep embeds what has no vector, once the provider answers again.
+    const backfilled = await counter(knowledgeEmbeddingsTotal, 'backfilled');
+    await queue.sweep();
+    expect((await ds.query(`SELECT count(*)::int AS n FROM chunk_vectors`))[0].n).toBe(3);
+    expect(await counter(knowledgeEmbeddingsTotal, 'backfilled')).toBe(backfilled + 3);
+    expect((await domain.search(ACME, { baseIds: [base.id], query: QUERY }))[0].heading).toBe('Help > Refund policy');
+  });
+
+  it('the sweep backfills a few chunks at a time, stops at a failure, and re-embeds chunks of another model', async () => {
+    const { base } = await helpBase('lexical');
+    const ingestor = new DocumentIngestor(
+      repo,
+      ingest,
+      limits,
+      { allow: [] } as never,
+      new KnowledgeEmbeddings(new OpenAiCompatibleEmbeddings({ baseURL: server.baseURL, model: 'old-model', maxRetries: 0 }), QUERY_TIMEOUT_MS),
+    );
+    expect(await ingestor.backfillVectors(2)).toBe(2);
+    expect(await ingestor.backfillVectors(10)).toBe(1);
+    expect(await ingestor.backfillVectors(10)).toBe(0);
+    expect((await ds.query(`SELECT model, count(*)::int AS n FROM chunk_vectors GROUP BY model`))).toEqual([{ model: 'old-model', n: 3 }]);
+
+    server.replyEmbeddings(() => ({ status: 500, body: { error: { message: 'boom', type: 'server_error' } } }));
+    await queue.sweep();
+    expect((await ds.query(`SELECT model, count(*)::int AS n FROM chunk_vectors GROUP BY model`))).toEqual([{ model: 'old-model', n: 3 }]);
+
+    server.replyEmbeddings(() => undefined);
+    await queue.sweep();
+    expect((await ds.query(`SELECT model, count(*)::int AS n FROM chunk_vectors GROUP BY model`))).toEqual([{ model: 'fake-embedding', n: 3 }]);
+    expect((await domain.search(ACME, { baseIds: [base.id], query: QUERY }))[0].heading).toBe('Help > Refund policy');
   });
 
   it('documents ingested before embeddings were configured have no vectors and keep their lexical scores, ranked with the reranked ones by score', async () => {

@@ -415,7 +415,8 @@ export class KnowledgeRepository {
           await m.query(
             `INSERT INTO chunk_vectors (chunk_id, model, embedding)
              SELECT c.id, $2, u.embedding FROM unnest($3::int[], $4::bytea[]) AS u(position, embedding)
-               JOIN chunks c ON c.document_id = $1 AND c.position = u.position`,
+               JOIN chunks c ON c.document_id = $1 AND c.position = u.position
+             ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding`,
             [
               id,
               vectors.model,
@@ -591,5 +592,29 @@ export class KnowledgeRepository {
       [chunkIds, model],
     );
     return new Map(rows.map((r) => [r.chunk_id, unpackVector(r.embedding)]));
+  }
+
+  /**
+   * Chunks of ready documents without a vector of `model` (ingested before embeddings were configured, while the
+   * provider failed, or under another model), oldest first: what the sweep's backfill embeds.
+   */
+  async chunksWithoutVectors(model: string, limit: number): Promise<{ id: string; heading: string; text: string }[]> {
+    return this.db.query(
+      `SELECT c.id::text AS id, c.heading, c.text FROM chunks c
+         JOIN documents d ON d.id = c.document_id AND d.status = 'ready'
+        WHERE NOT EXISTS (SELECT 1 FROM chunk_vectors v WHERE v.chunk_id = c.id AND v.model = $1)
+        ORDER BY c.id LIMIT $2`,
+      [model, limit],
+    );
+  }
+
+  /** Stores (or replaces) the chunks' vectors; chunks deleted meanwhile are skipped. */
+  async storeVectors(model: string, chunkIds: string[], vectors: number[][]): Promise<void> {
+    await this.db.query(
+      `INSERT INTO chunk_vectors (chunk_id, model, embedding)
+       SELECT c.id, $1, u.embedding FROM unnest($2::bigint[], $3::bytea[]) AS u(id, embedding) JOIN chunks c ON c.id = u.id
+       ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding`,
+      [model, chunkIds, vectors.map(packVector)],
+    );
   }
 }

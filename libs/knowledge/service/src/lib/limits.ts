@@ -26,3 +26,5 @@ export const INGEST_LEASE_MS = 10 * 60_000;
 export const INGEST_SWEEP_MS = 60_000;
 /** A URL document's fetch must finish within this. */
 export const FETCH_TIMEOUT_MS = 30_000;
+/** Chunks without a vector embedded per sweep when embeddings are configured (4 requests of 64). */
+export const BACKFILL_CHUNKS_PER_SWEEP = 256;

@@ -1,9 +1,12 @@
 import { Counter } from 'prom-client';
 
-/** Documents' chunk embedding at ingestion (EMBEDDINGS_MODEL set): `embedded`, or `failed` (the document is ready lexical-only). */
+/**
+ * Chunk embedding (EMBEDDINGS_MODEL set): documents at ingestion, `embedded` or `failed` (the document is ready
+ * lexical-only); and `backfilled`, chunks without a vector embedded by the sweep.
+ */
 export const knowledgeEmbeddingsTotal = new Counter({
   name: 'parley_knowledge_embeddings_total',
-  help: "Documents whose chunks were embedded at ingestion, by outcome (embedded, failed: ready without vectors)",
+  help: 'Documents embedded at ingestion by outcome (embedded, failed: ready without vectors); chunks embedded later by the sweep (backfilled)',
   labelNames: ['outcome'] as const,
 });
 
