@@ -1,0 +1,384 @@
+#!/usr/bin/env node
+// Knowledge bases as users meet them: the WHOLE platform (standalone build, one process, as `npm start` runs it) on a
+// fresh database (DATABASE_URL's server, a database of its own, else the embedded PostgreSQL), driven over its public
+// API and over the gRPC the media worker calls during a call.
+//
+//   npx nx run standalone:build
+//   npm run bench:knowledge                          # sizes 10 k and 100 k chunks
+//   npm run bench:knowledge -- --chunks 10000 --queries 200 --clients 4 --misses --explain
+// Flags: --chunks <list> the base sizes to measure at (default 10000,100000); --queries <n> searches per measurement
+// (default 300, or as many as --max-seconds allow, default 90); --clients <n> concurrent clients of the concurrent
+// measurements (default 4); --doc-chunks <n> chunks per filler document, about (default 50); --burst <n> document
+// POSTs in flight (default 16); --dist <dir> the build (default dist); --misses lists the corpus questions whose
+// passage was not in the top 5; --explain prints EXPLAIN (ANALYZE, BUFFERS) of the search's SQL for three questions at
+// the largest size (a copy of KnowledgeRepository.search's query: keep it in step).
+//
+// What it does and prints:
+//   quality  a base holding only the corpus's three documents (bench/knowledge/documents.mjs: an FAQ in markdown, a
+//            policy PDF built with pdf-lib, a product page in HTML with its navigation and footer), each POSTed as a
+//            user would (text; file in base64), then every question of bench/knowledge/corpus.mjs through
+//            POST /v1/knowledge_bases/{id}/search (limit 5): recall@5 (the labelled passage among the 5 hits) overall,
+//            per document type and per kind of phrasing; MRR.
+//   then one big base, the corpus's documents first, filled with generated documents (bench/knowledge/filler.mjs)
+//   to each size in turn; at each size:
+//   ingest   chunks per second, from the first POST of the step to the last document `ready` (the base's
+//            chunk_count polled), with --burst POSTs in flight; the POSTs' own p50/p95 (202 at once);
+//   public   search p50/p95/p99 through POST /v1/knowledge_bases/{id}/search (the corpus's questions, in turn),
+//            sequential, then --clients at once;
+//   in-call  search p50/p95/p99 through the agents deployable's gRPC parley.knowledge.v1.KnowledgeService/Search
+//            (limit 4, as the media worker asks), sequential, then while --clients clients load the public route; the
+//            share within the 250 ms turn budget (KNOWLEDGE_RETRIEVAL_TIMEOUT_MS's default). Not while bench/media
+//            calls run: combining its vendor fakes, fake carrier and callers with this is not done here; the public
+//            route's load stands in for the other work of the same process;
+//   recall   recall@5 of the corpus inside the big base (the same questions; the filler competes).
+// Targets (issue 20; printed beside the figures, not asserted): search p95 ≤ 30 ms at 100 k chunks, in-call 100 %
+// within 250 ms at that size, recall@5 ≥ 0.9 lexical-only.
+import grpc from '@grpc/grpc-js';
+import protoLoader from '@grpc/proto-loader';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { CORPUS, DOC_TYPES, isAnswer, KINDS } from './knowledge/corpus.mjs';
+import { corpusDocuments } from './knowledge/documents.mjs';
+import { fillerGenerator } from './knowledge/filler.mjs';
+import { missingBuilds } from './media/build.mjs';
+import { BENCH_KEY, startPlatform } from './media/platform.mjs';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]?.startsWith('--') ? '' : all[i + 1]]] : acc), []));
+const o = {
+  sizes: String(args.chunks ?? '10000,100000').split(',').map(Number),
+  queries: Number(args.queries ?? 300),
+  clients: Number(args.clients ?? 4),
+  docChunks: Number(args['doc-chunks'] ?? 50),
+  burst: Number(args.burst ?? 16),
+  dist: resolve(args.dist ?? join(ROOT, 'dist')),
+  misses: 'misses' in args,
+  explain: 'explain' in args,
+  maxSeconds: Number(args['max-seconds'] ?? 90),
+};
+const BUDGET_MS = 250;
+const SEARCH_P95_TARGET_MS = 30;
+const RECALL_TARGET = 0.9;
+const ACCOUNT = 'bench';
+
+const missing = missingBuilds(o.dist, 'standalone');
+if (missing.length) {
+  console.error(`Build the platform first:\n  ${missing.join('\n  ')}`);
+  process.exit(1);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs, p) => {
+  if (!xs.length) return NaN;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const f1 = (x, w = 7) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a').padStart(w);
+const f3 = (x) => (Number.isFinite(x) ? x.toFixed(3) : 'n/a');
+const verdict = (ok) => (ok ? 'meets' : 'MISSES');
+
+function apiOf(baseUrl) {
+  return async (method, path, body) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${BENCH_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+}
+
+function grpcClientOf(url) {
+  const definition = protoLoader.loadSync(join(ROOT, 'proto/parley/knowledge/v1/knowledge.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+    includeDirs: [join(ROOT, 'proto')],
+  });
+  const { KnowledgeService } = grpc.loadPackageDefinition(definition).parley.knowledge.v1;
+  const client = new KnowledgeService(url, grpc.credentials.createInsecure());
+  const search = (request) => new Promise((ok, fail) => client.Search(request, (err, res) => (err ? fail(err) : ok(res))));
+  return { search, close: () => client.close() };
+}
+
+const must = (res, what, status = [200, 201, 202]) => {
+  if (!status.includes(res.status)) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+};
+
+/** Waits until the base has no document `processing`; resolves to { chunks, documents, failed } (failed: reasons). */
+async function settle(api, baseId) {
+  for (;;) {
+    const processing = must(await api('GET', `/v1/knowledge_bases/${baseId}/documents?status=processing&limit=1`), 'list processing');
+    if (!processing.data.length) break;
+    await sleep(250);
+  }
+  const base = must(await api('GET', `/v1/knowledge_bases/${baseId}`), 'get base');
+  const failed = must(await api('GET', `/v1/knowledge_bases/${baseId}/documents?status=failed&limit=100`), 'list failed').data.map((d) => d.failure_reason);
+  return { chunks: base.chunk_count, documents: base.document_count, failed };
+}
+
+async function addDocuments(api, baseId, bodies) {
+  const ids = {};
+  for (const [name, body] of Object.entries(bodies)) ids[name] = must(await api('POST', `/v1/knowledge_bases/${baseId}/documents`, body), `add ${name}`).id;
+  const s = await settle(api, baseId);
+  if (s.failed.length) throw new Error(`corpus documents failed: ${s.failed.join('; ')}`);
+  return ids;
+}
+
+/** Every corpus question through the public route: per question the 1-based rank of its passage (0: not in the top 5). */
+async function recall(api, baseId, docIds) {
+  const ranks = [];
+  for (const q of CORPUS) {
+    const hits = must(await api('POST', `/v1/knowledge_bases/${baseId}/search`, { query: q.question, limit: 5 }), 'search').data;
+    ranks.push(hits.findIndex((h) => isAnswer(q, h, docIds)) + 1);
+  }
+  return ranks;
+}
+
+function printRecall(label, ranks) {
+  const share = (pred) => {
+    const idx = CORPUS.map((q, i) => i).filter((i) => pred(CORPUS[i]));
+    return { n: idx.length, r: idx.filter((i) => ranks[i] > 0).length / idx.length };
+  };
+  const all = share(() => true);
+  const mrr = ranks.reduce((s, r) => s + (r ? 1 / r : 0), 0) / ranks.length;
+  const top1 = ranks.filter((r) => r === 1).length / ranks.length;
+  console.log(`${label}: recall@5 ${f3(all.r)} of ${all.n} questions (target ≥ ${RECALL_TARGET}: ${verdict(all.r >= RECALL_TARGET)}); recall@1 ${f3(top1)}; MRR ${f3(mrr)}`);
+  console.log(`  per document: ${Object.entries(DOC_TYPES).map(([d, name]) => { const s = share((q) => q.doc === d); return `${name} ${f3(s.r)} (${s.n})`; }).join(', ')}`);
+  console.log(`  per phrasing: ${KINDS.map((k) => { const s = share((q) => q.kind === k); return `${k} ${f3(s.r)} (${s.n})`; }).join(', ')}`);
+  if (o.misses) for (const [i, q] of CORPUS.entries()) if (!ranks[i]) console.log(`    miss #${q.id} [${q.doc}/${q.kind}] ${q.question}  → ${q.section}`);
+}
+
+/**
+ * `n` calls of `one(i)` from `clients` clients at once, or fewer when --max-seconds have passed; resolves to the
+ * latencies (ms) and the wall time.
+ */
+async function measure(n, clients, one) {
+  const times = [];
+  let next = 0;
+  let errors = 0;
+  const start = performance.now();
+  const deadline = start + o.maxSeconds * 1000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < n && performance.now() < deadline) {
+        const i = next++;
+        const t = performance.now();
+        try {
+          await one(i);
+        } catch {
+          errors += 1;
+        }
+        times.push(performance.now() - t);
+      }
+    }),
+  );
+  return { times, errors, seconds: (performance.now() - start) / 1000 };
+}
+
+const line = (label, m, extra = '') =>
+  console.log(
+    `  ${label.padEnd(34)} n ${String(m.times.length).padStart(4)}  p50 ${f1(pct(m.times, 50))}  p95 ${f1(pct(m.times, 95))}  p99 ${f1(pct(m.times, 99))}  max ${f1(Math.max(...m.times))} ms  ${f1(m.times.length / m.seconds, 6)}/s${m.errors ? `  ${m.errors} errors` : ''}${extra}`,
+  );
+
+async function main() {
+  console.log(
+    `knowledge bench, ${new Date().toISOString()}: standalone (${process.env.DATABASE_URL ? 'DATABASE_URL server' : 'embedded PostgreSQL'}), ${cpus().length} cores (${cpus()[0]?.model.trim()}), ${Math.round(totalmem() / 2 ** 30)} GB, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}, Node ${process.version}`,
+  );
+  console.log(`sizes ${o.sizes.join(', ')} chunks; ${o.queries} searches per measurement (at most ${o.maxSeconds} s each); ${o.clients} concurrent clients; filler documents of ~${o.docChunks} chunks, ${o.burst} POSTs in flight`);
+  const platform = await startPlatform({ mode: 'standalone', dist: o.dist, calls: 10, env: {} });
+  const api = apiOf(platform.baseUrl);
+  const rpc = grpcClientOf(platform.env.AGENTS_GRPC_URL);
+  try {
+    // Quality: the corpus alone.
+    const documents = await corpusDocuments();
+    const small = must(await api('POST', '/v1/knowledge_bases', { name: 'Kestrel Home support', language: 'en' }), 'create base');
+    const smallIds = await addDocuments(api, small.id, documents);
+    const smallBase = must(await api('GET', `/v1/knowledge_bases/${small.id}`), 'get base');
+    console.log(`\nquality corpus: ${CORPUS.length} questions over 3 documents (${smallBase.chunk_count} chunks)`);
+    printRecall('corpus alone', await recall(api, small.id, smallIds));
+
+    // The big base: the corpus, then filler to each size.
+    const big = must(await api('POST', '/v1/knowledge_bases', { name: 'Everything', language: 'en' }), 'create base');
+    const bigIds = await addDocuments(api, big.id, documents);
+    const next = fillerGenerator(20);
+    let chunks = (await settle(api, big.id)).chunks;
+    const questions = CORPUS.map((q) => q.question);
+    let lastPlan;
+    for (const size of o.sizes) {
+      // Ingest to `size`: POST filler (estimating a document's chunks) until the estimate reaches it, let it settle,
+      // top up if short.
+      const posts = [];
+      const t0 = performance.now();
+      let documentsPosted = 0;
+      let bytes = 0;
+      const startChunks = chunks;
+      while (chunks < size) {
+        let estimate = chunks;
+        let inFlight = 0;
+        await new Promise((done, fail) => {
+          const pump = () => {
+            while (inFlight < o.burst && estimate < size) {
+              const doc = next(o.docChunks);
+              estimate += Math.ceil(doc.text.length / 850);
+              const body = JSON.stringify(doc);
+              bytes += body.length;
+              inFlight += 1;
+              documentsPosted += 1;
+              const t = performance.now();
+              api('POST', `/v1/knowledge_bases/${big.id}/documents`, doc)
+                .then((res) => {
+                  must(res, 'add filler');
+                  posts.push(performance.now() - t);
+                  inFlight -= 1;
+                  if (estimate >= size && inFlight === 0) done();
+                  else pump();
+                })
+                .catch(fail);
+            }
+          };
+          pump();
+        });
+        const s = await settle(api, big.id);
+        if (s.failed.length) throw new Error(`filler documents failed: ${s.failed.slice(0, 3).join('; ')}`);
+        chunks = s.chunks;
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      console.log(`\n== ${chunks} chunks in the base (target ${size})`);
+      console.log(
+        `  ingest: ${chunks - startChunks} chunks in ${documentsPosted} documents (${(bytes / 2 ** 20).toFixed(1)} MB of JSON) in ${seconds.toFixed(1)} s: ${f1((chunks - startChunks) / seconds, 0)} chunks/s, POST to ready; POST 202 p50 ${f1(pct(posts, 50), 0)} ms, p95 ${f1(pct(posts, 95), 0)} ms`,
+      );
+
+      const publicOne = async (i) => must(await api('POST', `/v1/knowledge_bases/${big.id}/search`, { query: questions[i % questions.length], limit: 5 }), 'search');
+      const grpcOne = (i) => rpc.search({ account_id: ACCOUNT, knowledge_base_ids: [big.id], query: questions[(i * 7) % questions.length], limit: 4, min_score: 0 });
+      await measure(20, 1, publicOne); // warm-up
+      const pubSeq = await measure(o.queries, 1, publicOne);
+      line('public route, sequential', pubSeq, `  (target p95 ≤ ${SEARCH_P95_TARGET_MS} ms: ${verdict(pct(pubSeq.times, 95) <= SEARCH_P95_TARGET_MS)})`);
+      const pubConc = await measure(o.queries, o.clients, publicOne);
+      line(`public route, ${o.clients} clients`, pubConc);
+      const within = (m) => m.times.filter((t) => t <= BUDGET_MS).length / m.times.length;
+      const grpcSeq = await measure(o.queries, 1, grpcOne);
+      line('in-call gRPC, sequential', grpcSeq, `  within ${BUDGET_MS} ms: ${(100 * within(grpcSeq)).toFixed(1)} %`);
+      // The in-call path while the public route is loaded by --clients clients.
+      let loading = true;
+      const load = Promise.all(
+        Array.from({ length: o.clients }, async (_, c) => {
+          for (let i = c; loading; i += o.clients) await publicOne(i).catch(() => undefined);
+        }),
+      );
+      const grpcLoaded = await measure(o.queries, 1, grpcOne);
+      loading = false;
+      await load;
+      line(`in-call gRPC, public load ×${o.clients}`, grpcLoaded, `  within ${BUDGET_MS} ms: ${(100 * within(grpcLoaded)).toFixed(1)} % (target 100 %: ${verdict(within(grpcLoaded) === 1)})`);
+      printRecall(`  corpus inside ${chunks} chunks`, await recall(api, big.id, bigIds));
+      lastPlan = { baseId: big.id, chunks };
+    }
+    if (o.explain && lastPlan) await explain(platform, lastPlan);
+  } finally {
+    rpc.close();
+    const exited = platform.exited.slice();
+    await platform.stop();
+    if (exited.length) console.log(`platform processes that died: ${exited.join(', ')}`);
+  }
+}
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of the search's statements, a copy of KnowledgeRepository's (libs/knowledge/service,
+ * knowledge.repository.ts: queryTerms, corrections, search) with the same session settings, for three of the
+ * corpus's questions: a typo, a short question, a long spoken one.
+ */
+async function explain(platform, { baseId, chunks }) {
+  const url = platform.env.DATABASE_URL ?? `postgres://postgres:parley@127.0.0.1:${platform.env.EMBEDDED_PG_PORT}/parley`;
+  const db = new pg.Client({ connectionString: url, options: '-c search_path=knowledge -c pg_trgm.similarity_threshold=0.4' });
+  await db.connect();
+  const lit = (l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+  const plan = async (sql, values) => {
+    const rows = (await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values)).rows.map((r) => r['QUERY PLAN']);
+    return rows.join('\n');
+  };
+  try {
+    const [{ schema }] = (await db.query(`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`)).rows;
+    const trgm = `"${schema}"`;
+    const stats = (await db.query(`SELECT relname, n_live_tup, last_autoanalyze FROM pg_stat_user_tables WHERE schemaname = 'knowledge' AND relname IN ('chunks', 'words')`)).rows;
+    console.log(`\nEXPLAIN at ${chunks} chunks (${stats.map((r) => `${r.relname}: ${r.n_live_tup} rows, auto-analyzed ${r.last_autoanalyze?.toISOString() ?? 'never'}`).join('; ')})`);
+    for (const question of ['how do i cancle my ordr', 'How long is the warranty?', 'i bought a kettle last week and i dont really like it can i send it back']) {
+      const rows = (
+        await db.query(
+          `SELECT w AS word, tsvector_to_array(to_tsvector('english'::regconfig, w)) AS lexemes FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) AS w`,
+          [question],
+        )
+      ).rows;
+      const content = rows.filter((r) => r.lexemes.length > 0);
+      const map = new Map();
+      for (const r of content.length ? content : rows) if (!map.has(r.lexemes[0] ?? r.word)) map.set(r.lexemes[0] ?? r.word, { word: r.word, lexeme: r.lexemes[0] ?? r.word });
+      const terms = [...map.values()].slice(0, 24);
+      const correctionsSql = `SELECT q.word, tsvector_to_array(to_tsvector('english'::regconfig, w.word)) AS lexemes, w.sim
+         FROM unnest($2::text[]) AS q(word)
+         CROSS JOIN LATERAL (
+           SELECT v.word, ${trgm}.similarity(v.word, q.word) AS sim FROM words v
+            WHERE v.base_id = ANY($1::text[]) AND v.word OPERATOR(${trgm}.%) q.word
+            ORDER BY sim DESC, v.word LIMIT 3
+         ) AS w
+        WHERE NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($1::text[]) AND e.word = q.word)`;
+      const fuzzyWords = terms.filter((t) => t.word.length >= 4).map((t) => t.word);
+      const fixes = (await db.query(correctionsSql, [[baseId], fuzzyWords])).rows.filter((r) => r.lexemes.length);
+      const alternatives = new Map();
+      const termIndex = [];
+      const altQuery = [];
+      const altWeight = [];
+      terms.forEach((t, i) => {
+        const own = new Map([[t.lexeme, 1]]);
+        for (const f of fixes) if (f.word === t.word && !own.has(f.lexemes[0])) own.set(f.lexemes[0], Number(f.sim));
+        for (const [lexeme, weight] of own) {
+          termIndex.push(i);
+          altQuery.push(lit(lexeme));
+          altWeight.push(weight);
+          alternatives.set(lexeme, Math.max(alternatives.get(lexeme) ?? 0, weight));
+        }
+      });
+      const anyTerm = [...alternatives.keys()].map(lit).join(' | ');
+      const searchSql = `WITH candidates AS (
+         SELECT c.id FROM chunks c
+          WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
+          ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
+          LIMIT 200
+       ),
+       scored AS (
+         SELECT c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
+                round((0.8 * coverage.value + 0.2 * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
+           FROM candidates
+           JOIN chunks c ON c.id = candidates.id
+           JOIN documents d ON d.id = c.document_id,
+           LATERAL (
+             SELECT coalesce(sum(best), 0) / $3 AS value FROM (
+               SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
+                 FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
+                GROUP BY a.term
+             ) AS per_term
+           ) AS coverage
+       )
+       SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`;
+      const searchValues = [[baseId], anyTerm, terms.length, termIndex, altQuery, altWeight, 0, 5];
+      const matching = (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, anyTerm])).rows[0].n;
+      console.log(`\n-- "${question}": tsquery ${anyTerm}; ${matching} chunks of the base match it`);
+      console.log(`-- corrections (${fuzzyWords.join(', ')}):\n${await plan(correctionsSql, [[baseId], fuzzyWords])}`);
+      console.log(`-- search:\n${await plan(searchSql, searchValues)}`);
+    }
+  } finally {
+    await db.end();
+  }
+}
+
+try {
+  await main();
+  process.exit(0);
+} catch (error) {
+  console.error(error);
+  process.exit(2);
+}

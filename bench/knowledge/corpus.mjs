@@ -1,0 +1,171 @@
+// The labelled quality corpus: questions a caller would ask Kestrel Home's agent, each labelled with the document
+// (faq: markdown, policy: PDF, product: HTML page; bench/knowledge/documents.mjs) and the section that answers it,
+// and with `answer`, a short phrase of that passage's text. A search hit "is" the labelled passage when it comes
+// from the labelled document and its text contains the phrase (case and whitespace aside), which holds however the
+// chunker cuts the document (the PDF's sections are pages to it, not headings).
+//
+// `kind` says how the question is phrased:
+//   direct      asked with the passage's own words;
+//   paraphrase  asked in other words, sharing few with the answer;
+//   spoken      as said aloud on a call: fillers, hesitations, run-on, no punctuation;
+//   short       two or three words;
+//   typo        misspelt (as a transcript or a hurried typist would).
+//
+// Plain .mjs beside the bench (not TypeScript under libs/knowledge/service/src/testing): the bench is its only user,
+// runs with no build step, and the library's tests keep their own fixtures.
+
+/** [doc, section, answer phrase, kind, question] */
+const ROWS = [
+  // ---- FAQ (markdown)
+  ['faq', 'How do I place an order?', 'sales team on 0800 555 0142', 'direct', 'How do I place an order?'],
+  ['faq', 'How do I place an order?', 'sales team on 0800 555 0142', 'spoken', 'um can i just order over the phone with someone'],
+  ['faq', 'How do I place an order?', 'packed the same day', 'paraphrase', 'If I buy something this morning, will it go out today?'],
+  ['faq', 'Can I change or cancel my order?', 'cancel an order free of charge', 'direct', 'Can I cancel my order?'],
+  ['faq', 'Can I change or cancel my order?', 'cancel an order free of charge', 'spoken', 'yeah hi i ordered something yesterday and i want to change the address it goes to'],
+  ['faq', 'Can I change or cancel my order?', 'cancel an order free of charge', 'typo', 'how do i cancle my ordr'],
+  ['faq', 'Do you sell gift cards?', 'never expire', 'short', 'gift cards'],
+  ['faq', 'Do you sell gift cards?', 'never expire', 'paraphrase', 'Is there a date after which a voucher I was given stops being valid?'],
+  ['faq', 'Which payment methods do you accept?', 'We accept Visa, Mastercard', 'direct', 'Which payment methods do you accept?'],
+  ['faq', 'Which payment methods do you accept?', 'We accept Visa, Mastercard', 'spoken', 'can i pay with paypal or do you only take cards'],
+  ['faq', 'Which payment methods do you accept?', 'We accept Visa, Mastercard', 'paraphrase', 'Can I pay the delivery driver in cash when it arrives?'],
+  ['faq', 'Can I pay in instalments?', 'Kestrel Flex, interest-free', 'paraphrase', 'Is it possible to spread the cost over a few months?'],
+  ['faq', 'Can I pay in instalments?', 'Kestrel Flex, interest-free', 'typo', 'can i pay in instalmants'],
+  ['faq', 'Can I pay in instalments?', 'Kestrel Flex, interest-free', 'spoken', 'what interest rate do you charge if i pay monthly over a year'],
+  ['faq', 'When will my card be charged?', 'charged only when the order is dispatched', 'paraphrase', 'When does the money actually come out of my account?'],
+  ['faq', 'When will my card be charged?', 'charged only when the order is dispatched', 'direct', 'When will my card be charged?'],
+  ['faq', 'Do prices include VAT?', 'include VAT at the current rate', 'short', 'VAT invoice'],
+  ['faq', 'Do prices include VAT?', 'include VAT at the current rate', 'paraphrase', 'Is tax already in the price I see online?'],
+  ['faq', 'How much does delivery cost?', 'free on orders over 50 pounds', 'direct', 'How much does delivery cost?'],
+  ['faq', 'How much does delivery cost?', 'free on orders over 50 pounds', 'paraphrase', 'Do I have to pay for shipping?'],
+  ['faq', 'How much does delivery cost?', 'Next-day delivery costs 7.95 pounds', 'spoken', 'and if i need it tomorrow how much extra is that'],
+  ['faq', 'How long does delivery take?', '2 to 4 working days across mainland UK', 'paraphrase', 'How soon will my order get to me?'],
+  ['faq', 'How long does delivery take?', 'Scottish Highlands', 'spoken', 'i live up in the highlands how long would it take to get to me'],
+  ['faq', 'How long does delivery take?', '2 to 4 working days across mainland UK', 'typo', 'how long dose delivary take'],
+  ['faq', 'Do you deliver abroad?', 'Ireland, France, Germany and the Netherlands', 'direct', 'Do you deliver abroad?'],
+  ['faq', 'Do you deliver abroad?', 'Ireland, France, Germany and the Netherlands', 'paraphrase', 'Can you send an order to my sister in Berlin?'],
+  ['faq', 'Do you deliver abroad?', 'customs duties are included', 'spoken', 'will i have to pay customs if i order from france'],
+  ['faq', 'How do I track my parcel?', 'tracking link by email and text message', 'short', 'track parcel'],
+  ['faq', 'How do I track my parcel?', 'tracking link by email and text message', 'spoken', 'where is my package right now how can i see where it is'],
+  ['faq', "What if I'm not home when the courier comes?", 'held for 14 days', 'paraphrase', 'I was out when the driver came, what happens now?'],
+  ['faq', "What if I'm not home when the courier comes?", 'held for 14 days', 'typo', 'missed the courrier delivery'],
+  ['faq', 'My parcel arrived damaged. What should I do?', 'report it within 48 hours', 'direct', 'My parcel arrived damaged. What should I do?'],
+  ['faq', 'My parcel arrived damaged. What should I do?', 'report it within 48 hours', 'spoken', 'the box came all smashed in and the thing inside is cracked'],
+  ['faq', 'I forgot my password.', 'reset link, which is valid for 30 minutes', 'paraphrase', "I can't log in to my account"],
+  ['faq', 'I forgot my password.', 'reset link, which is valid for 30 minutes', 'typo', 'forgot my pasword'],
+  ['faq', 'How do I delete my account?', 'personal data is erased within 30 days', 'direct', 'How do I delete my account?'],
+  ['faq', 'How do I delete my account?', 'personal data is erased within 30 days', 'paraphrase', 'I want you to remove all the information you hold about me'],
+  ['faq', 'How do I unsubscribe from marketing emails?', 'unsubscribe link at the bottom', 'spoken', 'how do i stop you sending me all these newsletters'],
+  ['faq', 'How do I unsubscribe from marketing emails?', 'unsubscribe link at the bottom', 'short', 'unsubscribe'],
+  ['faq', 'Which phones does the app work on?', 'iOS 16 or later', 'paraphrase', 'Will the app run on my old Android phone?'],
+  ['faq', 'Which phones does the app work on?', 'iOS 16 or later', 'spoken', 'do i have to pay a subscription for the app'],
+  ['faq', 'How do I connect a device to Wi-Fi?', '5 GHz-only networks are not supported', 'direct', 'How do I connect a device to Wi-Fi?'],
+  ['faq', 'How do I connect a device to Wi-Fi?', '5 GHz-only networks are not supported', 'spoken', 'the purifier wont connect to my wifi it just keeps failing during setup'],
+  ['faq', 'How do I connect a device to Wi-Fi?', '5 GHz-only networks are not supported', 'typo', 'conect device to wiifi'],
+  ['faq', 'Can several people control the same device?', 'up to eight household members', 'paraphrase', 'Can my husband also use the app to control our devices?'],
+  ['faq', 'Does the app work with voice assistants?', 'Amazon Alexa, Google Assistant and Apple Home', 'short', 'Alexa'],
+  ['faq', 'Does the app work with voice assistants?', 'Amazon Alexa, Google Assistant and Apple Home', 'spoken', 'does it work with siri and homekit'],
+  ['faq', 'Do you offer installation?', 'installation by a qualified engineer for 49 pounds', 'paraphrase', 'Can someone come and plumb in my new washing machine?'],
+  ['faq', 'Do you offer installation?', 'remove and recycle your old appliance', 'spoken', 'will you take my old fridge away when you bring the new one'],
+  ['faq', 'Do you offer installation?', 'installation by a qualified engineer for 49 pounds', 'typo', 'do you do instalation'],
+  ['faq', 'How do I contact customer support?', 'every day from 8 am to 10 pm', 'paraphrase', 'What time can I ring you until in the evening?'],
+  ['faq', 'How do I contact customer support?', 'every day from 8 am to 10 pm', 'short', 'support phone number'],
+  ['faq', 'Where can I find the user manual?', '"Manuals" tab', 'paraphrase', 'I lost the instruction booklet that came with it'],
+  ['faq', 'Where can I find the user manual?', 'serial number is printed on the label', 'spoken', 'where do i find the serial number on the machine'],
+  ['faq', 'Do you have a loyalty programme?', '1 point per pound spent', 'paraphrase', 'Do I earn anything back when I shop with you?'],
+  ['faq', 'Do you have a loyalty programme?', 'Points expire 24 months', 'typo', 'do my reward ponts expire'],
+  ['faq', 'Do you offer student or NHS discounts?', 'NHS staff get 15% off', 'spoken', 'i work for the nhs do you do any discount for us'],
+  ['faq', 'Do you offer student or NHS discounts?', 'Students get 10% off', 'short', 'student discount'],
+
+  // ---- Policy (PDF)
+  ['policy', '1. Your right to change your mind', 'within 30 days of delivery for any reason', 'direct', 'Can I return a product if I change my mind?'],
+  ['policy', '1. Your right to change your mind', 'within 30 days of delivery for any reason', 'paraphrase', 'How long do I have to send something back?'],
+  ['policy', '1. Your right to change your mind', 'within 30 days of delivery for any reason', 'spoken', 'i bought a kettle last week and i dont really like it can i send it back'],
+  ['policy', '1. Your right to change your mind', 'reduce the refund by up to 20%', 'paraphrase', "I've already used it a couple of times, will I still get all my money back?"],
+  ['policy', '1. Your right to change your mind', 'within 30 days of delivery for any reason', 'typo', 'retrun policy how many days'],
+  ['policy', '2. Products that cannot be returned', 'For hygiene reasons', 'direct', 'Which products cannot be returned?'],
+  ['policy', '2. Products that cannot be returned', 'For hygiene reasons', 'spoken', 'can i return a shaver that i opened'],
+  ['policy', '2. Products that cannot be returned', 'For hygiene reasons', 'paraphrase', 'Can I send back an electric toothbrush once the seal is broken?'],
+  ['policy', '3. How to return a product', 'prepaid returns label and a QR code', 'direct', 'How do I return a product?'],
+  ['policy', '3. How to return a product', 'prepaid returns label and a QR code', 'short', 'returns label'],
+  ['policy', '3. How to return a product', 'free collection from your home', 'spoken', 'the washing machine is way too heavy for me to take to the post office'],
+  ['policy', '3. How to return a product', 'factory reset', 'paraphrase', 'Should I wipe my data off the smart speaker before I send it back?'],
+  ['policy', '3. How to return a product', 'Parcelpoint location', 'typo', 'where do i drop of my retrun'],
+  ['policy', '4. Return shipping costs', 'Returns are free within the United Kingdom', 'direct', 'Do I have to pay for return shipping?'],
+  ['policy', '4. Return shipping costs', 'flat return shipping fee of 9.95 euros', 'spoken', 'im in dublin does it cost me anything to send it back'],
+  ['policy', '4. Return shipping costs', 'Returns are free within the United Kingdom', 'paraphrase', 'Is sending an item back free of charge?'],
+  ['policy', '5. Refunds', 'within 14 days of receiving the returned product', 'direct', 'How long does a refund take?'],
+  ['policy', '5. Refunds', 'within 14 days of receiving the returned product', 'spoken', 'i sent the thing back two weeks ago and still havent got my money'],
+  ['policy', '5. Refunds', 'within 14 days of receiving the returned product', 'typo', 'when do i get my refnud'],
+  ['policy', '5. Refunds', 'refunded as a new gift card', 'paraphrase', 'I paid with a voucher, how will I be reimbursed?'],
+  ['policy', '5. Refunds', 'finance agreement is cancelled', 'spoken', 'what happens to my monthly payments if i return it'],
+  ['policy', '5. Refunds', 'express delivery upgrades are not refunded', 'paraphrase', 'Do I get back what I paid for next-day shipping?'],
+  ['policy', '6. Exchanges', 'We do not exchange products directly', 'direct', 'Can I exchange a product for a different colour?'],
+  ['policy', '6. Exchanges', 'We do not exchange products directly', 'short', 'swap for another model'],
+  ['policy', '6. Exchanges', 'refund the difference once', 'paraphrase', 'It went on sale a few days after I bought it, can I get the difference?'],
+  ['policy', '7. Faulty products', 'full refund or a replacement, as you prefer', 'direct', 'What if my product is faulty?'],
+  ['policy', '7. Faulty products', 'full refund or a replacement, as you prefer', 'spoken', 'it stopped working after like a week what can you do'],
+  ['policy', '7. Faulty products', 'first offer a repair or a replacement', 'paraphrase', 'It broke after four months, can I just have my money back?'],
+  ['policy', '7. Faulty products', 'short video or photos of the fault', 'typo', 'do i need to send fotos of the faulty product'],
+  ['policy', '8. Manufacturer warranty', 'two-year manufacturer warranty', 'direct', 'How long is the warranty?'],
+  ['policy', '8. Manufacturer warranty', 'five-year warranty on parts and labour', 'spoken', 'how long is the guarantee on a dishwasher'],
+  ['policy', '8. Manufacturer warranty', 'covered for ten years', 'paraphrase', 'How long is the motor of my washer guaranteed for?'],
+  ['policy', '8. Manufacturer warranty', 'does not cover accidental damage', 'paraphrase', 'I dropped it and it cracked, is that covered?'],
+  ['policy', '8. Manufacturer warranty', 'two-year manufacturer warranty', 'typo', 'whats the waranty on kestrel products'],
+  ['policy', '8. Manufacturer warranty', 'consumable parts such as filters', 'spoken', 'are filters and batteries covered by the guarantee'],
+  ['policy', '9. Making a warranty claim', 'engineer visit is normally booked within 3 working days', 'direct', 'How do I make a warranty claim?'],
+  ['policy', '9. Making a warranty claim', 'engineer visit is normally booked within 3 working days', 'spoken', 'how quickly can you send someone out to fix my oven'],
+  ['policy', '9. Making a warranty claim', 'warranty is transferable', 'paraphrase', 'I bought it second hand from a neighbour, am I still covered?'],
+  ['policy', '9. Making a warranty claim', 'cannot be repaired economically', 'paraphrase', "What if it isn't worth fixing?"],
+  ['policy', '10. Extended protection', 'Kestrel Care extends cover to five years', 'direct', 'What is Kestrel Care?'],
+  ['policy', '10. Extended protection', 'Kestrel Care extends cover to five years', 'spoken', 'how much is the extra insurance per month'],
+  ['policy', '10. Extended protection', '25 pound excess per claim', 'paraphrase', 'Is there anything to pay when I claim on my cover plan?'],
+  ['policy', '10. Extended protection', 'Kestrel Care extends cover to five years', 'typo', 'extendd warrenty price'],
+  ['policy', '11. Price promise', 'we match the price', 'direct', 'Do you price match?'],
+  ['policy', '11. Price promise', 'we match the price', 'spoken', 'i just saw the same thing cheaper at currys can you match it'],
+  ['policy', '11. Price promise', 'excludes marketplace sellers', 'paraphrase', 'Does it count if a seller on Amazon has it for less?'],
+  ['policy', '12. Complaints', 'acknowledge complaints within 2 working days', 'direct', 'How do I make a complaint?'],
+  ['policy', '12. Complaints', 'acknowledge complaints within 2 working days', 'spoken', 'im really not happy with how my return was handled who do i talk to'],
+  ['policy', '12. Complaints', 'refer the matter to the', 'paraphrase', 'Is there an independent body I can escalate to?'],
+
+  // ---- Product page (HTML)
+  ['product', 'Overview', 'rooms up to 48 square metres', 'direct', 'How big a room can the AirPure 400 clean?'],
+  ['product', 'Overview', 'rooms up to 48 square metres', 'spoken', 'would it be enough for my living room its quite big'],
+  ['product', 'Overview', '£249.00', 'short', 'AirPure 400 price'],
+  ['product', 'Overview', 'pet dander', 'spoken', 'i have two cats will it help with the hair and allergies'],
+  ['product', 'Three-stage filtration', 'activated carbon layer', 'paraphrase', 'Will it get rid of the smell of cooking in my kitchen?'],
+  ['product', 'Three-stage filtration', 'true H13 HEPA filter', 'direct', 'Does the AirPure 400 have a HEPA filter?'],
+  ['product', 'Three-stage filtration', 'true H13 HEPA filter', 'typo', 'does the air purifer have a hepa filtr'],
+  ['product', 'Filter replacement', 'every 6 to 12 months', 'direct', 'How often do I need to replace the filter?'],
+  ['product', 'Filter replacement', 'every 6 to 12 months', 'spoken', 'how often do i change the filter thing on the purifier'],
+  ['product', 'Filter replacement', 'cost £39.99', 'paraphrase', 'How much are spare cartridges for the purifier?'],
+  ['product', 'Filter replacement', 'ring light turns orange', 'paraphrase', 'How will I know when the cartridge needs changing?'],
+  ['product', 'Filter replacement', 'Rinse the pre-filter under the tap', 'spoken', 'can i wash the filter or do i have to buy a new one'],
+  ['product', 'Performance', '400 cubic metres per hour', 'short', 'CADR'],
+  ['product', 'Performance', 'blue is good, purple is poor', 'paraphrase', 'What do the colours of the light ring mean?'],
+  ['product', 'Quiet operation and sleep mode', 'just 22 decibels', 'direct', 'How loud is the AirPure 400?'],
+  ['product', 'Quiet operation and sleep mode', 'just 22 decibels', 'spoken', 'is it going to keep me awake at night if its in the bedroom'],
+  ['product', 'Quiet operation and sleep mode', 'child lock disables the buttons', 'paraphrase', 'Can I stop my toddler from pressing the buttons?'],
+  ['product', 'Quiet operation and sleep mode', 'just 22 decibels', 'typo', 'noise levle in sleep mdoe'],
+  ['product', 'Smart features', 'keeps working with its buttons when the Wi-Fi is down', 'paraphrase', 'What happens if my internet goes off?'],
+  ['product', 'Smart features', 'In auto mode the fan speed follows', 'spoken', 'does it turn itself up when the air gets bad'],
+  ['product', 'Energy use', 'between 4 and 45 watts', 'direct', 'How much electricity does the purifier use?'],
+  ['product', 'Energy use', 'costs less than a penny', 'paraphrase', 'Is it expensive to leave it running overnight?'],
+  ['product', 'Technical specifications', 'Weight | 5.8 kg', 'short', 'purifier weight'],
+  ['product', 'Technical specifications', 'Chalk white and graphite grey', 'spoken', 'what colours does the air purifier come in'],
+  ['product', 'Technical specifications', 'Height 56 cm', 'paraphrase', 'How tall is the AirPure 400?'],
+  ['product', 'In the box', 'quick start guide', 'direct', "What's in the box with the AirPure 400?"],
+  ['product', 'Customer questions', 'no purifier can guarantee protection', 'spoken', 'will it protect us from covid'],
+  ['product', 'Customer questions', 'produces no ozone', 'direct', 'Does the AirPure produce ozone?'],
+  ['product', 'Customer questions', 'night light can be turned off', 'paraphrase', "Is it suitable for my baby's room?"],
+];
+
+export const CORPUS = ROWS.map(([doc, section, answer, kind, question], i) => ({ id: i + 1, doc, section, answer, kind, question }));
+export const DOC_TYPES = { faq: 'FAQ (markdown)', policy: 'policy (PDF)', product: 'product page (HTML)' };
+export const KINDS = ['direct', 'paraphrase', 'spoken', 'short', 'typo'];
+
+const normalize = (s) => s.toLowerCase().replace(/\s+/g, ' ').trim();
+
+/** Whether a hit (document id, text) is the question's labelled passage; `docIds` maps corpus names to document ids. */
+export function isAnswer(question, hit, docIds) {
+  return hit.document_id === docIds[question.doc] && normalize(hit.text).includes(normalize(question.answer));
+}
