@@ -290,7 +290,7 @@ async function main() {
 
 /**
  * EXPLAIN (ANALYZE, BUFFERS) of the search's statements, a copy of KnowledgeRepository's (libs/knowledge/service,
- * knowledge.repository.ts: queryTerms, corrections, search) with the same session settings, for three of the
+ * knowledge.repository.ts: queryTerms, corrections, documentFrequencies, search) with the same session settings, for three of the
  * corpus's questions: a typo, a short question, a long spoken one.
  */
 async function explain(platform, { baseId, chunks }) {
@@ -328,25 +328,42 @@ async function explain(platform, { baseId, chunks }) {
         WHERE NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($1::text[]) AND e.word = q.word)`;
       const fuzzyWords = terms.filter((t) => t.word.length >= 4).map((t) => t.word);
       const fixes = (await db.query(correctionsSql, [[baseId], fuzzyWords])).rows.filter((r) => r.lexemes.length);
-      const alternatives = new Map();
+      const perTerm = terms.map((t) => {
+        const own = new Map([[t.lexeme, 1]]);
+        for (const f of fixes) if (f.word === t.word && !own.has(f.lexemes[0])) own.set(f.lexemes[0], Number(f.sim));
+        return own;
+      });
+      const dfSql = `SELECT NULL AS lexeme, coalesce(sum(d.chunk_count), 0) AS n FROM documents d WHERE d.base_id = ANY($1::text[]) AND d.status = 'ready'
+       UNION ALL
+       SELECT l.lexeme, sum(l.chunk_count) AS n FROM lexemes l WHERE l.base_id = ANY($1::text[]) AND l.lexeme = ANY($2::text[]) GROUP BY l.lexeme`;
+      const dfValues = [[baseId], [...new Set(perTerm.flatMap((own) => [...own.keys()]))]];
+      const dfRows = (await db.query(dfSql, dfValues)).rows;
+      const total = Number(dfRows.find((r) => r.lexeme === null)?.n ?? 0);
+      const counts = new Map(dfRows.filter((r) => r.lexeme !== null).map((r) => [r.lexeme, Number(r.n)]));
+      const df = perTerm.map((own) => Math.max(0, ...[...own.keys()].map((l) => counts.get(l) ?? 0)));
+      const idf = df.map((n) => Math.log(1 + total / Math.max(n, 1)));
+      const known = terms.map((_, i) => i).filter((i) => df[i] > 0).sort((a, b) => df[a] - df[b] || a - b);
+      const rare = known.filter((i) => df[i] <= Math.max(0.02 * total, 100));
+      const chosen = rare.length ? rare : known.slice(0, 1);
+      const candidateQuery = [...new Set(chosen.flatMap((i) => [...perTerm[i].keys()].filter((l) => (counts.get(l) ?? 0) > 0)))].map(lit).join(' | ');
+      const alternatives = new Set();
       const termIndex = [];
       const altQuery = [];
       const altWeight = [];
-      terms.forEach((t, i) => {
-        const own = new Map([[t.lexeme, 1]]);
-        for (const f of fixes) if (f.word === t.word && !own.has(f.lexemes[0])) own.set(f.lexemes[0], Number(f.sim));
+      perTerm.forEach((own, i) => {
         for (const [lexeme, weight] of own) {
           termIndex.push(i);
           altQuery.push(lit(lexeme));
-          altWeight.push(weight);
-          alternatives.set(lexeme, Math.max(alternatives.get(lexeme) ?? 0, weight));
+          altWeight.push(weight * idf[i]);
+          alternatives.add(lexeme);
         }
       });
-      const anyTerm = [...alternatives.keys()].map(lit).join(' | ');
+      const anyTerm = [...alternatives].map(lit).join(' | ');
       const searchSql = `WITH candidates AS (
-         SELECT c.id FROM chunks c
-          WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
-          ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
+         SELECT m.id FROM (
+           SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT 2000
+         ) AS m
+          ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
           LIMIT 200
        ),
        scored AS (
@@ -364,10 +381,12 @@ async function explain(platform, { baseId, chunks }) {
            ) AS coverage
        )
        SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`;
-      const searchValues = [[baseId], anyTerm, terms.length, termIndex, altQuery, altWeight, 0, 5];
-      const matching = (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, anyTerm])).rows[0].n;
-      console.log(`\n-- "${question}": tsquery ${anyTerm}; ${matching} chunks of the base match it`);
+      const searchValues = [[baseId], anyTerm, idf.reduce((a, b) => a + b, 0), termIndex, altQuery, altWeight, 0, 5, candidateQuery];
+      const count = async (q) => (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, q])).rows[0].n;
+      console.log(`\n-- "${question}": tsquery ${anyTerm} (${await count(anyTerm)} chunks match); candidates from ${candidateQuery} (${await count(candidateQuery)} match)`);
+      console.log(`-- document frequencies: ${terms.map((t, i) => `${t.lexeme} ${df[i]}`).join(', ')} of ${total}`);
       console.log(`-- corrections (${fuzzyWords.join(', ')}):\n${await plan(correctionsSql, [[baseId], fuzzyWords])}`);
+      console.log(`-- document frequencies:\n${await plan(dfSql, dfValues)}`);
       console.log(`-- search:\n${await plan(searchSql, searchValues)}`);
     }
   } finally {

@@ -9,6 +9,7 @@ import { KnowledgeDomain } from './knowledge.domain';
 import { openKnowledgeDatabase } from './knowledge.module';
 import { KnowledgeRepository } from './knowledge.repository';
 import { KnowledgeLimits } from './limits';
+import { KnowledgeLexemes1764900000004 } from './migrations';
 
 const ACME = 'acct_acme';
 const GLOBEX = 'acct_globex';
@@ -173,6 +174,32 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect(await domain.search(ACME, { baseIds: [base.id], query: 'zebra xylophone', limit: 3 })).toEqual([]);
   });
 
+  it('weights terms by rarity (IDF): a rare term outranks a common one; a query of only common words still finds results', async () => {
+    const base = await domain.createBase(ACME, { name: 'Orders' });
+    // 150 chunks about orders (over RARE_CHUNKS, so "order" is a common term: candidates come from the rare ones),
+    // each with "order" in its heading, which the old equal-weight coverage plus density would have put first.
+    const sections = Array.from({ length: 150 }, (_, i) => `## Order ${i + 1}\nYour order ships by courier within two days of payment; the tracking link arrives by email once the parcel leaves the warehouse.`);
+    sections.splice(70, 0, '## Complaints\nYou can escalate an unresolved complaint to the retail ombudsman.');
+    await readyText(ACME, base.id, 'Orders', `# Orders\n\n${sections.join('\n\n')}\n`);
+    const [{ n }] = await ds.query(`SELECT chunk_count AS n FROM lexemes WHERE base_id = $1 AND lexeme = 'order'`, [base.id]);
+    expect(n).toBeGreaterThan(100);
+
+    const hits = await domain.search(ACME, { baseIds: [base.id], query: 'order ombudsman', limit: 3 });
+    expect(hits[0].text).toMatch(/ombudsman/);
+    expect(hits[0].score).toBeLessThanOrEqual(1);
+    // IDF-weighted coverage: the rare term carries most of the question (ln(1 + N/1) against ln(1 + N/150)).
+    expect(hits[0].score).toBeGreaterThan(0.6);
+    expect(hits.slice(1).every((h) => h.score < hits[0].score)).toBe(true);
+
+    // Only common words: candidates come from the rarest of them, and results are still found, deterministically.
+    const common = await domain.search(ACME, { baseIds: [base.id], query: 'order courier payment', limit: 5 });
+    expect(common).toHaveLength(5);
+    expect(common.every((h) => /order/i.test(h.text + h.heading))).toBe(true);
+    expect(await domain.search(ACME, { baseIds: [base.id], query: 'order courier payment', limit: 5 })).toEqual(common);
+    const single = await domain.search(ACME, { baseIds: [base.id], query: 'orders', limit: 3 });
+    expect(single).toHaveLength(3);
+  });
+
   it('filters by min_score', async () => {
     const base = await domain.createBase(ACME, { name: 'Help' });
     await readyText(ACME, base.id, 'FAQ', FAQ);
@@ -272,6 +299,49 @@ describe('knowledge bases (real PostgreSQL)', () => {
     ]);
     await domain.deleteBase(ACME, base.id);
     expect(await ds.query(`SELECT word FROM words WHERE base_id = $1`, [base.id])).toEqual([]);
+  });
+
+  it('keeps each lexeme\'s document frequency with ingestion and deletion (and the migration backfills it)', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    const other = await domain.createBase(ACME, { name: 'Other' });
+    const counts = async (baseId: string) =>
+      new Map<string, number>(
+        (await ds.query(`SELECT lexeme, chunk_count FROM lexemes WHERE base_id = $1`, [baseId])).map((r: { lexeme: string; chunk_count: number }) => [r.lexeme, r.chunk_count]),
+      );
+    const fromChunks = async (baseId: string) =>
+      new Map<string, number>(
+        (await ds.query(`SELECT l AS lexeme, count(*)::int AS n FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS l WHERE c.base_id = $1 GROUP BY l`, [baseId])).map(
+          (r: { lexeme: string; n: number }) => [r.lexeme, r.n],
+        ),
+      );
+    const a = await readyText(ACME, base.id, 'FAQ', FAQ);
+    const one = await counts(base.id);
+    expect(one.get('refund')).toBeGreaterThan(0);
+    expect(one).toEqual(await fromChunks(base.id));
+    const b = await readyText(ACME, base.id, 'FAQ 2', `${FAQ}\n## Complaints\nAsk the ombudsman.\n`);
+    await readyText(ACME, other.id, 'FAQ 3', FAQ);
+    const two = await counts(base.id);
+    expect(two.get('refund')).toBe(2 * (one.get('refund') ?? 0));
+    expect(two.get('ombudsman')).toBe(1);
+    expect(two).toEqual(await fromChunks(base.id));
+
+    await domain.deleteDocument(ACME, base.id, b.id);
+    expect(await counts(base.id)).toEqual(one);
+    expect(await counts(other.id)).toEqual(one);
+    await domain.deleteDocument(ACME, base.id, a.id);
+    expect((await counts(base.id)).size).toBe(0);
+
+    // The migration's backfill counts what the chunks hold.
+    await ds.query(`DELETE FROM lexemes`);
+    const runner = ds.createQueryRunner();
+    try {
+      await new KnowledgeLexemes1764900000004().up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await counts(other.id)).toEqual(one);
+    await domain.deleteBase(ACME, other.id);
+    expect(await ds.query(`SELECT lexeme FROM lexemes WHERE base_id = $1`, [other.id])).toEqual([]);
   });
 
   it('deletes a document with its chunks, and a base with everything in it', async () => {

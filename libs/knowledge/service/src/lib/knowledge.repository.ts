@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { encodePosition, isWellFormedId, newId, Page } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
 import { packVector, unpackVector } from './embeddings';
-import { quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
+import { LEXEME_COUNTS_SELECT, quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
 
 /** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
 export const KNOWLEDGE_DB = Symbol('KNOWLEDGE_DB');
@@ -97,8 +97,16 @@ export interface SearchParams {
 
 /** Chunk vectors per INSERT (1536 dimensions are 6 kB each). */
 const VECTOR_BATCH = 500;
-/** Chunks scored per search: the best by ts_rank_cd among those matching any term. */
+/** Chunks scored per search: the best by ts_rank_cd among the matching chunks ranked (RANKED). */
 const CANDIDATES = 200;
+/** Chunks matching the candidate terms that are ranked per search, at most (the scan's first; docs/knowledge.md). */
+const RANKED = 2000;
+/** A term in at most this share of the bases' chunks is rare: candidates come from the rare terms. */
+const RARE_SHARE = 0.02;
+/** …or in at most this many chunks (in a small base every term is rare: every term gives candidates). */
+const RARE_CHUNKS = 100;
+/** When no term is rare, candidates come from this many of the rarest terms. */
+const RAREST_FALLBACK = 1;
 /** Words of a base's vocabulary a misspelt query word may stand for. */
 const CORRECTIONS_PER_WORD = 3;
 /** A query's terms beyond these are ignored (a caller's utterance, not a document). */
@@ -111,7 +119,7 @@ const FUZZY_MIN_LENGTH = 4;
  * 'policy', 'warrenty' 0.5 from 'warranty'.
  */
 export const FUZZY_MIN_SIMILARITY = 0.4;
-/** score = COVERAGE_WEIGHT × coverage + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
+/** score = COVERAGE_WEIGHT × coverage (IDF-weighted) + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
 const COVERAGE_WEIGHT = 0.8;
 
 interface BaseRow {
@@ -274,6 +282,7 @@ export class KnowledgeRepository {
       if (!base) return false;
       await m.query(`DELETE FROM chunks WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM words WHERE base_id = $1`, [id]);
+      await m.query(`DELETE FROM lexemes WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM documents WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM knowledge_bases WHERE id = $1`, [id]);
       return true;
@@ -339,12 +348,23 @@ export class KnowledgeRepository {
     return row ? toDocument(row) : undefined;
   }
 
-  /** Removes the document and its chunks; false when the account has no such document in that base. */
+  /**
+   * Removes the document and its chunks, its chunks' counts subtracted from the base's lexemes (under the base's
+   * lock, as ingestion adds them); false when the account has no such document in that base.
+   */
   async deleteDocument(accountId: string, baseId: string, id: string): Promise<boolean> {
     if (!isWellFormedId('doc', id) || !isWellFormedId('kb', baseId)) return false;
     return this.db.transaction(async (m) => {
+      const [base] = await m.query(`SELECT id FROM knowledge_bases WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, baseId]);
+      if (!base) return false;
       const [doc] = await m.query(`SELECT id FROM documents WHERE account_id = $1 AND base_id = $2 AND id = $3 FOR UPDATE`, [accountId, baseId, id]);
       if (!doc) return false;
+      await m.query(
+        `UPDATE lexemes l SET chunk_count = l.chunk_count - d.n FROM (${LEXEME_COUNTS_SELECT('c.document_id = $2')}) AS d
+          WHERE l.base_id = $1 AND l.lexeme = d.lexeme`,
+        [baseId, id],
+      );
+      await m.query(`DELETE FROM lexemes WHERE base_id = $1 AND chunk_count <= 0`, [baseId]);
       await m.query(`DELETE FROM chunks WHERE document_id = $1`, [id]);
       await m.query(`DELETE FROM documents WHERE id = $1`, [id]);
       return true;
@@ -428,6 +448,11 @@ export class KnowledgeRepository {
       }
       await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
       await m.query(
+        `INSERT INTO lexemes (base_id, lexeme, chunk_count) ${LEXEME_COUNTS_SELECT('c.document_id = $1')}
+         ON CONFLICT (base_id, lexeme) DO UPDATE SET chunk_count = lexemes.chunk_count + excluded.chunk_count`,
+        [id],
+      );
+      await m.query(
         `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
                 chunk_count = $4, bytes = $5, content_type = CASE WHEN content_type = '' THEN $6 ELSE content_type END,
                 input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
@@ -503,16 +528,40 @@ export class KnowledgeRepository {
   }
 
   /**
+   * How many chunks of the bases have each of `lexemes` (absent: none), and how many chunks the bases hold: the
+   * document frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
+   */
+  async documentFrequencies(baseIds: string[], lexemes: string[]): Promise<{ total: number; counts: Map<string, number> }> {
+    const rows: { lexeme: string | null; n: string | number }[] = await this.db.query(
+      `SELECT NULL AS lexeme, coalesce(sum(d.chunk_count), 0) AS n FROM documents d WHERE d.base_id = ANY($1::text[]) AND d.status = 'ready'
+       UNION ALL
+       SELECT l.lexeme, sum(l.chunk_count) AS n FROM lexemes l WHERE l.base_id = ANY($1::text[]) AND l.lexeme = ANY($2::text[]) GROUP BY l.lexeme`,
+      [baseIds, lexemes],
+    );
+    const counts = new Map<string, number>();
+    let total = 0;
+    for (const r of rows) {
+      if (r.lexeme === null) total = Number(r.n);
+      else counts.set(r.lexeme, Number(r.n));
+    }
+    return { total, counts };
+  }
+
+  /**
    * Lexical search over the chunks of `baseIds` (all of one text-search configuration). A chunk matches on any of
-   * the query's terms, or on a word of the bases' vocabulary like a misspelt term (see corrections); candidates are
-   * the best CANDIDATES by `ts_rank_cd` (tsvector GIN index), each scored
+   * the query's terms, or on a word of the bases' vocabulary like a misspelt term (see corrections). Each term has
+   * a document frequency `df` (the chunks having its lexeme, or for a misspelt term the most of its corrections')
+   * and weighs `idf = ln(1 + N / max(df, 1))` (N: the bases' chunks). Candidates come from the rare terms only
+   * (df ≤ max(RARE_SHARE × N, RARE_CHUNKS); when none is, the RAREST_FALLBACK rarest), through the tsvector GIN
+   * index: at most RANKED matching chunks are ranked by `ts_rank_cd` against every term and the best CANDIDATES
+   * scored
    *
    *   score = 0.8 × coverage + 0.2 × density
    *
-   * coverage: the mean over the query's terms of 1 when the chunk has the term's lexeme, else the trigram
-   * similarity of the best correction it has (a misspelt term counts partly), else 0; density:
-   * `ts_rank_cd(tsv, any-term query, 1|32)` (heading matches weigh more, long chunks are evened out), in 0-1.
-   * Best first; ties by document id, then position.
+   * coverage: over the query's terms, the IDF-weighted share `Σ idf × match / Σ idf`, where match is 1 when the
+   * chunk has the term's lexeme, else the trigram similarity of the best correction it has (a misspelt term counts
+   * partly), else 0; density: `ts_rank_cd(tsv, any-term query, 1|32)` (heading matches weigh more, long chunks are
+   * evened out), in 0-1. Best first; ties by document id, then position.
    */
   async search(config: string, params: SearchParams): Promise<SearchHitRecord[]> {
     if (!params.baseIds.length) return [];
@@ -524,21 +573,38 @@ export class KnowledgeRepository {
       terms.filter((t) => t.word.length >= FUZZY_MIN_LENGTH).map((t) => t.word),
     );
     // Each term's alternatives: its own lexeme (weight 1) and its corrections' (their similarity).
-    const alternatives = new Map<string, number>();
+    const perTerm = terms.map((t) => {
+      const own = new Map<string, number>([[t.lexeme, 1]]);
+      for (const f of fixes) if (f.word === t.word && !own.has(f.lexeme)) own.set(f.lexeme, f.similarity);
+      return own;
+    });
+    const { total, counts } = await this.documentFrequencies(params.baseIds, [...new Set(perTerm.flatMap((own) => [...own.keys()]))]);
+    const df = perTerm.map((own) => Math.max(0, ...[...own.keys()].map((l) => counts.get(l) ?? 0)));
+    // A term no chunk has (nor a correction of it) matches nothing; it weighs as a term of one chunk.
+    const idf = df.map((n) => Math.log(1 + total / Math.max(n, 1)));
+    const known = terms.map((_, i) => i).filter((i) => df[i] > 0);
+    if (!known.length) return [];
+    known.sort((a, b) => df[a] - df[b] || a - b);
+    const rareLimit = Math.max(RARE_SHARE * total, RARE_CHUNKS);
+    const rare = known.filter((i) => df[i] <= rareLimit);
+    const chosen = rare.length ? rare : known.slice(0, RAREST_FALLBACK);
+    const candidateLexemes = new Set(chosen.flatMap((i) => [...perTerm[i].keys()].filter((l) => (counts.get(l) ?? 0) > 0)));
+
+    const alternatives = new Set<string>();
     const termIndex: number[] = [];
     const altQuery: string[] = [];
     const altWeight: number[] = [];
-    terms.forEach((t, i) => {
-      const own = new Map<string, number>([[t.lexeme, 1]]);
-      for (const f of fixes) if (f.word === t.word && !own.has(f.lexeme)) own.set(f.lexeme, f.similarity);
+    perTerm.forEach((own, i) => {
       for (const [lexeme, weight] of own) {
         termIndex.push(i);
         altQuery.push(tsqueryLiteral(lexeme));
-        altWeight.push(weight);
-        alternatives.set(lexeme, Math.max(alternatives.get(lexeme) ?? 0, weight));
+        altWeight.push(weight * idf[i]);
+        alternatives.add(lexeme);
       }
     });
-    const anyTerm = [...alternatives.keys()].map(tsqueryLiteral).join(' | ');
+    const anyTerm = [...alternatives].map(tsqueryLiteral).join(' | ');
+    const candidateQuery = [...candidateLexemes].map(tsqueryLiteral).join(' | ');
+    const idfSum = idf.reduce((a, b) => a + b, 0);
     const rows: {
       chunk_id: string;
       document_id: string;
@@ -550,9 +616,10 @@ export class KnowledgeRepository {
       score: number;
     }[] = await this.db.query(
       `WITH candidates AS (
-         SELECT c.id FROM chunks c
-          WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $2::tsquery
-          ORDER BY ts_rank_cd(c.tsv, $2::tsquery) DESC, c.id
+         SELECT m.id FROM (
+           SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}
+         ) AS m
+          ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
           LIMIT ${CANDIDATES}
        ),
        scored AS (
@@ -570,7 +637,7 @@ export class KnowledgeRepository {
            ) AS coverage
        )
        SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`,
-      [params.baseIds, anyTerm, terms.length, termIndex, altQuery, altWeight, params.minScore, params.limit],
+      [params.baseIds, anyTerm, idfSum, termIndex, altQuery, altWeight, params.minScore, params.limit, candidateQuery],
     );
     return rows.map((r) => ({
       chunkId: r.chunk_id,

@@ -147,4 +147,42 @@ export class KnowledgeVectors1764900000003 implements MigrationInterface {
   }
 }
 
-export const KNOWLEDGE_MIGRATIONS = [CreateKnowledge1764900000001, KnowledgeWords1764900000002, KnowledgeVectors1764900000003];
+/**
+ * Document frequencies for search (docs/knowledge.md, Search ranking): beside each base's vocabulary, `lexemes`
+ * holds every lexeme of the base's chunks (as their `tsv` has it, under the base's configuration: stemmed, short
+ * words and numbers included, which the vocabulary's words are not) with the number of its chunks having it. Search
+ * reads it to choose candidates by the query's rare terms and to weight coverage by IDF; ingestion adds a
+ * document's counts and deletion subtracts them, in their transactions. Backfilled from the chunks.
+ */
+export class KnowledgeLexemes1764900000004 implements MigrationInterface {
+  name = 'KnowledgeLexemes1764900000004';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS lexemes (
+        base_id text NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        lexeme text NOT NULL,
+        chunk_count integer NOT NULL,
+        PRIMARY KEY (base_id, lexeme)
+      )`);
+    await q.query(`INSERT INTO lexemes (base_id, lexeme, chunk_count) ${LEXEME_COUNTS_SELECT('TRUE')} ON CONFLICT DO NOTHING`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS lexemes`);
+  }
+}
+
+/** Per (base_id, lexeme) of the chunks `where` selects (alias c), the number of those chunks having it (as `n`). */
+export const LEXEME_COUNTS_SELECT = (where: string) => `
+  SELECT c.base_id, l.lexeme, count(*)::int AS n
+    FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS l(lexeme)
+   WHERE ${where}
+   GROUP BY c.base_id, l.lexeme`;
+
+export const KNOWLEDGE_MIGRATIONS = [
+  CreateKnowledge1764900000001,
+  KnowledgeWords1764900000002,
+  KnowledgeVectors1764900000003,
+  KnowledgeLexemes1764900000004,
+];
