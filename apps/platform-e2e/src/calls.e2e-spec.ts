@@ -196,7 +196,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     expect(forged.headers.get('content-type')).toMatch(/problem\+json/);
 
     const transcript = (await api.get(`/v1/calls/${call.id}/transcript`)).body;
-    expect(transcript).toEqual({ object: 'transcript', call_id: call.id, final: true, turns: [] });
+    expect(transcript).toEqual({ object: 'transcript', call_id: call.id, final: true, turns: [], flow_transitions: [] });
   }, 60_000);
 
   it('answers an inbound call on a signed voice webhook, streams it, and refuses forged signatures', async () => {
