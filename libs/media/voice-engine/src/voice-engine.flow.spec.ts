@@ -2,7 +2,7 @@ import type { Flow, FlowTransition } from '@parley/contracts';
 import { FakeLlm, StreamRequest } from '@parley/llm';
 import { agentSettings } from './agent-settings';
 import { LineCache } from './line-cache';
-import { quiet, setup, speech } from './testing/engine-harness';
+import { setup } from './testing/engine-harness';
 
 /** An agent whose conversation follows `flow`; the caller's silence never ends the call unless asked. */
 function flowAgent(flow: Flow, conversation: Record<string, unknown> = {}) {
@@ -29,20 +29,8 @@ function model(routes: string[], answer: (request: StreamRequest) => string = ()
 function flowCall(flow: Flow, llm: FakeLlm, conversation: Record<string, unknown> = {}) {
   const transitions: FlowTransition[] = [];
   const h = setup(flowAgent(flow, conversation), { llm, host: { recordTransition: (t) => void transitions.push(t) } });
-  const ask = async (text: string) => {
-    h.stt[0].queue(text);
-    await h.feed(300, speech);
-    await h.feed(700, quiet);
-  };
-  const pumpUntil = async (condition: () => boolean, ms = 15_000) => {
-    for (let t = 0; t < ms && !condition(); t += 20) {
-      await h.clock.advance(20);
-      await new Promise((r) => setImmediate(r));
-    }
-    if (!condition()) throw new Error('condition not met');
-  };
   const said = () => h.turns.filter((t) => t.role === 'assistant').map((t) => t.text);
-  return { ...h, transitions, ask, pumpUntil, said };
+  return { ...h, transitions, said };
 }
 
 const qualification: Flow = {

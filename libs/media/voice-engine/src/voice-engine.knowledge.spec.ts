@@ -3,7 +3,7 @@ import type { Flow } from '@parley/contracts';
 import { FakeLlm, StreamRequest } from '@parley/llm';
 import { agentSettings } from './agent-settings';
 import { FakeKnowledgeSearch } from './knowledge/fake-knowledge-search';
-import { quiet, setup, speech } from './testing/engine-harness';
+import { setup } from './testing/engine-harness';
 import { ManualClock } from './clock';
 
 const PASSAGES = [
@@ -30,20 +30,8 @@ function call(settings: ReturnType<typeof agent>, llm: FakeLlm, delayMs = 20) {
   const knowledge = new FakeKnowledgeSearch(clock, PASSAGES);
   knowledge.delayMs = delayMs;
   const h = setup(settings, { llm, clock, knowledge });
-  const ask = async (text: string) => {
-    h.stt[0].queue(text);
-    await h.feed(300, speech);
-    await h.feed(700, quiet);
-  };
-  const pumpUntil = async (condition: () => boolean, ms = 15_000) => {
-    for (let t = 0; t < ms && !condition(); t += 20) {
-      await h.clock.advance(20);
-      await new Promise((r) => setImmediate(r));
-    }
-    if (!condition()) throw new Error('condition not met');
-  };
   const answers = () => h.turns.filter((t) => t.role === 'assistant');
-  return { ...h, knowledge, ask, pumpUntil, answers };
+  return { ...h, knowledge, answers };
 }
 
 const systemText = (request: StreamRequest | undefined) => (request?.messages ?? []).filter((m) => m.role === 'system').map((m) => m.content).join('\n');

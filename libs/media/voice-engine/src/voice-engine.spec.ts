@@ -527,19 +527,10 @@ describe('tools in a conversation turn', () => {
         await new Promise((r) => setTimeout(r, 1));
       }
     };
-    const pumpUntil = async (condition: () => boolean, ms = 15_000) => {
-      for (let t = 0; t < ms && !condition(); t += 20) await pump(20);
-      if (!condition()) throw new Error('condition not met');
-    };
-    const ask = async (text: string) => {
-      h.stt[0].queue(text);
-      await h.feed(300, speech);
-      await h.feed(700, quiet);
-    };
     const spoken = () => h.tts[0].syntheses.map((s) => s.request.text);
     const lastAnswer = () => h.turns.filter((t) => t.role === 'assistant').at(-1)?.text;
     void h.engine.start();
-    return { ...h, reports, pump, pumpUntil, ask, spoken, lastAnswer };
+    return { ...h, reports, pump, spoken, lastAnswer };
   }
 
   const call = (name: string, args: string, id = 'c1') => ({ id, name, arguments: args });
@@ -581,19 +572,7 @@ describe('tools in a conversation turn', () => {
       const reports: ToolCallReport[] = [];
       const h = setup(agent, { llm, host: { recordToolCall: (r) => void reports.push(r) }, engine: { ...ENGINE, tools: { ...ENGINE.tools!, calendarBaseUrl: calBase } } });
       void h.engine.start();
-      const pumpUntil = async (condition: () => boolean) => {
-        for (let t = 0; t < 15_000 && !condition(); t += 20) {
-          await h.clock.advance(20);
-          await new Promise((r) => setTimeout(r, 1));
-        }
-        if (!condition()) throw new Error('condition not met');
-      };
-      const ask = async (text: string) => {
-        h.stt[0].queue(text);
-        await h.feed(300, speech);
-        await h.feed(700, quiet);
-      };
-      return { ...h, reports, pumpUntil, ask, lastAnswer: () => h.turns.filter((t) => t.role === 'assistant').at(-1)?.text };
+      return { ...h, reports, lastAnswer: () => h.turns.filter((t) => t.role === 'assistant').at(-1)?.text };
     };
 
     it('offers them from tool_configs, checks the times and books one, reported by kind', async () => {

@@ -110,6 +110,20 @@ export function setup(
       await clock.advance(20);
     }
   };
-  return { clock, carrier, turns, hangups, transfers, stt, tts, llm, engine, feed };
+  /** The caller says `text`: the recognizer will hear it, 300 ms of speech, then 700 ms of quiet ending the turn. */
+  const ask = async (text: string) => {
+    stt[0].queue(text);
+    await feed(300, speech);
+    await feed(700, quiet);
+  };
+  /** Moves the engine's clock and real I/O (local servers, promises) together until `condition`, at most `ms`. */
+  const pumpUntil = async (condition: () => boolean, ms = 15_000) => {
+    for (let t = 0; t < ms && !condition(); t += 20) {
+      await clock.advance(20);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    if (!condition()) throw new Error('condition not met');
+  };
+  return { clock, carrier, turns, hangups, transfers, stt, tts, llm, engine, feed, ask, pumpUntil };
 }
 
