@@ -304,7 +304,9 @@ describe('copies of the seats’ microphones for the record (record_calls, trans
       ['doctor', 'user', 'Morning! What brings you in?', 1],
     ]);
     expect(turns[0].stream_id).not.toBe(turns[1].stream_id);
-    expect(turns[0].turn?.end_ms).toBeGreaterThan(turns[0].turn?.start_ms ?? Infinity);
+    // The copy is sent faster than real time, so a turn may start and end within the same millisecond.
+    expect(turns[0].turn?.start_ms).toBeGreaterThanOrEqual(0);
+    expect(turns[0].turn?.end_ms).toBeGreaterThanOrEqual(turns[0].turn?.start_ms ?? Infinity);
     await patient.session.onClose();
     await doctor.session.onClose();
     expect(stt.streams.map((s) => s.closed)).toEqual([true, true]);
