@@ -1,7 +1,7 @@
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import OpenAI from 'openai';
 import { EmbedOptions, EmbeddingsProvider } from './embeddings-provider';
 import { LlmError } from './llm-provider';
-import { fetchWithLocalErrors } from './openai-compatible';
+import { openAiClient, toLlmError } from './openai-compatible';
 
 export interface OpenAiCompatibleEmbeddingsOptions {
   /** Label used in logs and error messages. Default `openai-compatible-embeddings`. */
@@ -22,8 +22,6 @@ export interface OpenAiCompatibleEmbeddingsOptions {
   maxRetries?: number;
 }
 
-const NO_KEY = 'no-key';
-
 /**
  * An EmbeddingsProvider over any server that speaks OpenAI's `POST /v1/embeddings` (OpenAI, vLLM, Ollama,
  * llama.cpp's server, LiteLLM, …), on the official `openai` SDK and configured like OpenAiCompatibleLlm. Asks for
@@ -42,18 +40,7 @@ export class OpenAiCompatibleEmbeddings implements EmbeddingsProvider {
     this.model = options.model;
     this.dimensions = options.dimensions;
     this.batchSize = Math.max(1, options.batchSize ?? 64);
-    const apiKey = options.apiKey ? options.apiKey : undefined;
-    this.client = new OpenAI({
-      baseURL: options.baseURL,
-      apiKey: apiKey ?? NO_KEY,
-      adminAPIKey: null,
-      organization: null,
-      project: null,
-      timeout: options.timeoutMs ?? 60_000,
-      maxRetries: options.maxRetries ?? 2,
-      ...(apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
-      fetch: fetchWithLocalErrors,
-    });
+    this.client = openAiClient(options);
   }
 
   async embed(texts: string[], options: EmbedOptions = {}): Promise<number[][]> {
@@ -77,7 +64,7 @@ export class OpenAiCompatibleEmbeddings implements EmbeddingsProvider {
         { signal },
       );
     } catch (error) {
-      throw this.toLlmError(error, signal);
+      throw toLlmError(error, this.where(), signal);
     }
     const vectors: (number[] | undefined)[] = new Array(input.length);
     for (const [order, item] of (Array.isArray(answer?.data) ? answer.data : []).entries()) {
@@ -98,20 +85,5 @@ export class OpenAiCompatibleEmbeddings implements EmbeddingsProvider {
 
   private where(): string {
     return `${this.name} (model ${this.model})`;
-  }
-
-  private toLlmError(error: unknown, signal: AbortSignal | undefined): LlmError {
-    if (error instanceof LlmError) return error;
-    const where = this.where();
-    if (error instanceof APIUserAbortError || signal?.aborted) return new LlmError(`${where}: request aborted`, { code: 'aborted', cause: error });
-    if (error instanceof APIConnectionTimeoutError) return new LlmError(`${where}: no answer in time`, { code: 'timeout', cause: error });
-    if (error instanceof APIConnectionError) {
-      return new LlmError(`${where}: connection failed: ${error.message}`, { code: 'connection', cause: error });
-    }
-    if (error instanceof APIError && error.status !== undefined) {
-      return new LlmError(`${where}: provider answered ${error.message}`, { code: 'http', status: error.status, cause: error });
-    }
-    const message = error instanceof Error ? error.message : String(error);
-    return new LlmError(`${where}: ${message}`, { code: 'invalid_response', cause: error });
   }
 }

@@ -46,19 +46,7 @@ export class OpenAiCompatibleLlm implements LlmProvider {
 
   constructor(options: OpenAiCompatibleLlmOptions) {
     this.name = options.name ?? 'openai-compatible';
-    const apiKey = options.apiKey ? options.apiKey : undefined;
-    this.client = new OpenAI({
-      baseURL: options.baseURL,
-      apiKey: apiKey ?? NO_KEY,
-      adminAPIKey: null,
-      organization: null,
-      project: null,
-      timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-      // A null header removes the one the SDK would otherwise send.
-      ...(apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
-      fetch: fetchWithLocalErrors,
-    });
+    this.client = openAiClient(options);
   }
 
   async complete(request: CompletionRequest): Promise<CompletionResult> {
@@ -138,32 +126,56 @@ export class OpenAiCompatibleLlm implements LlmProvider {
   }
 
   private toLlmError(error: unknown, request: CompletionRequest, phase: 'request' | 'stream' = 'request'): LlmError {
-    if (error instanceof LlmError) return error;
-    const where = `${this.name} (model ${request.model})`;
-    if (error instanceof APIUserAbortError || request.signal?.aborted) {
-      return new LlmError(`${where}: request aborted`, { code: 'aborted', cause: error });
-    }
-    if (error instanceof APIConnectionTimeoutError) {
-      return new LlmError(`${where}: no answer in time`, { code: 'timeout', cause: error });
-    }
-    if (error instanceof APIConnectionError) {
-      return new LlmError(`${where}: connection failed: ${error.message}`, { code: 'connection', cause: error });
-    }
-    if (error instanceof APIError && error.status !== undefined) {
-      return new LlmError(`${where}: provider answered ${error.message}`, {
-        code: 'http',
-        status: error.status,
-        cause: error,
-      });
-    }
-    const { name, message } = describe(error);
-    // Past the headers, anything but a provider error or unparsable data is the connection breaking off
-    // (undici's `terminated`).
-    if (phase === 'stream' && !(error instanceof APIError) && name !== 'SyntaxError') {
-      return new LlmError(`${where}: stream broke off: ${message}`, { code: 'connection', cause: error });
-    }
-    return new LlmError(`${where}: ${message}`, { code: 'invalid_response', cause: error });
+    return toLlmError(error, `${this.name} (model ${request.model})`, request.signal, phase);
   }
+}
+
+/**
+ * The SDK's client for an OpenAI-compatible server, configured explicitly (the SDK's `OPENAI_*` environment
+ * defaults are not consulted): no key, no Authorization header; local fetch errors (see fetchWithLocalErrors).
+ */
+export function openAiClient(options: { baseURL: string; apiKey?: string; timeoutMs?: number; maxRetries?: number }): OpenAI {
+  const apiKey = options.apiKey ? options.apiKey : undefined;
+  return new OpenAI({
+    baseURL: options.baseURL,
+    apiKey: apiKey ?? NO_KEY,
+    adminAPIKey: null,
+    organization: null,
+    project: null,
+    timeout: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    // A null header removes the one the SDK would otherwise send.
+    ...(apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
+    fetch: fetchWithLocalErrors,
+  });
+}
+
+/** An SDK failure as an LlmError; `where` names the provider and model, `phase` whether the answer had begun streaming. */
+export function toLlmError(error: unknown, where: string, signal: AbortSignal | undefined, phase: 'request' | 'stream' = 'request'): LlmError {
+  if (error instanceof LlmError) return error;
+  if (error instanceof APIUserAbortError || signal?.aborted) {
+    return new LlmError(`${where}: request aborted`, { code: 'aborted', cause: error });
+  }
+  if (error instanceof APIConnectionTimeoutError) {
+    return new LlmError(`${where}: no answer in time`, { code: 'timeout', cause: error });
+  }
+  if (error instanceof APIConnectionError) {
+    return new LlmError(`${where}: connection failed: ${error.message}`, { code: 'connection', cause: error });
+  }
+  if (error instanceof APIError && error.status !== undefined) {
+    return new LlmError(`${where}: provider answered ${error.message}`, {
+      code: 'http',
+      status: error.status,
+      cause: error,
+    });
+  }
+  const { name, message } = describe(error);
+  // Past the headers, anything but a provider error or unparsable data is the connection breaking off
+  // (undici's `terminated`).
+  if (phase === 'stream' && !(error instanceof APIError) && name !== 'SyntaxError') {
+    return new LlmError(`${where}: stream broke off: ${message}`, { code: 'connection', cause: error });
+  }
+  return new LlmError(`${where}: ${message}`, { code: 'invalid_response', cause: error });
 }
 
 function requestBody(request: CompletionRequest) {
@@ -262,7 +274,7 @@ function describe(error: unknown): { name: string | undefined; message: string }
  * failures by `instanceof Error` and the name `AbortError`; fetch's DOMException comes from Node's own realm, which
  * is not this one under a sandbox such as Jest's, and would then be reported as a plain connection error.
  */
-export async function fetchWithLocalErrors(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+async function fetchWithLocalErrors(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   try {
     return await fetch(input, init);
   } catch (error) {
