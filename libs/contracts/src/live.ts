@@ -21,9 +21,9 @@ export interface InjectedCallEvent {
 }
 
 /**
- * An injected event's payload as call variables, the same on the call record and in the conversation: nested objects
- * by dotted path (`{"order": {"id": 7}}` → `order.id` = `7`), strings as they are, lists and other values as JSON
- * text; null and undefined fields are left out.
+ * An injected event's payload (or a flow's captured values) as call variables, the same on the call record and in the
+ * conversation: nested objects by dotted path (`{"order": {"id": 7}}` → `order.id` = `7`), strings as they are,
+ * lists and other values as JSON text; null and undefined fields are left out.
  */
 export function eventVariables(payload: Record<string, unknown>, prefix = ''): Record<string, string> {
   const out: Record<string, string> = {};

@@ -416,7 +416,7 @@ export class CallsDomain {
     let stored = false;
     await this.amend(accountId, id, async (call, m) => {
       stored = await this.repository.insertFlowTransition(m, id, transition, stream);
-      if (stored && transition.captured) call.variables = { ...call.variables, ...asVariables(transition.captured) };
+      if (stored && transition.captured) call.variables = { ...call.variables, ...eventVariables(transition.captured) };
       return [];
     });
     if (stored) this.broadcast(id, { kind: 'flow', call_id: id, transition });
@@ -516,11 +516,6 @@ function refuseClaim(c: CallEntity): void {
 /** Post-call analysis runs for a call that is over and was answered (or has a transcript). */
 function wantsAnalysis(c: CallEntity): boolean {
   return !isLive(c.status) && (c.answeredAt !== null || c.turns > 0);
-}
-
-/** Captured values as the call's variables keep them: text (`String(42)`, `'true'`/`'false'`). */
-function asVariables(captured: Record<string, string | number | boolean>): Record<string, string> {
-  return Object.fromEntries(Object.entries(captured).map(([key, value]) => [key, String(value)]));
 }
 
 function durationSeconds(c: CallEntity): number {
