@@ -6,27 +6,13 @@ import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallsDomain, TRANSCRIPT_GRACE_MS } from './calls.domain';
-import { CallsRepository, NewCall } from './calls.repository';
+import { CallsRepository } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
+import { newCall } from './testing/new-call';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 5, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
-
-const newCall = (over: Partial<NewCall> = {}): NewCall => ({
-  accountId: 'acc_1',
-  agentId: 'agt_1',
-  direction: 'outbound',
-  to: '+15550100000',
-  from: '+15550109999',
-  status: 'queued',
-  carrier: 'twilio',
-  carrierCallId: null,
-  recordingEnabled: true,
-  variables: {},
-  metadata: {},
-  ...over,
-});
 
 describe('calls domain (real PostgreSQL)', () => {
   let db: TestDatabase;

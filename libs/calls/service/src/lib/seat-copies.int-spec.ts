@@ -4,6 +4,7 @@ import { NewCall } from './calls.repository';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
 import { CallTurnEntity } from './entities';
+import { newCall } from './testing/new-call';
 import { openTurnRoutes, TurnRoutes } from './testing/turn-routes';
 
 describe('what a rendezvous’ record says of its seats’ copies: who said each turn, which seat sent a copy (real PostgreSQL)', () => {
@@ -21,7 +22,7 @@ describe('what a rendezvous’ record says of its seats’ copies: who said each
 
   /** A call in progress. */
   const answered = async (call: Pick<NewCall, 'agentId' | 'direction' | 'to' | 'from' | 'carrier' | 'seats'>) => {
-    const placed = await calls.insert({ accountId: 'acc_1', status: 'queued', carrierCallId: null, recordingEnabled: true, variables: {}, metadata: {}, ...call });
+    const placed = await calls.insert(newCall(call));
     await calls.transition('acc_1', placed.id, () => ({ status: 'in_progress' }));
     return placed;
   };

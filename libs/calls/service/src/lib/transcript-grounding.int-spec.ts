@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { CallsDomain } from './calls.domain';
 import { CallsGrpcController } from './calls.grpc-controller';
 import { CallTurnEntity } from './entities';
+import { newCall } from './testing/new-call';
 import { openTurnRoutes, TurnRoutes } from './testing/turn-routes';
 
 describe('which knowledge-base documents grounded an answer, kept with its turn (real PostgreSQL)', () => {
@@ -29,19 +30,7 @@ describe('which knowledge-base documents grounded an answer, kept with its turn 
   });
 
   it('gives back a turn appended with grounding with its documents, best first, and a turn without with none', async () => {
-    const call = await calls.insert({
-      accountId: 'acc_1',
-      agentId: 'agt_1',
-      direction: 'outbound',
-      to: '+15550100000',
-      from: '+15550109999',
-      status: 'queued',
-      carrier: 'twilio',
-      carrierCallId: null,
-      recordingEnabled: true,
-      variables: {},
-      metadata: {},
-    });
+    const call = await calls.insert(newCall());
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
     const sources = [
       { document_id: 'doc_hours', knowledge_base_id: 'kb_faq', title: 'Opening hours', score: 0.92 },
