@@ -18,7 +18,7 @@ import { SilenceMonitor } from './silence-monitor';
 import { FLUSH, SpeechHandle, Spoken } from './speech-handle';
 import { FallbackSpeechToText } from './stt-fallback';
 import { ToolCallReport, ToolNetwork, ToolRunner } from './tool-runner';
-import { offeredTools, OfferedTool } from './tools';
+import { offeredTools, OfferedTool, parseArguments, ToolOutcome } from './tools';
 import { FallbackTextToSpeech } from './tts-fallback';
 import { TurnDetector, UserTurn } from './turn-detector';
 import { VadFactory } from './vad';
@@ -431,13 +431,9 @@ export class VoiceEngine {
   }
 
   /** search_knowledge_base: the model's own query, with a longer budget; what it finds grounds the turn's record too. */
-  private async searchKnowledge(args: string, signal: AbortSignal): Promise<{ ok: boolean; result: string; error?: string }> {
-    let query = '';
-    try {
-      query = String((JSON.parse(args || '{}') as { query?: unknown }).query ?? '').trim();
-    } catch {
-      query = '';
-    }
+  private async searchKnowledge(args: string, signal: AbortSignal): Promise<ToolOutcome> {
+    const parsed = parseArguments(args);
+    const query = 'args' in parsed ? String(parsed.args['query'] ?? '').trim() : '';
     if (!query) return { ok: false, result: 'Give a query: what to look up, in a few words.', error: 'no query' };
     const bases = this.bases();
     if (!this.grounding || !bases.length) return { ok: false, result: 'There is no knowledge base to search on this call.', error: 'no knowledge base' };
