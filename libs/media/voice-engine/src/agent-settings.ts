@@ -145,3 +145,14 @@ export function agentSettings(
 export function fillVariables(text: string, variables: Record<string, string>): string {
   return text.replace(/\{\{\s*([\w.-]+)\s*\}\}/g, (whole, name: string) => variables[name] ?? whole);
 }
+
+/**
+ * A per-language value of the agent document (`say_in`, `examples`, `pre_tool_message`): the exact code (any
+ * case), else the first entry of the same base language (`en-GB` for `en-US`).
+ */
+export function byLanguage(values: Record<string, string> | undefined, code: string): string | undefined {
+  if (!values) return undefined;
+  const base = (c: string) => c.split(/[-_]/)[0].toLowerCase();
+  const exact = Object.entries(values).find(([c]) => c.toLowerCase() === code.toLowerCase());
+  return (exact ?? Object.entries(values).find(([c]) => base(c) === base(code)))?.[1];
+}

@@ -1,6 +1,6 @@
 import { eventVariables, type EdgeType, type FlowEdge, type FlowNode, type FlowTransition } from '@parley/contracts';
 import type { ChatMessage } from '@parley/llm';
-import type { AgentFlow, LanguageSettings } from '../agent-settings';
+import { byLanguage, type AgentFlow, type LanguageSettings } from '../agent-settings';
 import type { Dialogue } from '../dialogue';
 import type { OfferedTool } from '../tools';
 import { expressionHolds } from './conditions';
@@ -300,12 +300,4 @@ function ordered(node: FlowNode, type: EdgeType): { edge: FlowEdge; index: numbe
 function first(node: FlowNode, type: EdgeType, fires: (edge: FlowEdge) => boolean): Move | undefined {
   const hit = ordered(node, type).find(({ edge }) => fires(edge));
   return hit && { edge: hit.edge, index: hit.index, kind: type };
-}
-
-/** A per-language value: the exact code (any case), else the first entry of the same base language. */
-function byLanguage(values: Record<string, string> | undefined, code: string): string | undefined {
-  if (!values) return undefined;
-  const base = (c: string) => c.split(/[-_]/)[0].toLowerCase();
-  const exact = Object.entries(values).find(([c]) => c.toLowerCase() === code.toLowerCase());
-  return (exact ?? Object.entries(values).find(([c]) => base(c) === base(code)))?.[1];
 }

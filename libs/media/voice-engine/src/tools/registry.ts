@@ -1,4 +1,5 @@
 import type { ToolDefinition } from '@parley/llm';
+import { byLanguage } from '../agent-settings';
 import { calendarDefinition, calendarUsable } from './calendar';
 import { customFunctionDefinition } from './custom-function';
 import { registeredFunctionDefinition } from './registered-function';
@@ -113,12 +114,5 @@ export function offeredTools(settings: ToolSettings): OfferedTool[] {
 
 /** The line spoken while a tool runs: its pre_tool_message in the call's language (or that language's base), else the filler. */
 export function preToolLine(tool: OfferedTool, language: string, fillerPhrase: string): string {
-  const messages = 'preToolMessage' in tool ? tool.preToolMessage : undefined;
-  if (messages) {
-    const base = language.split('-')[0].toLowerCase();
-    const exact = messages[language] ?? Object.entries(messages).find(([code]) => code.toLowerCase() === language.toLowerCase())?.[1];
-    const byBase = Object.entries(messages).find(([code]) => code.split(/[-_]/)[0].toLowerCase() === base)?.[1];
-    if (exact || byBase) return (exact || byBase) as string;
-  }
-  return fillerPhrase;
+  return byLanguage('preToolMessage' in tool ? tool.preToolMessage : undefined, language) || fillerPhrase;
 }
