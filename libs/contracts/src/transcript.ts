@@ -1,3 +1,6 @@
+import { EDGE_TYPES } from './agents';
+import type { FlowTransition as FlowTransitionMessage } from './gen/parley/calls/v1/calls';
+
 /**
  * One turn of a call's transcript as the voice engine produces it and the calls service stores it (times in ms
  * from the start of the media stream). The wire form between them is callsV1.Turn.
@@ -24,7 +27,8 @@ export interface GroundingSource {
 }
 
 /** How a flow moved: its first entry (`start`), or the type of the edge that fired. */
-export type FlowTransitionKind = 'start' | 'intent' | 'expression' | 'always' | 'event';
+export const FLOW_TRANSITION_KINDS = ['start', ...EDGE_TYPES] as const;
+export type FlowTransitionKind = (typeof FLOW_TRANSITION_KINDS)[number];
 
 /**
  * One move of a call's conversation flow, as the voice engine reports it: where from, where to, why (the edge's
@@ -46,4 +50,35 @@ export interface FlowTransition {
   captured?: Record<string, string | number | boolean>;
   /** Offset from the start of the media stream, in milliseconds. */
   at_ms: number;
+}
+
+/** A move as it crosses gRPC (callsV1.FlowTransition; RecordFlowTransitionRequest carries the same fields): the fields it does not have empty. */
+export function flowTransitionMessage(t: FlowTransition): FlowTransitionMessage {
+  return {
+    from_node: t.from,
+    to_node: t.to,
+    kind: t.kind,
+    edge_index: t.edge_index,
+    when: t.when ?? '',
+    event: t.event ?? '',
+    captured_json: t.captured ? JSON.stringify(t.captured) : '',
+    at_ms: t.at_ms,
+  };
+}
+
+/**
+ * A move from its gRPC fields; empty texts are the fields it does not have. Its kind and captured values are taken as
+ * they are (the calls service checks a reported move's); broken `captured_json` throws.
+ */
+export function flowTransitionOfMessage(m: FlowTransitionMessage): FlowTransition {
+  return {
+    from: m.from_node,
+    to: m.to_node,
+    kind: m.kind as FlowTransitionKind,
+    edge_index: m.edge_index,
+    ...(m.when ? { when: m.when } : {}),
+    ...(m.event ? { event: m.event } : {}),
+    ...(m.captured_json ? { captured: JSON.parse(m.captured_json) as Record<string, string | number | boolean> } : {}),
+    at_ms: Number(m.at_ms),
+  };
 }

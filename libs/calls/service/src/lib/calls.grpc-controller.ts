@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { callsV1, EDGE_TYPES, FlowTransition, FlowTransitionKind, GroundingSource, InjectedCallEvent } from '@parley/contracts';
+import { callsV1, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
 import { EndReason, MEDIA_END_REASONS } from './call-state';
@@ -30,44 +30,25 @@ const toGroundingSource = (g: callsV1.GroundingSource): GroundingSource => ({
   score: Number.isFinite(g.score) ? g.score : 0,
 });
 
-/** The flow's first entry, or the type of the edge that fired. */
-const FLOW_TRANSITION_KINDS: readonly FlowTransitionKind[] = ['start', ...EDGE_TYPES];
+/** Captured values that are a JSON object of scalars (strings, numbers, booleans). */
+const isScalarObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => ['string', 'number', 'boolean'].includes(typeof x));
 
 /** A reported move of a call's flow, checked: a kind the flow has, captured values that are a JSON object of scalars. */
 function toFlowTransition(req: callsV1.RecordFlowTransitionRequest): FlowTransition {
   if (!FLOW_TRANSITION_KINDS.includes(req.kind as FlowTransitionKind)) throw AppError.validation([{ field: 'kind', message: `must be one of ${FLOW_TRANSITION_KINDS.join(', ')}` }]);
-  let captured: unknown;
+  let transition: FlowTransition | undefined;
   try {
-    captured = req.captured_json ? JSON.parse(req.captured_json) : undefined;
+    transition = flowTransitionOfMessage(req);
   } catch {
-    captured = null;
+    transition = undefined;
   }
-  const scalars = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => ['string', 'number', 'boolean'].includes(typeof x));
-  if (captured !== undefined && !scalars(captured)) throw AppError.validation([{ field: 'captured_json', message: 'must be a JSON object of strings, numbers and booleans' }]);
-  return {
-    from: req.from_node,
-    to: req.to_node,
-    kind: req.kind as FlowTransitionKind,
-    edge_index: req.edge_index,
-    ...(req.when ? { when: req.when } : {}),
-    ...(req.event ? { event: req.event } : {}),
-    ...(captured ? { captured: captured as Record<string, string | number | boolean> } : {}),
-    at_ms: Number(req.at_ms),
-  };
+  if (!transition || (transition.captured !== undefined && !isScalarObject(transition.captured))) {
+    throw AppError.validation([{ field: 'captured_json', message: 'must be a JSON object of strings, numbers and booleans' }]);
+  }
+  return transition;
 }
 
 const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
-
-const toFlowTransitionMessage = (t: FlowTransition): callsV1.FlowTransition => ({
-  from_node: t.from,
-  to_node: t.to,
-  kind: t.kind,
-  edge_index: t.edge_index,
-  when: t.when ?? '',
-  event: t.event ?? '',
-  captured_json: t.captured ? JSON.stringify(t.captured) : '',
-  at_ms: t.at_ms,
-});
 
 @Controller()
 @CallsServiceControllerMethods()
@@ -199,7 +180,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.GetTranscriptResponse> {
     const { call, turns, transitions } = await this.calls.transcript(req.account_id, req.id);
-    return { call: toCallMessage(call), turns: turns.map(toTurn), transitions: transitions.map(toFlowTransitionMessage) };
+    return { call: toCallMessage(call), turns: turns.map(toTurn), transitions: transitions.map(flowTransitionMessage) };
   }
 
   async recordingReady(req: callsV1.RecordingReadyRequest): Promise<callsV1.RecordingReadyResponse> {

@@ -1,4 +1,4 @@
-import { callsV1, FlowTransition, FlowTransitionKind } from '@parley/contracts';
+import { callsV1, FlowTransition } from '@parley/contracts';
 import { CallDto, FlowTransitionDto, GroundingSourceDto } from './call.dto';
 
 const orNull = (s: string) => (s === '' ? null : s);
@@ -44,18 +44,4 @@ export function presentGrounding(sources: callsV1.GroundingSource[] | undefined)
 /** A move of the call's flow, as the transcript and the event stream (`call.flow.transitioned`) show it. */
 export function presentFlowTransition(callId: string, t: FlowTransition): FlowTransitionDto {
   return { object: 'flow_transition', call_id: callId, ...t };
-}
-
-/** A stored move as GetTranscript returns it; empty texts are the fields it does not have. */
-export function flowTransitionOf(t: callsV1.FlowTransition): FlowTransition {
-  return {
-    from: t.from_node,
-    to: t.to_node,
-    kind: t.kind as FlowTransitionKind,
-    edge_index: t.edge_index,
-    ...(t.when ? { when: t.when } : {}),
-    ...(t.event ? { event: t.event } : {}),
-    ...(t.captured_json ? { captured: JSON.parse(t.captured_json) as Record<string, string | number | boolean> } : {}),
-    at_ms: Number(t.at_ms),
-  };
 }

@@ -1,7 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsObject, IsOptional, IsString, Length, Matches, Max, Min } from 'class-validator';
-import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_MAX_TTL_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, DEFAULT_SEATS, EDGE_TYPES, FlowTransitionKind, SEAT_NAME } from '@parley/contracts';
+import { CONSOLE_SESSION_MAX_SECONDS, CONSOLE_TOKEN_MAX_TTL_SECONDS, CONSOLE_TOKEN_TTL_SECONDS, DEFAULT_SEATS, FLOW_TRANSITION_KINDS, FlowTransitionKind, SEAT_NAME } from '@parley/contracts';
 import { IsMetadata } from '../http/validation';
 
 const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'];
@@ -138,8 +138,6 @@ export class TurnDto {
   })
   grounding: GroundingSourceDto[];
 }
-
-const FLOW_TRANSITION_KINDS: readonly FlowTransitionKind[] = ['start', ...EDGE_TYPES];
 
 /** One move of a call's conversation flow: in the transcript, and on the call's event stream (`call.flow.transitioned`). */
 export class FlowTransitionDto {

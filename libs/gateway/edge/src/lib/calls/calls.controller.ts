@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { FastifyReply, FastifyRequest } from 'fastify';
+import { flowTransitionOfMessage } from '@parley/contracts';
 import { Bus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { BUS } from '@parley/runtime';
@@ -11,7 +12,7 @@ import { NoBody } from '../http/no-body';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { CALL_STATUSES, CallDto, CallEventDto, CallListDto, CreateCallDto, InjectCallEventDto, RecordingUrlDto, TranscriptDto } from './call.dto';
 import { streamCallEvents } from './call-event-stream';
-import { flowTransitionOf, presentCall, presentFlowTransition, presentGrounding } from './call-presenter';
+import { presentCall, presentFlowTransition, presentGrounding } from './call-presenter';
 import { CallsClient } from './calls.client';
 import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
@@ -166,7 +167,7 @@ export class CallsController {
         speaker: t.speaker || null,
         grounding: presentGrounding(t.grounding),
       })),
-      flow_transitions: res.transitions.map((t) => presentFlowTransition(id, flowTransitionOf(t))),
+      flow_transitions: res.transitions.map((t) => presentFlowTransition(id, flowTransitionOfMessage(t))),
     };
   }
 
