@@ -49,14 +49,24 @@ describe('conversation flows on the running platform (standalone): routing, an i
 
   afterAll(() => phone?.stop());
 
-  it('routes the caller’s words with a capture, moves on the injected event at once and closes with the static line: the moves streamed, in the transcript, the capture on the call', async () => {
+  /**
+   * A call to the agent placed and answered, its event stream open (`moved` waits for the flow to enter a node); the
+   * caller will say ORDER, the routing call picks the edge to `wait` capturing order A7, and the wait node answers LINK.
+   */
+  async function answeredCall(to: string) {
     deepgram.utterances(ORDER);
     llm.reply((body: FakeChatCompletionBody) => (body.stream ? LINK : JSON.stringify({ edge: 1, values: { order_id: 'A7' } })));
-    const created = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100077', variables: { name: 'Ada' } });
+    const created = await api.post('/v1/calls', { agent_id: agentId, to, variables: { name: 'Ada' } });
     expect(created.status).toBe(201);
     const call = created.body as { id: string; carrier_call_id: string };
     const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
     expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    const moved = (node: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === node, 30_000);
+    return { call, stream, moved };
+  }
+
+  it('routes the caller’s words with a capture, moves on the injected event at once and closes with the static line: the moves streamed, in the transcript, the capture on the call', async () => {
+    const { call, stream, moved } = await answeredCall('+15550100077');
     // Before the media stream opens no conversation runs: the event is streamed to observers, not delivered yet (kept
     // for the conversation; no node of this flow waits for it), its payload on the call's variables at once.
     const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'link_opened', payload: { link: { id: 'L1' } } });
@@ -65,7 +75,6 @@ describe('conversation flows on the running platform (standalone): routing, an i
     expect((await api.get(`/v1/calls/${call.id}`)).body.variables).toMatchObject({ name: 'Ada', 'link.id': 'L1' });
     const media = await twilio.connectMediaStream(call.carrier_call_id);
 
-    const moved = (to: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === to, 30_000);
     await moved('ask');
     await say(media, ORDER);
     await moved('wait');
@@ -117,20 +126,13 @@ describe('conversation flows on the running platform (standalone): routing, an i
   }, 60_000);
 
   it('keeps an event posted before the media stream opens for the conversation: it fires once the flow reaches the node waiting for it', async () => {
-    deepgram.utterances(ORDER);
-    llm.reply((body: FakeChatCompletionBody) => (body.stream ? LINK : JSON.stringify({ edge: 1, values: { order_id: 'A7' } })));
-    const created = await api.post('/v1/calls', { agent_id: agentId, to: '+15550100078', variables: { name: 'Ada' } });
-    expect(created.status).toBe(201);
-    const call = created.body as { id: string; carrier_call_id: string };
-    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
-    expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    const { call, stream, moved } = await answeredCall('+15550100078');
     // The payment system reports right after the answer, before the stream opens: not delivered yet, kept.
     const early = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: { amount: 49, card: { last4: '4242' } } });
     expect(early.status).toBe(202);
     expect(early.body).toMatchObject({ object: 'call_event', name: 'payment_received', delivered: false });
     const media = await twilio.connectMediaStream(call.carrier_call_id);
 
-    const moved = (to: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === to, 30_000);
     await moved('ask');
     await say(media, ORDER);
     // The flow reaches the payment step and the kept event moves it on at once, with its payload in the line.
