@@ -655,17 +655,10 @@ export class CallSession {
 
   /** An event injected before the stream attached (AttachMedia's pending events), handed to the new engine. */
   private takePendingEvent(engine: VoiceEngine, call: callsV1.Call, pending: callsV1.PendingEvent): void {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(pending.payload_json || '{}');
-    } catch {
-      payload = undefined;
-    }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-      return this.log.warn({ callId: call.id, event: pending.name, eventId: pending.id }, 'pending event ignored: its payload is not a JSON object');
-    }
+    const payload = eventPayload(pending.payload_json);
+    if (!payload) return this.log.warn({ callId: call.id, event: pending.name, eventId: pending.id }, 'pending event ignored: its payload is not a JSON object');
     this.eventsTaken.add(pending.id);
-    engine.injectEvent(pending.name, payload as Record<string, unknown>);
+    engine.injectEvent(pending.name, payload);
   }
 
   /**
@@ -768,4 +761,15 @@ export class CallSession {
       }
     }
   }
+}
+
+/** An injected event's `payload_json` (empty: `{}`); undefined when it is not a JSON object. */
+export function eventPayload(json: string): Record<string, unknown> | undefined {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(json || '{}');
+  } catch {
+    return undefined;
+  }
+  return typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as Record<string, unknown>) : undefined;
 }

@@ -1,7 +1,7 @@
 import { Controller, Inject } from '@nestjs/common';
 import { mediaV1 } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
-import type { CallSession } from './call-session';
+import { eventPayload, type CallSession } from './call-session';
 
 /** The sessions of this worker's open streams, by call (MediaStreamServer.sessionOf). */
 export interface SessionDirectory {
@@ -33,16 +33,9 @@ export class MediaWorkerGrpcController implements mediaV1.MediaWorkerServiceCont
   /** Handed to the call's conversation (its flow's event edges); answered once the session took it. */
   async injectEvent(req: mediaV1.InjectEventRequest): Promise<mediaV1.InjectEventResponse> {
     const session = this.held(req.call_id);
-    let payload: unknown;
-    try {
-      payload = JSON.parse(req.payload_json || '{}');
-    } catch {
-      payload = undefined;
-    }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-      throw AppError.validation([{ field: 'payload_json', message: 'must be a JSON object' }]);
-    }
-    await session.injectEvent(req.name, payload as Record<string, unknown>, req.event_id);
+    const payload = eventPayload(req.payload_json);
+    if (!payload) throw AppError.validation([{ field: 'payload_json', message: 'must be a JSON object' }]);
+    await session.injectEvent(req.name, payload, req.event_id);
     return {};
   }
 
