@@ -1,7 +1,7 @@
 import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16, resamplePcm16 } from '@parley/audio';
-import { OPERATOR_JOIN_GRACE_SECONDS, REALTIME_TOKEN_TTL_SECONDS } from '@parley/contracts';
+import { flowTransitionMessage, OPERATOR_JOIN_GRACE_SECONDS, REALTIME_TOKEN_TTL_SECONDS } from '@parley/contracts';
 import { agentSettings, EngineProviders, KnowledgeSearch, realClock, VoiceEngine } from '@parley/voice-engine';
 import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
@@ -617,18 +617,7 @@ export class CallSession {
         },
         // Numbered in the same sequence (stored once however often it is retried), in order with the turns.
         recordTransition: (t) => {
-          const req = {
-            ...ids,
-            ...this.nextReport(),
-            from_node: t.from,
-            to_node: t.to,
-            kind: t.kind,
-            edge_index: t.edge_index,
-            when: t.when ?? '',
-            event: t.event ?? '',
-            captured_json: t.captured ? JSON.stringify(t.captured) : '',
-            at_ms: t.at_ms,
-          };
+          const req = { ...ids, ...this.nextReport(), ...flowTransitionMessage(t) };
           transcript.add('flow_transition', () => this.deps.calls.recordFlowTransition(req));
         },
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
