@@ -11,7 +11,7 @@
 // measurements (default 4); --doc-chunks <n> chunks per filler document, about (default 50); --burst <n> document
 // POSTs in flight (default 16); --dist <dir> the build (default dist); --misses lists the corpus questions whose
 // passage was not in the top 5; --explain prints EXPLAIN (ANALYZE, BUFFERS) of the search's SQL for three questions at
-// the largest size (a copy of KnowledgeRepository.search's query: keep it in step).
+// the largest size (the build's own KnowledgeRepository statements).
 //
 // What it does and prints:
 //   quality  a base holding only the corpus's three documents (bench/knowledge/documents.mjs: an FAQ in markdown, a
@@ -35,16 +35,17 @@
 // within 250 ms at that size, recall@5 ≥ 0.9 lexical-only.
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
+import { createRequire } from 'node:module';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { CORPUS, DOC_TYPES, isAnswer, KINDS } from './knowledge/corpus.mjs';
 import { corpusDocuments } from './knowledge/documents.mjs';
 import { fillerGenerator } from './knowledge/filler.mjs';
 import { missingBuilds } from './media/build.mjs';
 import { BENCH_KEY, startPlatform } from './media/platform.mjs';
 
+const require = createRequire(import.meta.url);
 const ROOT = resolve(import.meta.dirname, '..');
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]?.startsWith('--') ? '' : all[i + 1]]] : acc), []));
 const o = {
@@ -289,108 +290,38 @@ async function main() {
 }
 
 /**
- * EXPLAIN (ANALYZE, BUFFERS) of the search's statements, a copy of KnowledgeRepository's (libs/knowledge/service,
- * knowledge.repository.ts: queryTerms, corrections, documentFrequencies, search) with the same session settings, for three of the
- * corpus's questions: a typo, a short question, a long spoken one.
+ * EXPLAIN (ANALYZE, BUFFERS) of the search's statements for three of the corpus's questions (a typo, a short question,
+ * a long spoken one): the platform's own KnowledgeRepository from the build (--dist), on the knowledge service's
+ * own connection settings (openKnowledgeDatabase), each statement it sends recorded and planned.
  */
 async function explain(platform, { baseId, chunks }) {
-  const url = platform.env.DATABASE_URL ?? `postgres://postgres:parley@127.0.0.1:${platform.env.EMBEDDED_PG_PORT}/parley`;
-  const db = new pg.Client({ connectionString: url, options: '-c search_path=knowledge -c pg_trgm.similarity_threshold=0.4' });
-  await db.connect();
-  const lit = (l) => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
-  const plan = async (sql, values) => {
-    const rows = (await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values)).rows.map((r) => r['QUERY PLAN']);
-    return rows.join('\n');
-  };
+  const lib = join(o.dist, 'apps', 'standalone', 'libs', 'knowledge', 'service', 'src');
+  const { openKnowledgeDatabase } = require(join(lib, 'index.js'));
+  const { KnowledgeRepository } = require(join(lib, 'lib', 'knowledge.repository.js'));
+  const db = await openKnowledgeDatabase(platform.env.DATABASE_URL ?? `postgres://postgres:parley@127.0.0.1:${platform.env.EMBEDDED_PG_PORT}/parley`);
+  const sent = [];
+  const repository = new KnowledgeRepository({ query: async (sql, values) => (sent.push({ sql, values }), db.query(sql, values)) });
+  const plan = async (sql, values) => (await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values)).map((r) => r['QUERY PLAN']).join('\n');
+  const count = async (q) => (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, q]))[0].n;
   try {
-    const [{ schema }] = (await db.query(`SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`)).rows;
-    const trgm = `"${schema}"`;
-    const stats = (await db.query(`SELECT relname, n_live_tup, last_autoanalyze FROM pg_stat_user_tables WHERE schemaname = 'knowledge' AND relname IN ('chunks', 'words')`)).rows;
+    const [{ config }] = await db.query(`SELECT config::text AS config FROM knowledge_bases WHERE id = $1`, [baseId]);
+    const stats = await db.query(`SELECT relname, n_live_tup, last_autoanalyze FROM pg_stat_user_tables WHERE schemaname = 'knowledge' AND relname IN ('chunks', 'words')`);
     console.log(`\nEXPLAIN at ${chunks} chunks (${stats.map((r) => `${r.relname}: ${r.n_live_tup} rows, auto-analyzed ${r.last_autoanalyze?.toISOString() ?? 'never'}`).join('; ')})`);
     for (const question of ['how do i cancle my ordr', 'How long is the warranty?', 'i bought a kettle last week and i dont really like it can i send it back']) {
-      const rows = (
-        await db.query(
-          `SELECT w AS word, tsvector_to_array(to_tsvector('english'::regconfig, w)) AS lexemes FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) AS w`,
-          [question],
-        )
-      ).rows;
-      const content = rows.filter((r) => r.lexemes.length > 0);
-      const map = new Map();
-      for (const r of content.length ? content : rows) if (!map.has(r.lexemes[0] ?? r.word)) map.set(r.lexemes[0] ?? r.word, { word: r.word, lexeme: r.lexemes[0] ?? r.word });
-      const terms = [...map.values()].slice(0, 24);
-      const correctionsSql = `SELECT q.word, tsvector_to_array(to_tsvector('english'::regconfig, w.word)) AS lexemes, w.sim
-         FROM unnest($2::text[]) AS q(word)
-         CROSS JOIN LATERAL (
-           SELECT v.word, ${trgm}.similarity(v.word, q.word) AS sim FROM words v
-            WHERE v.base_id = ANY($1::text[]) AND v.word OPERATOR(${trgm}.%) q.word
-            ORDER BY sim DESC, v.word LIMIT 3
-         ) AS w
-        WHERE NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($1::text[]) AND e.word = q.word)`;
-      const fuzzyWords = terms.filter((t) => t.word.length >= 4).map((t) => t.word);
-      const fixes = (await db.query(correctionsSql, [[baseId], fuzzyWords])).rows.filter((r) => r.lexemes.length);
-      const perTerm = terms.map((t) => {
-        const own = new Map([[t.lexeme, 1]]);
-        for (const f of fixes) if (f.word === t.word && !own.has(f.lexemes[0])) own.set(f.lexemes[0], Number(f.sim));
-        return own;
-      });
-      const dfSql = `SELECT NULL AS lexeme, coalesce(sum(d.chunk_count), 0) AS n FROM documents d WHERE d.base_id = ANY($1::text[]) AND d.status = 'ready'
-       UNION ALL
-       SELECT l.lexeme, sum(l.chunk_count) AS n FROM lexemes l WHERE l.base_id = ANY($1::text[]) AND l.lexeme = ANY($2::text[]) GROUP BY l.lexeme`;
-      const dfValues = [[baseId], [...new Set(perTerm.flatMap((own) => [...own.keys()]))]];
-      const dfRows = (await db.query(dfSql, dfValues)).rows;
-      const total = Number(dfRows.find((r) => r.lexeme === null)?.n ?? 0);
-      const counts = new Map(dfRows.filter((r) => r.lexeme !== null).map((r) => [r.lexeme, Number(r.n)]));
-      const df = perTerm.map((own) => Math.max(0, ...[...own.keys()].map((l) => counts.get(l) ?? 0)));
-      const idf = df.map((n) => Math.log(1 + total / Math.max(n, 1)));
-      const known = terms.map((_, i) => i).filter((i) => df[i] > 0).sort((a, b) => df[a] - df[b] || a - b);
-      const rare = known.filter((i) => df[i] <= Math.max(0.02 * total, 100));
-      const chosen = rare.length ? rare : known.slice(0, 1);
-      const candidateQuery = [...new Set(chosen.flatMap((i) => [...perTerm[i].keys()].filter((l) => (counts.get(l) ?? 0) > 0)))].map(lit).join(' | ');
-      const alternatives = new Set();
-      const termIndex = [];
-      const altQuery = [];
-      const altWeight = [];
-      perTerm.forEach((own, i) => {
-        for (const [lexeme, weight] of own) {
-          termIndex.push(i);
-          altQuery.push(lit(lexeme));
-          altWeight.push(weight * idf[i]);
-          alternatives.add(lexeme);
-        }
-      });
-      const anyTerm = [...alternatives].map(lit).join(' | ');
-      const searchSql = `WITH candidates AS (
-         SELECT m.id FROM (
-           SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT 2000
-         ) AS m
-          ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
-          LIMIT 200
-       ),
-       scored AS (
-         SELECT c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
-                round((0.8 * coverage.value + 0.2 * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
-           FROM candidates
-           JOIN chunks c ON c.id = candidates.id
-           JOIN documents d ON d.id = c.document_id,
-           LATERAL (
-             SELECT coalesce(sum(best), 0) / $3 AS value FROM (
-               SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
-                 FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
-                GROUP BY a.term
-             ) AS per_term
-           ) AS coverage
-       )
-       SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`;
-      const searchValues = [[baseId], anyTerm, idf.reduce((a, b) => a + b, 0), termIndex, altQuery, altWeight, 0, 5, candidateQuery];
-      const count = async (q) => (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, q])).rows[0].n;
-      console.log(`\n-- "${question}": tsquery ${anyTerm} (${await count(anyTerm)} chunks match); candidates from ${candidateQuery} (${await count(candidateQuery)} match)`);
-      console.log(`-- document frequencies: ${terms.map((t, i) => `${t.lexeme} ${df[i]}`).join(', ')} of ${total}`);
-      console.log(`-- corrections (${fuzzyWords.join(', ')}):\n${await plan(correctionsSql, [[baseId], fuzzyWords])}`);
-      console.log(`-- document frequencies:\n${await plan(dfSql, dfValues)}`);
-      console.log(`-- search:\n${await plan(searchSql, searchValues)}`);
+      sent.length = 0;
+      const s = await repository.searchStatement(config, { baseIds: [baseId], query: question, limit: 5, minScore: 0 });
+      const lookups = sent.slice();
+      if (!s) {
+        console.log(`\n-- "${question}": nothing can match`);
+        continue;
+      }
+      console.log(`\n-- "${question}": tsquery ${s.anyTerm} (${await count(s.anyTerm)} chunks match); candidates from ${s.candidateQuery} (${await count(s.candidateQuery)} match)`);
+      console.log(`-- document frequencies: ${s.frequencies.map((t) => `${t.lexeme} ${t.df}`).join(', ')} of ${s.total}`);
+      for (const { sql, values } of lookups) console.log(`-- ${sql.replace(/\s+/g, ' ').slice(0, 100)}…\n${await plan(sql, values)}`);
+      console.log(`-- search:\n${await plan(s.sql, s.values)}`);
     }
   } finally {
-    await db.end();
+    await db.destroy();
   }
 }
 

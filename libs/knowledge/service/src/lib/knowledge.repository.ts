@@ -95,6 +95,19 @@ export interface SearchParams {
   minScore: number;
 }
 
+/** The statement search ends with and what went into it. */
+export interface SearchStatement {
+  sql: string;
+  values: unknown[];
+  /** Every term's lexeme and correction, OR-ed: what a chunk's density is ranked on. */
+  anyTerm: string;
+  /** The rare terms' lexemes, OR-ed: what candidates are drawn from. */
+  candidateQuery: string;
+  /** Each term's document frequency, of `total` chunks. */
+  frequencies: { lexeme: string; df: number }[];
+  total: number;
+}
+
 /** Chunk vectors per INSERT (1536 dimensions are 6 kB each). */
 const VECTOR_BATCH = 500;
 /** Chunks scored per search: the best by ts_rank_cd among the matching chunks ranked (RANKED). */
@@ -564,9 +577,38 @@ export class KnowledgeRepository {
    * evened out), in 0-1. Best first; ties by document id, then position.
    */
   async search(config: string, params: SearchParams): Promise<SearchHitRecord[]> {
-    if (!params.baseIds.length) return [];
+    const statement = await this.searchStatement(config, params);
+    if (!statement) return [];
+    const rows: {
+      chunk_id: string;
+      document_id: string;
+      base_id: string;
+      title: string;
+      heading: string;
+      text: string;
+      position: number;
+      score: number;
+    }[] = await this.db.query(statement.sql, statement.values);
+    return rows.map((r) => ({
+      chunkId: r.chunk_id,
+      documentId: r.document_id,
+      baseId: r.base_id,
+      title: r.title,
+      heading: r.heading,
+      text: r.text,
+      position: r.position,
+      score: Number(r.score),
+    }));
+  }
+
+  /**
+   * search's last statement, with what went into it (the query's terms, their corrections and document frequencies,
+   * looked up on the way); undefined when nothing can match. bench/knowledge.mjs --explain plans it.
+   */
+  async searchStatement(config: string, params: SearchParams): Promise<SearchStatement | undefined> {
+    if (!params.baseIds.length) return undefined;
     const terms = await this.queryTerms(config, params.query);
-    if (!terms.length) return [];
+    if (!terms.length) return undefined;
     const fixes = await this.corrections(
       config,
       params.baseIds,
@@ -583,7 +625,7 @@ export class KnowledgeRepository {
     // A term no chunk has (nor a correction of it) matches nothing; it weighs as a term of one chunk.
     const idf = df.map((n) => Math.log(1 + total / Math.max(n, 1)));
     const known = terms.map((_, i) => i).filter((i) => df[i] > 0);
-    if (!known.length) return [];
+    if (!known.length) return undefined;
     known.sort((a, b) => df[a] - df[b] || a - b);
     const rareLimit = Math.max(RARE_SHARE * total, RARE_CHUNKS);
     const rare = known.filter((i) => df[i] <= rareLimit);
@@ -605,50 +647,35 @@ export class KnowledgeRepository {
     const anyTerm = [...alternatives].map(tsqueryLiteral).join(' | ');
     const candidateQuery = [...candidateLexemes].map(tsqueryLiteral).join(' | ');
     const idfSum = idf.reduce((a, b) => a + b, 0);
-    const rows: {
-      chunk_id: string;
-      document_id: string;
-      base_id: string;
-      title: string;
-      heading: string;
-      text: string;
-      position: number;
-      score: number;
-    }[] = await this.db.query(
-      `WITH candidates AS (
-         SELECT m.id FROM (
-           SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}
-         ) AS m
-          ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
-          LIMIT ${CANDIDATES}
-       ),
-       scored AS (
-         SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
-                round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
-           FROM candidates
-           JOIN chunks c ON c.id = candidates.id
-           JOIN documents d ON d.id = c.document_id,
-           LATERAL (
-             SELECT coalesce(sum(best), 0) / $3 AS value FROM (
-               SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
-                 FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
-                GROUP BY a.term
-             ) AS per_term
-           ) AS coverage
-       )
-       SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`,
-      [params.baseIds, anyTerm, idfSum, termIndex, altQuery, altWeight, params.minScore, params.limit, candidateQuery],
-    );
-    return rows.map((r) => ({
-      chunkId: r.chunk_id,
-      documentId: r.document_id,
-      baseId: r.base_id,
-      title: r.title,
-      heading: r.heading,
-      text: r.text,
-      position: r.position,
-      score: Number(r.score),
-    }));
+    return {
+      sql: `WITH candidates AS (
+       SELECT m.id FROM (
+         SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}
+       ) AS m
+        ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
+        LIMIT ${CANDIDATES}
+     ),
+     scored AS (
+       SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
+              round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
+         FROM candidates
+         JOIN chunks c ON c.id = candidates.id
+         JOIN documents d ON d.id = c.document_id,
+         LATERAL (
+           SELECT coalesce(sum(best), 0) / $3 AS value FROM (
+             SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
+               FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
+              GROUP BY a.term
+           ) AS per_term
+         ) AS coverage
+     )
+     SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`,
+      values: [params.baseIds, anyTerm, idfSum, termIndex, altQuery, altWeight, params.minScore, params.limit, candidateQuery],
+      anyTerm,
+      candidateQuery,
+      frequencies: terms.map((t, i) => ({ lexeme: t.lexeme, df: df[i] })),
+      total,
+    };
   }
 
   /** The vectors of `model` the chunks have (chunks without one are absent from the map). */
