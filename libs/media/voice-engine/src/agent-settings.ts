@@ -156,3 +156,8 @@ export function byLanguage(values: Record<string, string> | undefined, code: str
   const exact = Object.entries(values).find(([c]) => c.toLowerCase() === code.toLowerCase());
   return (exact ?? Object.entries(values).find(([c]) => base(c) === base(code)))?.[1];
 }
+
+/** The line a node says (a keypad menu, a flow's static node) in `language`: its `say_in` entry, else `say`. */
+export function nodeLine(node: FlowNode, language: string): string {
+  return byLanguage(node.say_in, language) ?? node.say ?? '';
+}

@@ -1,7 +1,7 @@
 import { FlowTransition, TranscriptTurn } from '@parley/contracts';
 import { ChatMessage, LlmProvider, LlmStreamEvent, ToolCall } from '@parley/llm';
 import { SpeechChunk, SpeechToText, TextToSpeech } from '@parley/speech';
-import { AgentSettings, fillVariables, FlowNode, LanguageSettings } from './agent-settings';
+import { AgentSettings, fillVariables, FlowNode, LanguageSettings, nodeLine } from './agent-settings';
 import { BuiltInLines } from './built-in-lines';
 import { Clock } from './clock';
 import { AgentDialogue, Dialogue } from './dialogue';
@@ -223,7 +223,7 @@ export class VoiceEngine {
         maxNoInput: settings.maxNoInput,
         noInput: this.fill(settings.noInput),
         variables: this.variables,
-        lineOf: (node) => this.menuLine(node),
+        lineOf: (node) => this.nodeLine(node),
         say: (line) => this.say(line, { interruptible: true }),
         interrupt: () => this.interrupt('key pressed'),
         onKey: (digit) => this.host.onTurn({ role: 'user', text: digit, language: this.language.code, startMs: this.offset(), endMs: this.offset(), interrupted: false }),
@@ -414,7 +414,7 @@ export class VoiceEngine {
     if (started && !kept) started.stream.cancel();
     if (handle.signal.aborted) return;
     if (step.kind === 'answer') yield* this.answer(prompt, state, endOfSpeech, handle, kept ? started.stream : undefined);
-    else if (step.kind === 'say') yield { line: this.fill(flow.lineOf(step.node, this.language.code)) };
+    else if (step.kind === 'say') yield { line: this.nodeLine(step.node) };
   }
 
   /** The bases this reply is grounded in: the flow node's, else the agent's; none when search is off. */
@@ -451,7 +451,7 @@ export class VoiceEngine {
     const state: TurnState = { endCall: false, step };
     const result =
       step.kind === 'say'
-        ? await this.say(this.fill(this.flow?.lineOf(step.node, this.language.code) ?? ''), { interruptible: true })
+        ? await this.say(this.nodeLine(step.node), { interruptible: true })
         : await this.speak((handle) => this.answer(this.prompt(note), state, undefined, handle), { interruptible: true });
     this.afterTurn(state, result.interrupted);
   }
@@ -654,10 +654,9 @@ export class VoiceEngine {
    * value the flow will capture) is synthesized when said.
    */
   private staticLines(): string[] {
-    const flow = this.flow;
-    if (!flow) return [];
+    if (!this.flow) return [];
     const statics = this.settings.flow?.nodes.filter((n) => n.type === 'static') ?? [];
-    return statics.map((n) => this.fill(flow.lineOf(n, this.language.code))).filter((line) => !/\{\{[^}]*\}\}/.test(line));
+    return statics.map((n) => this.nodeLine(n)).filter((line) => !/\{\{[^}]*\}\}/.test(line));
   }
 
   /** The silence prompt and goodbye of a conversation in `language`, when its timers may say them. */
@@ -683,8 +682,9 @@ export class VoiceEngine {
     return this.fill(language.silencePrompt) || this.builtIns.line(language, 'silencePrompt');
   }
 
-  private menuLine(node: FlowNode): string {
-    return this.fill(node.say_in?.[this.language.code] ?? node.say ?? '');
+  /** A keypad menu's or a flow static node's line in the call's language, variables filled. */
+  private nodeLine(node: FlowNode): string {
+    return this.fill(nodeLine(node, this.language.code));
   }
 
   // ---- timers, ending ------------------------------------------------------------------------------------
@@ -713,7 +713,7 @@ export class VoiceEngine {
     const seconds = flow.repeatSeconds() ?? 0;
     const { interrupted } =
       node.type === 'static'
-        ? await this.say(this.fill(flow.lineOf(node, this.language.code)), { interruptible: true })
+        ? await this.say(this.nodeLine(node), { interruptible: true })
         : await this.speak(
             (handle) => this.answer(this.prompt(`The caller has said nothing for ${seconds} seconds. Ask again, briefly, in one short sentence.`), { endCall: false }, undefined, handle),
             { interruptible: true },

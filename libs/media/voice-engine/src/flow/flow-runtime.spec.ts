@@ -1,6 +1,6 @@
 import type { FlowNode, FlowTransition } from '@parley/contracts';
 import type { ChatMessage } from '@parley/llm';
-import type { AgentFlow, LanguageSettings } from '../agent-settings';
+import { nodeLine, type AgentFlow, type LanguageSettings } from '../agent-settings';
 import { offeredTools, ToolSettings } from '../tools';
 import { FlowRuntime } from './flow-runtime';
 import { RouteDecision, RouteRequest } from './intent-router';
@@ -125,7 +125,7 @@ describe('flow runtime', () => {
         { from: 'greet', to: 'qualify', kind: 'intent', edge_index: 0, when: 'the caller gave a name and a budget', captured: { name: 'Ada', budget: 2000 } },
         { from: 'qualify', to: 'big', kind: 'expression', edge_index: 0 },
       ]);
-      expect(flow.lineOf(flow.current, 'en-US')).toBe('Thanks {{name}}, a specialist will call you.');
+      expect(nodeLine(flow.current, 'en-US')).toBe('Thanks {{name}}, a specialist will call you.');
     });
 
     it('offers the router the intent edges lowest priority first, with their targets, and the conversation', async () => {
@@ -356,11 +356,10 @@ describe('flow runtime', () => {
     });
 
     it('reads a static line in the call’s language, by exact code, then base language, then `say`', () => {
-      const { flow: f } = runtime(qualification);
       const small = qualification.nodes[3];
-      expect(f.lineOf(small, 'fr-FR')).toBe('Merci, nous vous écrirons.');
-      expect(f.lineOf(small, 'fr-CA')).toBe('Merci, nous vous écrirons.');
-      expect(f.lineOf(small, 'de-DE')).toBe('Thanks, we will email you.');
+      expect(nodeLine(small, 'fr-FR')).toBe('Merci, nous vous écrirons.');
+      expect(nodeLine(small, 'fr-CA')).toBe('Merci, nous vous écrirons.');
+      expect(nodeLine(small, 'de-DE')).toBe('Thanks, we will email you.');
     });
 
     it('re-prompts after the node’s own quiet time, and never on 0', () => {

@@ -137,11 +137,6 @@ export class FlowRuntime implements Dialogue {
     return kind(this.node) === 'static' ? this.say() : kind(this.node) === 'llm' ? { kind: 'answer' } : { kind: 'listen' };
   }
 
-  /** The line a static node says in `language` (exact code, then the same base language, then `say`). */
-  lineOf(node: FlowNode, language: string): string {
-    return byLanguage(node.say_in, language) ?? node.say ?? '';
-  }
-
   /** Seconds of quiet after which the current node is said or asked again; undefined: never. */
   repeatSeconds(): number | undefined {
     return this.node.repeat_after_silence_seconds || undefined;
