@@ -1,9 +1,7 @@
 import 'reflect-metadata';
-import { Metadata } from '@grpc/grpc-js';
 import { MODULE_METADATA } from '@nestjs/common/constants';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { firstValueFrom, Observable, of } from 'rxjs';
 import { knowledgeV1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { AppError } from '@parley/rpc';
@@ -11,6 +9,7 @@ import { Principal } from '../auth/api-keys.repository';
 import { GatewayModule } from '../gateway.module';
 import { buildOpenApiDocument } from '../http/openapi';
 import { CursorCodec } from '../http/pagination';
+import { fakeRpcClient } from '../testing/fake-rpc-client';
 import { KnowledgeBasesController } from './knowledge-bases.controller';
 import { KnowledgeClient } from './knowledge.client';
 
@@ -49,26 +48,12 @@ const doc = (over: Partial<knowledgeV1.Document> = {}): knowledgeV1.Document => 
   ...over,
 });
 
-function fakeClient(answers: Partial<Record<keyof Service, unknown>>) {
-  const requests: Partial<Record<keyof Service, unknown>> = {};
-  const service = new Proxy({} as Service, {
-    get: (_t, method: keyof Service) => (request: unknown) => {
-      requests[method] = request;
-      return of(answers[method]);
-    },
-  });
-  const client = {
-    call: <R>(_method: string, invoke: (s: Service, md: Metadata) => Observable<R>) => firstValueFrom(invoke(service, new Metadata())),
-  } as unknown as KnowledgeClient;
-  return { client, requests };
-}
-
 const who = { accountId: 'acme' } as Principal;
 const cursors = new CursorCodec('unit-test-secret-key-0000000000000001');
 const config = { KNOWLEDGE_MAX_DOCUMENT_BYTES: 1024 } as ServiceConfig;
 
 function controller(answers: Partial<Record<keyof Service, unknown>>) {
-  const { client, requests } = fakeClient(answers);
+  const { client, requests } = fakeRpcClient<Service, KnowledgeClient>(answers);
   return { c: new KnowledgeBasesController(client, cursors, config), requests };
 }
 

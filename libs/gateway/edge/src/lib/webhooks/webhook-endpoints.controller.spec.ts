@@ -1,15 +1,14 @@
 import 'reflect-metadata';
-import { Metadata } from '@grpc/grpc-js';
 import { CanActivate, ExecutionContext, INestApplication } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
-import { firstValueFrom, Observable, of } from 'rxjs';
 import { webhooksV1 } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
 import { Principal } from '../auth/api-keys.repository';
 import { buildOpenApiDocument } from '../http/openapi';
 import { CursorCodec } from '../http/pagination';
+import { fakeRpcClient } from '../testing/fake-rpc-client';
 import { ProblemFilter } from '../http/problem';
 import { NoBodyGuard } from '../http/no-body';
 import { BodyValidationPipe } from '../http/validation';
@@ -34,26 +33,11 @@ const endpoint = (over: Partial<webhooksV1.Endpoint> = {}): webhooksV1.Endpoint 
   ...over,
 });
 
-/** A WebhooksClient answering from `answers` and recording every request it was given. */
-function fakeClient(answers: Partial<Record<keyof Service, unknown>>) {
-  const requests: Partial<Record<keyof Service, unknown>> = {};
-  const service = new Proxy({} as Service, {
-    get: (_t, method: keyof Service) => (request: unknown) => {
-      requests[method] = request;
-      return of(answers[method]);
-    },
-  });
-  const client = {
-    call: <R>(_method: string, invoke: (s: Service, md: Metadata) => Observable<R>) => firstValueFrom(invoke(service, new Metadata())),
-  } as unknown as WebhooksClient;
-  return { client, requests };
-}
-
 const who = { accountId: 'acme' } as Principal;
 const cursors = new CursorCodec('unit-test-secret-key-0000000000000001');
 
 function controller(answers: Partial<Record<keyof Service, unknown>>) {
-  const { client, requests } = fakeClient(answers);
+  const { client, requests } = fakeRpcClient<Service, WebhooksClient>(answers);
   return { c: new WebhookEndpointsController(client, cursors), requests };
 }
 
@@ -218,7 +202,7 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
   let urlProblem = '';
 
   beforeAll(async () => {
-    const fake = fakeClient({
+    const fake = fakeRpcClient<Service, WebhooksClient>({
       createEndpoint: { endpoint: endpoint(), secret: 'whsec_abc' },
       get declareEndpoint() {
         return { endpoint: endpoint(), created, secret: created ? 'whsec_abc' : '' };
