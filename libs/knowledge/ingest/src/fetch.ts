@@ -1,4 +1,4 @@
-import { EgressPolicy, EgressRefused, safeFetch } from '@parley/egress';
+import { allowlistNamesHost, EgressPolicy, EgressRefused, safeFetch } from '@parley/egress';
 import { ALIASES_FOR_FETCH, baseContentType, DOCX, PDF, SUPPORTED_CONTENT_TYPES } from './extract';
 import { describeError, IngestError } from './ingest-error';
 import { DocumentInput } from './types';
@@ -21,16 +21,6 @@ export interface FetchDocumentOptions {
 
 export const DEFAULT_FETCH_TIMEOUT_MS = 10_000;
 const MAX_REDIRECTS = 3;
-
-/** http is accepted towards hosts the allowlist names exactly (a host name, or one address). */
-function allowlistNamesHost(url: string, policy: EgressPolicy): boolean {
-  try {
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.+$/, '');
-    return policy.allowlist.some((entry) => entry === host || entry === `${host}/32` || entry === `${host}/128`);
-  } catch {
-    return false;
-  }
-}
 
 /** What a body that named no content type (or a generic one) looks like from its first bytes. */
 function sniff(head: Buffer): string {

@@ -61,6 +61,19 @@ export function normalizeHostName(host: string): string {
   return host.toLowerCase().replace(/\.+$/, '');
 }
 
+/**
+ * Whether the allowlist names the URL's host exactly (the host name, or its one address as /32 or /128): where plain
+ * http is accepted besides https (development and tests).
+ */
+export function allowlistNamesHost(url: string, policy: EgressPolicy): boolean {
+  try {
+    const host = normalizeHostName(new URL(url).hostname.replace(/^\[|\]$/g, ''));
+    return policy.allowlist.some((entry) => entry === host || entry === `${host}/32` || entry === `${host}/128`);
+  } catch {
+    return false;
+  }
+}
+
 /** Parses EGRESS_ALLOWLIST (comma separated); problems are returned, not thrown, so config lists them all. */
 export function parseEgressAllowlist(value: string): { policy: EgressPolicy; problems: string[] } {
   const allowlist: string[] = [];

@@ -1,4 +1,4 @@
-export { EgressRefused, parseEgressAllowlist } from './egress-policy';
+export { allowlistNamesHost, EgressRefused, parseEgressAllowlist } from './egress-policy';
 export type { EgressPolicy } from './egress-policy';
 export { checkEgressUrl } from './check-egress-url';
 export type { CheckEgressUrlOptions, Resolver } from './check-egress-url';
