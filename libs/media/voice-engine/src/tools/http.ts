@@ -1,4 +1,4 @@
-import { EgressRefused, safeFetch } from '@parley/egress';
+import { allowlistNamesHost, EgressRefused, safeFetch } from '@parley/egress';
 import { ToolOutcome, ToolRuntime } from './types';
 
 /** The most of a response body handed to the model. */
@@ -23,12 +23,10 @@ export function toolTimeoutMs(seconds: number | undefined): number {
 
 /** http is accepted for INTERNAL_HOSTS and for hosts the allowlist names exactly; https everywhere. */
 export function httpAllowed(url: string, rt: Pick<ToolRuntime, 'internalHosts' | 'egress'>): boolean {
+  if (allowlistNamesHost(url, rt.egress)) return true;
   try {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
-    return (
-      rt.internalHosts.some((h) => h.toLowerCase() === host) ||
-      rt.egress.allowlist.some((entry) => entry === host || entry === `${host}/32` || entry === `${host}/128`)
-    );
+    return rt.internalHosts.some((h) => h.toLowerCase() === host);
   } catch {
     return false;
   }
