@@ -27,15 +27,18 @@ const SPEC_EVENT_TYPES = [
   'call.tool.called',
   'csat.received',
 ];
+/** Ours where the spec leaves workflows' events to us (issue 21). */
+const WORKFLOW_EVENT_TYPES = ['workflow_run.started', 'workflow_run.completed', 'workflow_run.recipient.finished'];
+const EVENT_TYPES = [...SPEC_EVENT_TYPES, ...WORKFLOW_EVENT_TYPES];
 
 describe('webhook event catalogue', () => {
-  it('lists exactly the 10 event types of the spec, each once', () => {
-    expect(WEBHOOK_EVENT_TYPES).toHaveLength(10);
-    expect(new Set(WEBHOOK_EVENT_TYPES).size).toBe(10);
-    expect([...WEBHOOK_EVENT_TYPES].sort()).toEqual([...SPEC_EVENT_TYPES].sort());
+  it('lists the 10 event types of the spec and the 3 of workflow runs, each once', () => {
+    expect(WEBHOOK_EVENT_TYPES).toHaveLength(13);
+    expect(new Set(WEBHOOK_EVENT_TYPES).size).toBe(13);
+    expect([...WEBHOOK_EVENT_TYPES].sort()).toEqual([...EVENT_TYPES].sort());
   });
 
-  it.each(SPEC_EVENT_TYPES)('publishes %s on parley.events.<type> in stream PARLEY_WEBHOOK_EVENTS', (type) => {
+  it.each(EVENT_TYPES)('publishes %s on parley.events.<type> in stream PARLEY_WEBHOOK_EVENTS', (type) => {
     const subject = webhookEventSubject(type as (typeof WEBHOOK_EVENT_TYPES)[number]);
 
     expect(subject.name).toBe(`parley.events.${type}`);

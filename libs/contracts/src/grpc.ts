@@ -50,6 +50,13 @@ export const MEDIA_V1: GrpcContract = {
   protoFile: 'parley/media/v1/media.proto',
 };
 
+/** Workflows (outbound campaigns) and their runs (served by the calls deployable; behaviour in libs/workflows/service). */
+export const WORKFLOWS_V1: GrpcContract = {
+  package: 'parley.workflows.v1',
+  service: 'WorkflowsService',
+  protoFile: 'parley/workflows/v1/workflows.proto',
+};
+
 /** Knowledge bases, documents and search (served by the agents deployable; behaviour in libs/knowledge/service). */
 export const KNOWLEDGE_V1: GrpcContract = {
   package: 'parley.knowledge.v1',

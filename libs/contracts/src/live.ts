@@ -1,4 +1,5 @@
 import type { Call } from './gen/parley/calls/v1/calls';
+import type { Run as WorkflowRun } from './gen/parley/workflows/v1/workflows';
 import type { FlowTransition } from './transcript';
 import type { WebhookEvent } from './webhook-events';
 
@@ -80,6 +81,9 @@ export type MediaLinkMessage =
   | { kind: 'signal'; from: string; data: Record<string, unknown> }
   | { kind: 'bye'; from: string; role: string; reason: string };
 
+/** A workflow run as it changes: its events as they are recorded, and the run (with its counts) after each change. */
+export type WorkflowRunActivity = { kind: 'event'; event: WebhookEvent } | { kind: 'run'; run: WorkflowRun };
+
 export const LIVE = {
   /** Everything about one call; the calls service is the only broadcaster. */
   callActivity: (callId: string): LiveSubject<CallActivity> => ({ name: `parley.live.calls.${callId}` }),
@@ -89,4 +93,6 @@ export const LIVE = {
   ringing: (accountId: string): LiveSubject<RingingActivity> => ({ name: `parley.live.ringing.${accountId}` }),
   /** One call's media link between two ends (MediaLinkMessage); media workers both broadcast and listen. */
   mediaLink: (callId: string): LiveSubject<MediaLinkMessage> => ({ name: `parley.live.media.links.${callId}` }),
+  /** One workflow run; the workflows service is the only broadcaster, gateways (the run's event stream) listen. */
+  workflowRun: (runId: string): LiveSubject<WorkflowRunActivity> => ({ name: `parley.live.workflow_runs.${runId}` }),
 } as const;

@@ -1,4 +1,5 @@
 import { STREAMS, Subject } from './messaging';
+import type { RecipientState, RetryableOutcome, RunCounts } from './workflows';
 
 /** Every webhook event type of the public interface, with the shape of its `data`. */
 export interface WebhookEventData {
@@ -13,6 +14,22 @@ export interface WebhookEventData {
   'call.opt_out': { number: string };
   'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean; error?: string };
   'csat.received': { rating: number; comment?: string };
+  /** A run began dialling (at its start time). */
+  'workflow_run.started': { workflow_id: string; run_id: string; counts: RunCounts };
+  /** A run is over: every recipient is final (`completed`) or it was cancelled. */
+  'workflow_run.completed': { workflow_id: string; run_id: string; status: 'completed' | 'cancelled'; counts: RunCounts };
+  /** One recipient of a run reached its final state (the envelope's call_id: its last call, if any). */
+  'workflow_run.recipient.finished': {
+    workflow_id: string;
+    run_id: string;
+    recipient_id: string;
+    to: string;
+    state: Extract<RecipientState, 'succeeded' | 'failed' | 'suppressed' | 'cancelled'>;
+    reason?: string;
+    attempts: number;
+    last_outcome?: RetryableOutcome | 'other';
+    metadata: Record<string, string>;
+  };
 }
 
 export type CallDirection = 'outbound' | 'inbound' | 'web';
@@ -29,9 +46,12 @@ export const WEBHOOK_EVENT_TYPES = [
   'call.opt_out',
   'call.tool.called',
   'csat.received',
+  'workflow_run.started',
+  'workflow_run.completed',
+  'workflow_run.recipient.finished',
 ] as const satisfies readonly WebhookEventType[];
 
-/** The envelope delivered to webhook endpoints; `account_id` and `agent_id` route it and are not delivered. */
+/** The envelope delivered to webhook endpoints; `account_id`, `agent_id` and `workflow` route it and are not delivered. */
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   id: string;
   type: T;
@@ -40,6 +60,8 @@ export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   data: WebhookEventData[T];
   account_id: string;
   agent_id: string | null;
+  /** A call placed by a workflow run: the run and recipient it belongs to (routing only, never delivered). */
+  workflow?: { run_id: string; recipient_id: string } | null;
 }
 
 /** The subject a webhook event of type `T` is published on (stream PARLEY_WEBHOOK_EVENTS). */
