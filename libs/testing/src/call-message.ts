@@ -32,6 +32,8 @@ export function callMessage(over: Partial<callsV1.Call> & Pick<callsV1.Call, 'id
     claimable: false,
     claimed_by: '',
     claimed_at: '',
+    workflow_run_id: '',
+    workflow_recipient_id: '',
     ...over,
   };
 }

@@ -3,6 +3,7 @@ import { delay, of } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { FakeTwilioServer, signedTwilioWebhook, TwilioCallStatus } from '@parley/carrier-twilio';
 import { ServiceConfig } from '@parley/config';
+import { publicEnvelope, WebhookEvent } from '@parley/contracts';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
@@ -10,11 +11,13 @@ import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallAdmission } from './call-admission';
 import { CallControl } from './call-control';
 import { CallsDomain } from './calls.domain';
+import { CallsGrpcController } from './calls.grpc-controller';
 import { CallsRepository } from './calls.repository';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CALLS_MIGRATIONS } from './migrations';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
+import { WebCalls } from './web-calls';
 
 /** The agents service as the calls service sees it: agent agt_1 of accounts acc_1 and acc_3; agt_slow answers in 300 ms. */
 const AGENT = { effective_json: '{"record_calls":true}', spec_json: '{"ring_seconds":45}' };
@@ -287,6 +290,66 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     });
     // Another account's list is its own.
     expect(await calls.isDoNotCall('acc_2', '+15550100077')).toBe(false);
+  });
+
+  it('tells which of a batch of numbers are on the account’s do-not-call list (CheckDoNotCall), and refuses more than 1000', async () => {
+    const grpc = new CallsGrpcController(calls, control, {} as WebCalls);
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100201' });
+    await calls.optOut('acc_1', call.id, '+15550100201');
+    await calls.optOut('acc_1', call.id, '+15550100202');
+    const numbers = ['+15550100201', '+15550100203', '+15550100202', '+15550100201', 'not-a-number'];
+    expect((await grpc.checkDoNotCall({ account_id: 'acc_1', numbers })).listed.sort()).toEqual(['+15550100201', '+15550100202']);
+    // Another account's list is its own; an empty batch asks nothing.
+    expect(await grpc.checkDoNotCall({ account_id: 'acc_2', numbers })).toEqual({ listed: [] });
+    expect(await grpc.checkDoNotCall({ account_id: 'acc_1', numbers: [] })).toEqual({ listed: [] });
+    const tooMany = Array.from({ length: 1001 }, (_, i) => `+1555020${String(i).padStart(4, '0')}`);
+    await expect(grpc.checkDoNotCall({ account_id: 'acc_1', numbers: tooMany })).rejects.toMatchObject({ code: 'validation_error' });
+    await control.end('acc_1', call.id, 'hangup');
+  });
+
+  it('stores and returns the workflow run and recipient of a workflow’s call, routes its events by them, and lists a run’s calls', async () => {
+    const grpc = new CallsGrpcController(calls, control, {} as WebCalls);
+    const run = 'wfr_0123456789abcdefghijkl';
+    const create = async (to: string, over: { workflow_run_id?: string; workflow_recipient_id?: string; idempotency_key?: string } = {}) => {
+      const { call } = await grpc.createCall({
+        ...{ account_id: 'acc_3', agent_id: 'agt_1', to, from: '', variables: {}, metadata: {}, idempotency_key: '', answer_within_ms: 0 },
+        ...{ workflow_run_id: '', workflow_recipient_id: '', ...over },
+      });
+      if (!call) throw new Error('CreateCall answered without a call');
+      return call;
+    };
+    const first = await create('+15550100211', { workflow_run_id: run, workflow_recipient_id: 'wrc_1', idempotency_key: 'wf-1' });
+    const second = await create('+15550100212', { workflow_run_id: run, workflow_recipient_id: 'wrc_2' });
+    const other = await create('+15550100213', { workflow_run_id: 'wfr_zzzzzzzzzzzzzzzzzzzzzz', workflow_recipient_id: 'wrc_3' });
+    const plain = await create('+15550100214');
+    expect(first).toMatchObject({ workflow_run_id: run, workflow_recipient_id: 'wrc_1' });
+    expect(plain).toMatchObject({ workflow_run_id: '', workflow_recipient_id: '' });
+    expect((await grpc.getCall({ account_id: 'acc_3', id: first.id })).call).toMatchObject({ workflow_run_id: run, workflow_recipient_id: 'wrc_1' });
+    expect(await calls.get('acc_3', plain.id)).toMatchObject({ workflowRunId: null, workflowRecipientId: null });
+    // A retried create is the same call; the key with another recipient is another request.
+    expect((await create('+15550100211', { workflow_run_id: run, workflow_recipient_id: 'wrc_1', idempotency_key: 'wf-1' })).id).toBe(first.id);
+    await expect(create('+15550100211', { workflow_run_id: run, workflow_recipient_id: 'wrc_9', idempotency_key: 'wf-1' })).rejects.toMatchObject({ code: 'idempotency_conflict' });
+
+    // Every event of the call carries the run and recipient, for routing: none is delivered with them.
+    await grpc.endCall({ account_id: 'acc_3', id: first.id, reason: 'hangup' });
+    await grpc.endCall({ account_id: 'acc_3', id: plain.id, reason: 'hangup' });
+    const events = (await outboxTypes(first.id)) as unknown as WebhookEvent[];
+    expect(events.map((e) => e.type)).toContain('call.ended');
+    for (const e of events) expect(e.workflow).toEqual({ run_id: run, recipient_id: 'wrc_1' });
+    const ended = events.find((e) => e.type === 'call.ended');
+    expect(ended && publicEnvelope(ended)).not.toHaveProperty('workflow');
+    const plainEnded = ((await outboxTypes(plain.id)) as unknown as WebhookEvent[]).find((e) => e.type === 'call.ended');
+    expect(plainEnded).toBeDefined();
+    expect(plainEnded?.workflow ?? null).toBeNull();
+
+    // GET /v1/calls?workflow_run_id=: the run's calls, newest first, and only them.
+    const list = (filters: { workflow_run_id?: string; status?: string }) =>
+      grpc.listCalls({ account_id: 'acc_3', limit: 10, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', ...filters });
+    expect((await list({ workflow_run_id: run })).data.map((c) => c.id)).toEqual([second.id, first.id]);
+    expect((await list({ workflow_run_id: run, status: 'ended' })).data.map((c) => c.id)).toEqual([first.id]);
+    expect((await list({ workflow_run_id: 'wfr_zzzzzzzzzzzzzzzzzzzzzz' })).data.map((c) => c.id)).toEqual([other.id]);
+    expect((await list({})).data.map((c) => c.id)).toEqual(expect.arrayContaining([first.id, second.id, other.id, plain.id]));
+    for (const live of [second, other]) await control.end('acc_3', live.id, 'hangup');
   });
 
   it('records each function the agent invoked as call.tool.called', async () => {

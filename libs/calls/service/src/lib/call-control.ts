@@ -50,6 +50,9 @@ export interface CreateCall {
   idempotencyKey?: string;
   /** How long the caller waits for the answer (its deadline); 0 or unset: RPC_TIMEOUT_MS. */
   answerWithinMs?: number;
+  /** Set by the workflows service only: the run (wfr_…) and its recipient this call is for. */
+  workflowRunId?: string;
+  workflowRecipientId?: string;
 }
 
 /** The answer leaves this long (at most a quarter of the budget) before the caller's deadline. */
@@ -62,7 +65,9 @@ function sameRequest(known: CallEntity, input: CreateCall): CallEntity {
     known.to === input.to &&
     (!input.from || known.from === input.from) &&
     canonicalMap(known.variables) === canonicalMap(input.variables) &&
-    canonicalMap(known.metadata) === canonicalMap(input.metadata);
+    canonicalMap(known.metadata) === canonicalMap(input.metadata) &&
+    (known.workflowRunId ?? '') === (input.workflowRunId ?? '') &&
+    (known.workflowRecipientId ?? '') === (input.workflowRecipientId ?? '');
   if (!same) throw new AppError('idempotency_conflict', 'This Idempotency-Key was already used with a different request.');
   return known;
 }
@@ -184,6 +189,8 @@ export class CallControl {
         variables: input.variables ?? {},
         metadata: input.metadata ?? {},
         idempotencyKey: input.idempotencyKey || null,
+        workflowRunId: input.workflowRunId || null,
+        workflowRecipientId: input.workflowRecipientId || null,
       },
       beforeCommit,
     );

@@ -37,6 +37,8 @@ export const TRANSCRIPT_GRACE_MS = 60_000;
  * worker's transcript flush bound (15 s) with a margin. The worker's last heartbeat (`stopped`) makes it due at once.
  */
 export const ANALYSIS_WAITS_FOR_MEDIA_MS = 20_000;
+/** The most numbers one CheckDoNotCall takes. */
+export const DO_NOT_CALL_CHECK_LIMIT = 1000;
 /** The most calls ListRinging answers: a console shows the oldest waiting; more than this is a queue, not a list. */
 export const RINGING_LIST_LIMIT = 200;
 
@@ -371,6 +373,17 @@ export class CallsDomain {
     return this.repository.isDoNotCall(accountId, number);
   }
 
+  /**
+   * Which of `numbers` (at most DO_NOT_CALL_CHECK_LIMIT) are on the account's do-not-call list, each once. A number
+   * that is not on it (whatever its form) is simply not listed.
+   */
+  async listedDoNotCall(accountId: string, numbers: string[]): Promise<string[]> {
+    if (numbers.length > DO_NOT_CALL_CHECK_LIMIT) {
+      throw AppError.validation([{ field: 'numbers', message: `at most ${DO_NOT_CALL_CHECK_LIMIT} numbers per check` }]);
+    }
+    return this.repository.listedDoNotCall(accountId, [...new Set(numbers.filter((n) => n !== ''))]);
+  }
+
   /** The agent invoked a function: emits call.tool.called; a numbered report (`stream`) the call has taken already is a retry and emits nothing. */
   async toolCalled(accountId: string, id: string, data: WebhookEventData['call.tool.called'], stream?: { id: string; seq: number }): Promise<void> {
     await this.amend(accountId, id, async (call, m) => {
@@ -458,6 +471,8 @@ export class CallsDomain {
       data,
       account_id: call.accountId,
       agent_id: call.agentId,
+      // Routing only (never delivered): the workflows service follows its runs' calls by it.
+      ...(call.workflowRunId ? { workflow: { run_id: call.workflowRunId, recipient_id: call.workflowRecipientId ?? '' } } : {}),
     };
     await this.repository.enqueue(m, event as WebhookEvent);
     return event as WebhookEvent;
@@ -557,5 +572,7 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     claimable: c.claimable,
     claimed_by: c.claimedBy ?? '',
     claimed_at: iso(c.claimedAt),
+    workflow_run_id: c.workflowRunId ?? '',
+    workflow_recipient_id: c.workflowRecipientId ?? '',
   };
 }

@@ -68,6 +68,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       metadata: req.metadata,
       idempotencyKey: req.idempotency_key || undefined,
       answerWithinMs: req.answer_within_ms,
+      workflowRunId: req.workflow_run_id || undefined,
+      workflowRecipientId: req.workflow_recipient_id || undefined,
     });
     return { call: toCallMessage(call) };
   }
@@ -133,6 +135,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       direction: req.direction || undefined,
       createdAfter: req.created_after || undefined,
       createdBefore: req.created_before || undefined,
+      workflowRunId: req.workflow_run_id || undefined,
     });
     return { data: page.items.map(toCallMessage), has_more: page.hasMore, next: page.next };
   }
@@ -206,6 +209,10 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async recordOptOut(req: callsV1.RecordOptOutRequest): Promise<callsV1.RecordOptOutResponse> {
     return { number: await this.calls.optOut(req.account_id, req.call_id, req.number) };
+  }
+
+  async checkDoNotCall(req: callsV1.CheckDoNotCallRequest): Promise<callsV1.CheckDoNotCallResponse> {
+    return { listed: await this.calls.listedDoNotCall(req.account_id, req.numbers ?? []) };
   }
 
   async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<callsV1.RecordToolCallResponse> {

@@ -24,6 +24,9 @@ export interface NewCall {
   seats?: Seat[] | null;
   /** Answered by a person's claim (an inbound call to a `simple` agent, a rendezvous); absent: false. */
   claimable?: boolean;
+  /** The workflow run and recipient that placed the call (outbound calls of the workflows service); absent: none. */
+  workflowRunId?: string | null;
+  workflowRecipientId?: string | null;
 }
 
 export interface CallFilters {
@@ -32,6 +35,8 @@ export interface CallFilters {
   direction?: string;
   createdAfter?: string;
   createdBefore?: string;
+  /** Only the calls placed by this workflow run. */
+  workflowRunId?: string;
 }
 
 /** A call whose post-call analysis is due (claimed by one worker until `lease`). */
@@ -121,8 +126,9 @@ export class CallsRepository {
   async insert(m: EntityManager, id: string, input: NewCall): Promise<CallEntity> {
     const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
       `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
-                          recording_enabled, variables, metadata, idempotency_key, seats, claimable, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, now(), now())
+                          recording_enabled, variables, metadata, idempotency_key, seats, claimable, workflow_run_id,
+                          workflow_recipient_id, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now(), now())
        RETURNING created_at`,
       [
         id,
@@ -140,6 +146,8 @@ export class CallsRepository {
         input.idempotencyKey || null,
         input.seats ? JSON.stringify(input.seats) : null,
         input.claimable ?? false,
+        input.workflowRunId || null,
+        input.workflowRecipientId || null,
       ],
     );
     return Object.assign(new CallEntity(), {
@@ -147,6 +155,8 @@ export class CallsRepository {
       idempotencyKey: input.idempotencyKey || null,
       seats: input.seats ?? null,
       claimable: input.claimable ?? false,
+      workflowRunId: input.workflowRunId || null,
+      workflowRecipientId: input.workflowRecipientId || null,
       claimedBy: null,
       claimedAt: null,
       id,
@@ -205,6 +215,7 @@ export class CallsRepository {
     if (filters.direction) qb.andWhere('c.direction = :direction', { direction: filters.direction });
     if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
+    if (filters.workflowRunId) qb.andWhere('c.workflow_run_id = :workflowRunId', { workflowRunId: filters.workflowRunId });
     return keysetPage(qb, 'c', limit, after);
   }
 
@@ -355,6 +366,13 @@ export class CallsRepository {
   async isDoNotCall(accountId: string, number: string): Promise<boolean> {
     const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM do_not_call WHERE account_id = $1 AND number = $2`, [accountId, number]);
     return rows.length > 0;
+  }
+
+  /** Which of `numbers` are on the account's do-not-call list (each once), in one statement. */
+  async listedDoNotCall(accountId: string, numbers: string[]): Promise<string[]> {
+    if (!numbers.length) return [];
+    const rows: { number: string }[] = await this.dataSource.query(`SELECT number FROM do_not_call WHERE account_id = $1 AND number = ANY($2)`, [accountId, numbers]);
+    return rows.map((r) => r.number);
   }
 
   /**

@@ -61,6 +61,9 @@ export class CallEntity {
   /** Who claimed it (the operator's name, or `api`); null before. */
   @Column({ name: 'claimed_by', type: 'text', nullable: true }) claimedBy: string | null;
   @Column({ name: 'claimed_at', type: 'timestamptz', precision: 3, nullable: true }) claimedAt: Date | null;
+  /** The workflow run (wfr_…) that placed the call and the run's recipient it called; null on any other call. */
+  @Column({ name: 'workflow_run_id', type: 'text', nullable: true }) workflowRunId: string | null;
+  @Column({ name: 'workflow_recipient_id', type: 'text', nullable: true }) workflowRecipientId: string | null;
 }
 
 export interface Seat {

@@ -384,6 +384,24 @@ export class AddTurnGrounding1765000000440 implements MigrationInterface {
   }
 }
 
+/**
+ * A call placed by a workflow run (CreateCallRequest.workflow_run_id, workflow_recipient_id): the run and recipient
+ * it belongs to; null on other calls. A run's calls are listed newest first (GET /v1/calls?workflow_run_id=).
+ */
+export class AddCallWorkflow1765100000450 implements MigrationInterface {
+  name = 'AddCallWorkflow1765100000450';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS workflow_run_id text, ADD COLUMN IF NOT EXISTS workflow_recipient_id text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS calls_workflow_run ON calls (account_id, workflow_run_id, created_at DESC) WHERE workflow_run_id IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS calls_workflow_run`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS workflow_recipient_id, DROP COLUMN IF EXISTS workflow_run_id`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -405,4 +423,5 @@ export const CALLS_MIGRATIONS = [
   CreateCallFlowTransitions1764800000420,
   CreateCallPendingEvents1764900000430,
   AddTurnGrounding1765000000440,
+  AddCallWorkflow1765100000450,
 ];

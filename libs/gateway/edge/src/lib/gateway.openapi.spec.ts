@@ -171,6 +171,20 @@ describe('the rendezvous routes in the OpenAPI document', () => {
 
 });
 
+describe('the workflow link on calls in the OpenAPI document', () => {
+  it('publishes the workflow_run_id filter of GET /v1/calls and the call’s nullable workflow_run_id and workflow_recipient_id, not taken by POST', async () => {
+    const document = await openApiDocument();
+    const schemas = document.components?.schemas as Record<string, Schema>;
+    const list = document.paths['/v1/calls'].get as unknown as { parameters: { name: string; in: string; schema: { pattern?: string } }[] };
+    expect(list.parameters.find((p) => p.name === 'workflow_run_id')).toMatchObject({ in: 'query', schema: { pattern: '^wfr_[0-9A-Za-z]{22}$' } });
+    for (const field of ['workflow_run_id', 'workflow_recipient_id']) {
+      expect(schemas['CallDto'].properties?.[field]).toMatchObject({ type: ['string', 'null'] });
+      expect(schemas['CallDto'].required).toContain(field);
+      expect(Object.keys(schemas['CreateCallDto'].properties ?? {})).not.toContain(field);
+    }
+  });
+});
+
 describe('the ringing and claim routes in the OpenAPI document', () => {
   let document: OpenAPIObject;
 

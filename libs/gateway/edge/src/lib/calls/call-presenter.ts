@@ -33,6 +33,8 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     claimable: c.claimable,
     claimed_by: orNull(c.claimed_by),
     claimed_at: orNull(c.claimed_at),
+    workflow_run_id: orNull(c.workflow_run_id ?? ''),
+    workflow_recipient_id: orNull(c.workflow_recipient_id ?? ''),
   };
 }
 

@@ -106,6 +106,15 @@ export class CallDto {
   claimed_by: string | null;
   @ApiProperty({ format: 'date-time', type: 'string', nullable: true, description: 'When it was claimed; null until then.' })
   claimed_at: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'wfr_…',
+    description: 'The workflow run that placed the call (list a run’s calls with `GET /v1/calls?workflow_run_id=`); null when no workflow placed it.',
+  })
+  workflow_run_id: string | null;
+  @ApiProperty({ type: 'string', nullable: true, description: 'The run’s recipient the call was for; null when no workflow placed it.' })
+  workflow_recipient_id: string | null;
 }
 
 /** A knowledge-base document an agent's answer was grounded in. */

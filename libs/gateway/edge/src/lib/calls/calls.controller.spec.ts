@@ -1,9 +1,12 @@
 import { callsV1 } from '@parley/contracts';
 import { AppError } from '@parley/rpc';
 import type { Bus } from '@parley/messaging';
+import { callMessage } from '@parley/testing';
 import { CallsClient } from './calls.client';
 import { CursorCodec } from '../http/pagination';
 import { Recordings } from './recordings';
+import { BodyValidationPipe } from '../http/validation';
+import { CreateCallDto } from './call.dto';
 import { CallsController, callListFilter } from './calls.controller';
 
 const code = (value: string) => {
@@ -26,6 +29,62 @@ describe('the calls list time filters', () => {
       expect(code(value)).toBe('invalid_request');
     },
   );
+});
+
+describe('the calls list’s workflow run filter (GET /v1/calls?workflow_run_id=)', () => {
+  const RUN = 'wfr_0123456789abcdefghijkl';
+  const listing = () => {
+    const requests: callsV1.ListCallsRequest[] = [];
+    const calls = {
+      call: async (_: string, run: (s: unknown, md: unknown) => Promise<unknown>) =>
+        run({ listCalls: async (req: callsV1.ListCallsRequest) => (requests.push(req), { data: [callMessage({ id: 'call_1', workflow_run_id: RUN, workflow_recipient_id: 'wrc_1' })], has_more: false, next: '' }) }, {}),
+    } as unknown as CallsClient;
+    const cursors = { decode: () => undefined } as unknown as CursorCodec;
+    return { requests, controller: new CallsController(calls, cursors, {} as Recordings, {} as Bus) };
+  };
+
+  it('passes a run id on to the calls service, and lists calls with their run and recipient', async () => {
+    const { requests, controller } = listing();
+    const page = await controller.list({ accountId: 'acc_1' } as never, { workflow_run_id: RUN });
+    expect(requests[0]).toMatchObject({ account_id: 'acc_1', workflow_run_id: RUN });
+    expect(page.data[0]).toMatchObject({ id: 'call_1', workflow_run_id: RUN, workflow_recipient_id: 'wrc_1' });
+    await controller.list({ accountId: 'acc_1' } as never, {});
+    expect(requests[1]).toMatchObject({ workflow_run_id: '' });
+  });
+
+  it.each(['wf_0123456789abcdefghijkl', 'wfr_short', 'call_0123456789abcdefghijkl', 'wfr_0123456789abcdefghij-l'])(
+    'refuses %s with 400 invalid_request before any query',
+    async (value) => {
+      const { requests, controller } = listing();
+      await expect(controller.list({ accountId: 'acc_1' } as never, { workflow_run_id: value })).rejects.toMatchObject({ code: 'invalid_request' });
+      expect(requests).toHaveLength(0);
+    },
+  );
+});
+
+describe('the call resource', () => {
+  it('shows null workflow_run_id and workflow_recipient_id on a call no workflow placed', async () => {
+    const calls = { call: async () => ({ call: callMessage({ id: 'call_1' }) }) } as unknown as CallsClient;
+    const call = await new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).get({ accountId: 'acc_1' } as never, 'call_1');
+    expect(call).toMatchObject({ workflow_run_id: null, workflow_recipient_id: null });
+  });
+
+  it('never takes a workflow run or recipient from POST /v1/calls: only the workflows service places workflow calls', async () => {
+    const requests: callsV1.CreateCallRequest[] = [];
+    const calls = {
+      deadlineMs: 5000,
+      call: async (_: string, run: (s: unknown, md: unknown) => Promise<unknown>) =>
+        run({ createCall: async (req: callsV1.CreateCallRequest) => (requests.push(req), { call: callMessage({ id: 'call_1' }) }) }, {}),
+    } as unknown as CallsClient;
+    const body = { agent_id: 'agt_1', to: '+15551234567', workflow_run_id: 'wfr_0123456789abcdefghijkl', workflow_recipient_id: 'wrc_1' };
+    await new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).create({ accountId: 'acc_1' } as never, body as never, { headers: {} } as never);
+    expect(requests[0]).toMatchObject({ workflow_run_id: '', workflow_recipient_id: '' });
+    // And the body that names them is refused before it reaches the controller.
+    await expect(new BodyValidationPipe().transform(body, { type: 'body', metatype: CreateCallDto, data: undefined })).rejects.toMatchObject({
+      code: 'invalid_request',
+      errors: [{ field: 'workflow_run_id' }, { field: 'workflow_recipient_id' }],
+    });
+  });
 });
 
 describe('the transcript (GET /v1/calls/{id}/transcript)', () => {

@@ -3,6 +3,7 @@ import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiProduces, Ap
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { flowTransitionOfMessage } from '@parley/contracts';
 import { Bus } from '@parley/messaging';
+import { isWellFormedId } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
@@ -18,7 +19,10 @@ import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
 import { ResourceId } from '../http/resource-id';
 
-const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before'];
+const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before', 'workflow_run_id'];
+
+/** Filters that name an object by id: a value not of the form its service gives (prefix, 22 letters and digits) is refused. */
+const ID_FILTERS: Record<string, { prefix: string; what: string }> = { workflow_run_id: { prefix: 'wfr', what: 'a workflow run id' } };
 
 /** RFC 3339 date-time: a four-digit year, so every value is one PostgreSQL's timestamps hold (Date.parse alone took -004713-…). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -29,6 +33,8 @@ export function callListFilter(query: Record<string, unknown>, name: string, all
   if (value && name.startsWith('created_') && !(RFC3339.test(value) && !Number.isNaN(Date.parse(value)))) {
     throw new AppError('invalid_request', `${name} must be an RFC 3339 time.`);
   }
+  const id = ID_FILTERS[name];
+  if (value && id && !isWellFormedId(id.prefix, value)) throw new AppError('invalid_request', `${name} must be ${id.what} (${id.prefix}_…).`);
   return value;
 }
 
@@ -50,6 +56,12 @@ export class CallsController {
   @ApiQuery({ name: 'direction', required: false, schema: { type: 'string', enum: ['outbound', 'inbound', 'web'] } })
   @ApiQuery({ name: 'created_after', required: false, schema: { type: 'string', format: 'date-time' } })
   @ApiQuery({ name: 'created_before', required: false, schema: { type: 'string', format: 'date-time' } })
+  @ApiQuery({
+    name: 'workflow_run_id',
+    required: false,
+    description: 'Only the calls placed by this workflow run. A value that is not a run id (`wfr_…`) is refused with 400 `invalid_request`.',
+    schema: { type: 'string', pattern: '^wfr_[0-9A-Za-z]{22}$' },
+  })
   @ApiOkResponse({ type: CallListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<CallDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('calls', who.accountId, c));
@@ -62,6 +74,7 @@ export class CallsController {
       direction: callListFilter(query, 'direction', ['outbound', 'inbound', 'web']),
       created_after: callListFilter(query, 'created_after'),
       created_before: callListFilter(query, 'created_before'),
+      workflow_run_id: callListFilter(query, 'workflow_run_id'),
     };
     const page = await this.calls.call('listCalls', (s, md) => s.listCalls(request, md));
     return {
@@ -96,6 +109,9 @@ export class CallsController {
       // The calls service keeps the key with the call, so a retry finds the call even when this answer is lost.
       idempotency_key: typeof key === 'string' ? key : '',
       answer_within_ms: this.calls.deadlineMs,
+      // Only the workflows service places workflow calls: never taken from the API.
+      workflow_run_id: '',
+      workflow_recipient_id: '',
     };
     try {
       return presentCall((await this.calls.call('createCall', (s, md) => s.createCall(request, md))).call);

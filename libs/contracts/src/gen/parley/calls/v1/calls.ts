@@ -50,6 +50,12 @@ export interface Call {
   claimed_by: string;
   /** RFC 3339; empty until claimed. */
   claimed_at: string;
+  /**
+   * A call placed by a workflow run (CreateCallRequest.workflow_run_id): the run (wfr_…) and the recipient it called.
+   * Empty on any other call.
+   */
+  workflow_run_id: string;
+  workflow_recipient_id: string;
 }
 
 export interface Call_VariablesEntry {
@@ -91,6 +97,12 @@ export interface CreateCallRequest {
    * dials nothing once it could no longer answer in time. 0: the service's own RPC_TIMEOUT_MS.
    */
   answer_within_ms: number;
+  /**
+   * Set only by the workflows service: the run (wfr_…) and the run's recipient this call is for. Stored with the call,
+   * returned on it, and carried (routing only) on every webhook event of the call. Empty: not a workflow call.
+   */
+  workflow_run_id: string;
+  workflow_recipient_id: string;
 }
 
 export interface CreateCallRequest_VariablesEntry {
@@ -278,6 +290,8 @@ export interface ListCallsRequest {
   /** RFC 3339 bounds on created_at; empty = open. */
   created_after: string;
   created_before: string;
+  /** Only the calls placed by this workflow run (wfr_…); empty = any call. */
+  workflow_run_id: string;
 }
 
 export interface ListCallsResponse {
@@ -554,6 +568,21 @@ export interface RecordOptOutResponse {
   number: string;
 }
 
+/**
+ * Which of the given numbers are on the account's do-not-call list (the workflows service suppresses them before
+ * dialling).
+ */
+export interface CheckDoNotCallRequest {
+  account_id: string;
+  /** E.164; at most 1000. */
+  numbers: string[];
+}
+
+export interface CheckDoNotCallResponse {
+  /** The given numbers that are on the list (each once; the order is not significant). */
+  listed: string[];
+}
+
 /** The agent invoked a function during the call (call.tool.called). */
 export interface RecordToolCallRequest {
   account_id: string;
@@ -658,6 +687,8 @@ export interface CallsServiceClient {
   transferCall(request: TransferCallRequest, metadata?: Metadata): Observable<TransferCallResponse>;
 
   recordOptOut(request: RecordOptOutRequest, metadata?: Metadata): Observable<RecordOptOutResponse>;
+
+  checkDoNotCall(request: CheckDoNotCallRequest, metadata?: Metadata): Observable<CheckDoNotCallResponse>;
 
   recordToolCall(request: RecordToolCallRequest, metadata?: Metadata): Observable<RecordToolCallResponse>;
 
@@ -783,6 +814,11 @@ export interface CallsServiceController {
     metadata?: Metadata,
   ): Promise<RecordOptOutResponse> | Observable<RecordOptOutResponse> | RecordOptOutResponse;
 
+  checkDoNotCall(
+    request: CheckDoNotCallRequest,
+    metadata?: Metadata,
+  ): Promise<CheckDoNotCallResponse> | Observable<CheckDoNotCallResponse> | CheckDoNotCallResponse;
+
   recordToolCall(
     request: RecordToolCallRequest,
     metadata?: Metadata,
@@ -820,6 +856,7 @@ export function CallsServiceControllerMethods() {
       "injectEvent",
       "transferCall",
       "recordOptOut",
+      "checkDoNotCall",
       "recordToolCall",
       "recordFlowTransition",
     ];
