@@ -70,6 +70,6 @@ export function webhookEventSubject<T extends WebhookEventType>(type: T): Subjec
 }
 
 /** The envelope as customers see it (webhook bodies, call event streams): the routing fields left out. */
-export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id'> {
+export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id' | 'workflow'> {
   return { id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data };
 }

@@ -38,7 +38,10 @@ export interface GetWorkflowResponse {
   workflow: Workflow | undefined;
 }
 
-/** Keyset pagination: `after` is the id of the last item of the previous page; newest first. */
+/**
+ * Keyset pagination, newest first: `after` is the previous page's `next` as the service returned it (the gateway
+ * wraps it in a signed cursor before it reaches a client).
+ */
 export interface ListWorkflowsRequest {
   account_id: string;
   limit: number;
@@ -48,6 +51,8 @@ export interface ListWorkflowsRequest {
 export interface ListWorkflowsResponse {
   workflows: Workflow[];
   has_more: boolean;
+  /** Where the next page starts (pass as `after`); empty on the last page. */
+  next: string;
 }
 
 /** Scalars merge; lists and blocks are replaced whole. The agent is checked again when it changes. */
@@ -179,6 +184,8 @@ export interface ListRunsRequest {
 export interface ListRunsResponse {
   runs: Run[];
   has_more: boolean;
+  /** Where the next page starts (pass as `after`); empty on the last page. */
+  next: string;
 }
 
 export interface GetRunResponse {
@@ -263,6 +270,8 @@ export interface ListRecipientsRequest {
 export interface ListRecipientsResponse {
   recipients: Recipient[];
   has_more: boolean;
+  /** Where the next page starts (pass as `after`); empty on the last page. */
+  next: string;
 }
 
 export interface WorkflowsServiceClient {
