@@ -2,7 +2,7 @@ import { Inject, Module, OnModuleInit } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import { ClientsModule } from '@nestjs/microservices';
 import { DataSource } from 'typeorm';
-import { AGENTS_V1, CALLS_V1, KNOWLEDGE_V1, WEBHOOKS_V1 } from '@parley/contracts';
+import { AGENTS_V1, CALLS_V1, KNOWLEDGE_V1, WEBHOOKS_V1, WORKFLOWS_V1 } from '@parley/contracts';
 import { GatewayConfig, parseBootstrapKeys, resolveSecretKey } from '@parley/config';
 import { grpcClientProvider } from '@parley/rpc';
 import { createBlobStore } from '@parley/storage';
@@ -41,6 +41,8 @@ import { KnowledgeClient, KNOWLEDGE_GRPC } from './knowledge/knowledge.client';
 import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
 import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
+import { WorkflowsController } from './workflows/workflows.controller';
+import { WorkflowsClient, WORKFLOWS_GRPC } from './workflows/workflows.client';
 
 @Module({
   imports: [
@@ -60,6 +62,12 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
         name: KNOWLEDGE_GRPC,
         inject: [CONFIG],
         useFactory: (config: GatewayConfig) => grpcClientProvider(KNOWLEDGE_GRPC, KNOWLEDGE_V1, config.AGENTS_GRPC_URL),
+      },
+      {
+        // Workflows are served by the calls deployable.
+        name: WORKFLOWS_GRPC,
+        inject: [CONFIG],
+        useFactory: (config: GatewayConfig) => grpcClientProvider(WORKFLOWS_GRPC, WORKFLOWS_V1, config.CALLS_GRPC_URL),
       },
       {
         name: WEBHOOKS_GRPC,
@@ -83,6 +91,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     FunctionsController,
     WebhookEndpointsController,
     KnowledgeBasesController,
+    WorkflowsController,
     ApiKeysController,
     DocsController,
     EmbedController,
@@ -94,6 +103,7 @@ import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
     CallsClient,
     WebhooksClient,
     KnowledgeClient,
+    WorkflowsClient,
     IdempotencyStore,
     Recordings,
     { provide: EMBED_BUILD, useFactory: loadEmbedBuild },

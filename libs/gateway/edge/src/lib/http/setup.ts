@@ -5,6 +5,7 @@ import { acceptRequestId, httpRequestDuration, runWithRequestId } from '@parley/
 import { AppError } from '@parley/rpc';
 import { RateLimiter } from '../edge/rate-limit';
 import { DOCUMENTS_ROUTE } from '../knowledge/knowledge-bases.controller';
+import { RECIPIENTS_BODY_LIMIT_BYTES, RECIPIENTS_ROUTE, RUNS_ROUTE } from '../workflows/workflows.controller';
 import { CommonHeaders, registerCommonHeaders } from './common-headers';
 import { parseAllowedOrigins } from './cors';
 import { frameworkErrorOptions } from './framework-errors';
@@ -39,6 +40,10 @@ export function configureGatewayHttp(app: NestFastifyApplication, config: Gatewa
   fastify.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (route.url === DOCUMENTS_ROUTE && methods.includes('POST')) route.bodyLimit = documentBodyLimit;
+    // A page of up to 1000 workflow recipients (inline or CSV) has its own limit too.
+    if ((route.url === RUNS_ROUTE || route.url === RECIPIENTS_ROUTE) && methods.includes('POST')) {
+      route.bodyLimit = Math.max(config.BODY_LIMIT_BYTES, RECIPIENTS_BODY_LIMIT_BYTES);
+    }
   });
   registerCommonHeaders(fastify, new CommonHeaders(app.get(RateLimiter), parseAllowedOrigins(config.CORS_ALLOWED_ORIGINS)));
   lingerBeforeClose(fastify.server);

@@ -26,15 +26,6 @@ const LIST = { list: true };
  * `not_implemented` until then, so clients can discover the whole surface today.
  */
 export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
-  Workflows: [
-    r('get', '/v1/workflows', 'agents:read', 'List workflows', LIST),
-    r('post', '/v1/workflows', 'agents:write', 'Create a workflow', ID),
-    r('get', '/v1/workflows/{id}', 'agents:read', 'Retrieve a workflow'),
-    r('patch', '/v1/workflows/{id}', 'agents:write', 'Update a workflow'),
-    r('delete', '/v1/workflows/{id}', 'agents:write', 'Delete a workflow'),
-    r('get', '/v1/workflows/{id}/runs', 'agents:read', 'List runs of a workflow', LIST),
-    r('post', '/v1/workflows/{id}/runs', 'agents:write', 'Run a workflow', ID),
-  ],
   Analytics: [
     r('post', '/v1/analytics/csat', 'calls:write', 'Record a satisfaction rating', ID),
     r('get', '/v1/analytics/overview', 'analytics:read', 'Usage and quality overview'),
