@@ -2,7 +2,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { CallActivity, callsV1, LIVE, publicEnvelope } from '@parley/contracts';
 import { Bus } from '@parley/messaging';
 import { presentCall, presentFlowTransition } from './call-presenter';
-import { openEventStream } from './event-stream';
+import { listenThenRead, openEventStream } from './event-stream';
 /** Statuses only move forward; a broadcast that arrives after a newer snapshot is stale and skipped. */
 const RANK: Record<string, number> = { queued: 0, ringing: 1, in_progress: 2, ended: 3, failed: 3 };
 
@@ -20,20 +20,14 @@ export async function streamCallEvents(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<void> {
-  const early: CallActivity[] = [];
-  let deliver: (activity: CallActivity) => void = (a) => void early.push(a);
-  const stopListening = await bus.listen(LIVE.callActivity(callId).name, (payload) => deliver(payload as CallActivity));
-  let call: callsV1.Call;
-  try {
+  const live = await listenThenRead(bus, LIVE.callActivity(callId), async () => {
     const found = await snapshot();
     if (!found) throw new Error('calls service answered without a call');
-    call = found;
-  } catch (error) {
-    stopListening();
-    throw error; // a 404 or 503 is answered as problem+json, as on any route
-  }
+    return found;
+  });
+  const call = live.snapshot;
 
-  const { send, finish } = openEventStream(request, reply, stopListening);
+  const { send, finish } = openEventStream(request, reply, live.stopListening);
   let rank = -1;
   const status = (c: callsV1.Call) => {
     if ((RANK[c.status] ?? 0) <= rank) return;
@@ -42,7 +36,7 @@ export async function streamCallEvents(
     if (rank === RANK['ended']) finish();
   };
 
-  deliver = (activity) => {
+  const deliver = (activity: CallActivity) => {
     if (activity.kind === 'status') return status(activity.call);
     if (activity.kind === 'event') return send(activity.event.type, activity.event.id, publicEnvelope(activity.event));
     if (activity.kind === 'injected') return send('call.event', activity.injected.id, { object: 'call_event', call_id: activity.call_id, ...activity.injected });
@@ -52,6 +46,7 @@ export async function streamCallEvents(
     }
   };
   // Events heard before the snapshot are sent first; their status changes are already in the snapshot.
-  for (const activity of early.splice(0)) if (activity.kind !== 'status') deliver(activity);
+  for (const activity of live.early.splice(0)) if (activity.kind !== 'status') deliver(activity);
   status(call);
+  live.follow(deliver);
 }

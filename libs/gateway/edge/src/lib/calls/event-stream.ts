@@ -1,4 +1,6 @@
 import { FastifyReply, FastifyRequest } from 'fastify';
+import { LiveSubject } from '@parley/contracts';
+import { Bus } from '@parley/messaging';
 
 const HEARTBEAT_MS = 15_000;
 
@@ -43,4 +45,32 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, on
     },
     finish,
   };
+}
+
+export interface LiveFollow<A, S> {
+  /** What the stream opens with, read once listening had begun. */
+  snapshot: S;
+  /** What was heard while the snapshot was read (already reflected in it, or not: the caller decides). */
+  early: A[];
+  /** Routes everything heard from now on. */
+  follow(deliver: (activity: A) => void): void;
+  stopListening(): void;
+}
+
+/**
+ * Starts listening on a live subject before reading the snapshot a stream opens with, so nothing that happens in
+ * between is lost: what is heard meanwhile is kept (`early`) until the caller `follow`s. A failed read stops
+ * listening and rethrows (a 404 or 503 is answered as problem+json, as on any route).
+ */
+export async function listenThenRead<A, S>(bus: Bus, subject: LiveSubject<A>, read: () => Promise<S>): Promise<LiveFollow<A, S>> {
+  const early: A[] = [];
+  let deliver: (activity: A) => void = (a) => void early.push(a);
+  const stopListening = await bus.listen(subject.name, (payload) => deliver(payload as A));
+  try {
+    const snapshot = await read();
+    return { snapshot, early, follow: (d) => void (deliver = d), stopListening };
+  } catch (error) {
+    stopListening();
+    throw error;
+  }
 }

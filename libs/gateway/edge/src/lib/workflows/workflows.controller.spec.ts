@@ -1,12 +1,15 @@
 import 'reflect-metadata';
+import { EventEmitter } from 'node:events';
 import { MODULE_METADATA } from '@nestjs/common/constants';
 import { APP_FILTER, APP_GUARD, APP_PIPE, Reflector } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject } from '@nestjs/swagger';
 import { Test } from '@nestjs/testing';
-import { workflowsV1 } from '@parley/contracts';
+import { LIVE, WebhookEvent, workflowsV1, WorkflowRunActivity } from '@parley/contracts';
 import { GatewayConfig } from '@parley/config';
+import { Bus, InProcessBus } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
+import { BUS } from '@parley/runtime';
 import { ApiKeysRepository, Principal } from '../auth/api-keys.repository';
 import { AuthGuard } from '../auth/auth.guard';
 import { CallsClient } from '../calls/calls.client';
@@ -112,7 +115,7 @@ const cursors = new CursorCodec('unit-test-secret-key-0000000000000001');
 
 function controller(answers: Partial<Record<keyof Service, unknown>>) {
   const { client, requests } = fakeRpcClient<Service, WorkflowsClient>(answers);
-  return { c: new WorkflowsController(client, cursors), requests };
+  return { c: new WorkflowsController(client, cursors, new InProcessBus()), requests };
 }
 
 const refusal = (p: Promise<unknown>) =>
@@ -186,11 +189,11 @@ describe('WorkflowsController: workflows', () => {
     const conflict = new AppError('conflict', 'A run of this workflow is active.');
     const failing = (error: AppError) =>
       ({ call: () => Promise.reject(error) }) as unknown as WorkflowsClient;
-    expect(await refusal(new WorkflowsController(failing(invalid), cursors).create(who, { name: 'x', agent_id: AGENT }))).toEqual({
+    expect(await refusal(new WorkflowsController(failing(invalid), cursors, new InProcessBus()).create(who, { name: 'x', agent_id: AGENT }))).toEqual({
       code: 'validation_error',
       errors: [{ field: 'agent_id', message: 'is not an agent of this account' }],
     });
-    expect(await refusal(new WorkflowsController(failing(conflict), cursors).remove(who, WF))).toMatchObject({ code: 'conflict' });
+    expect(await refusal(new WorkflowsController(failing(conflict), cursors, new InProcessBus()).remove(who, WF))).toMatchObject({ code: 'conflict' });
   });
 });
 
@@ -325,7 +328,7 @@ describe('WorkflowsController: runs', () => {
     expect(await c.cancel(who, WF, RUN)).toMatchObject({ status: 'cancelled', completed_at: T0 });
     expect(requests.cancelRun).toEqual(ids);
     const conflict = { call: () => Promise.reject(new AppError('conflict', 'The run is not paused.')) } as unknown as WorkflowsClient;
-    expect(await refusal(new WorkflowsController(conflict, cursors).resume(who, WF, RUN))).toMatchObject({ code: 'conflict' });
+    expect(await refusal(new WorkflowsController(conflict, cursors, new InProcessBus()).resume(who, WF, RUN))).toMatchObject({ code: 'conflict' });
   });
 });
 
@@ -429,6 +432,7 @@ describe('workflow routes: ids and permissions', () => {
       pause: permission('pause'),
       resume: permission('resume'),
       cancel: permission('cancel'),
+      events: permission('events'),
     }).toEqual({
       list: 'agents:read',
       create: 'agents:write',
@@ -443,6 +447,7 @@ describe('workflow routes: ids and permissions', () => {
       pause: 'calls:write',
       resume: 'calls:write',
       cancel: 'calls:write',
+      events: 'calls:read',
     });
   });
 });
@@ -475,6 +480,7 @@ describe('workflow routes over HTTP (the real guards, body pipe, problem filter)
         { provide: CursorCodec, useValue: cursors },
         // The idempotent routes' interceptor; these requests send no Idempotency-Key, so it is never consulted.
         { provide: IdempotencyStore, useValue: {} },
+        { provide: BUS, useValue: new InProcessBus() },
         { provide: RateLimiter, useValue: new RateLimiter(1_000_000, 60, new MemoryRateLimitStore()) },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_GUARD, useClass: InputHygieneGuard },
@@ -590,6 +596,7 @@ describe('workflow routes in the OpenAPI document', () => {
     ['post', `${A_RUN}/pause`, 'calls:write', '200', true],
     ['post', `${A_RUN}/resume`, 'calls:write', '200', true],
     ['post', `${A_RUN}/cancel`, 'calls:write', '200', true],
+    ['get', `${A_RUN}/events`, 'calls:read', '200', false],
   ];
 
   it.each(ops)('publishes %s %s under Workflows with %s, its response schema, no 501', (method, path, permission, status, idempotent) => {
@@ -599,7 +606,8 @@ describe('workflow routes in the OpenAPI document', () => {
     expect(op['x-permission']).toBe(permission);
     expect(op.description).toBeTruthy();
     expect(op.responses['501']).toBeUndefined();
-    expect(op.responses[status].content?.['application/json'].schema.$ref).toMatch(/^#\/components\/schemas\//);
+    if (path.endsWith('/events')) expect(Object.keys(op.responses[status].content ?? {})).toEqual(['text/event-stream']);
+    else expect(op.responses[status].content?.['application/json'].schema.$ref).toMatch(/^#\/components\/schemas\//);
     expect((op.parameters ?? []).some((p) => p.name === 'Idempotency-Key')).toBe(idempotent);
   });
 
@@ -623,5 +631,145 @@ describe('workflow routes in the OpenAPI document', () => {
     expect(schemas['RunPageDto'].properties['page']).toBeDefined();
     expect(Object.keys(schemas['RunCountsDto'].properties)).toEqual(['total', 'pending', 'in_progress', 'retrying', 'succeeded', 'failed', 'suppressed', 'cancelled']);
     expect(schemas['WorkflowInputDto'].required).toEqual(expect.arrayContaining(['name', 'agent_id']));
+  });
+});
+
+/** A request and a hijackable reply whose raw stream is recorded as the SSE events it wrote. */
+function sse() {
+  const written: string[] = [];
+  const reply = {
+    ended: false,
+    hijacked: false,
+    hijack() {
+      this.hijacked = true;
+    },
+    getHeaders: () => ({}),
+    raw: { writeHead: () => undefined, write: (chunk: string) => written.push(chunk), end: () => (reply.ended = true) },
+  };
+  const request = { raw: new EventEmitter() };
+  const events = () =>
+    written
+      .filter((w) => w.startsWith('id:'))
+      .map((w) => {
+        const [, id, event, data] = /^id: (.*)\nevent: (.*)\ndata: (.*)\n\n$/.exec(w) ?? [];
+        return { id, event, data: JSON.parse(data) as Record<string, unknown> };
+      });
+  return { request, reply, events, close: () => request.raw.emit('close') };
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+const runEvent = (id: string, type: 'workflow_run.started' | 'workflow_run.completed', status?: 'completed' | 'cancelled'): WebhookEvent =>
+  ({
+    id,
+    type,
+    call_id: null,
+    created_at: T0,
+    data: { workflow_id: WF, run_id: RUN, counts, ...(status ? { status } : {}) },
+    account_id: 'acme',
+    agent_id: AGENT,
+    workflow: null,
+  }) as WebhookEvent;
+
+describe('GET /v1/workflows/{id}/runs/{run_id}/events', () => {
+  let bus: InProcessBus;
+  const broadcast = (activity: WorkflowRunActivity, runId = RUN) => bus.broadcast(LIVE.workflowRun(runId).name, activity);
+
+  beforeEach(() => {
+    bus = new InProcessBus();
+    bus.open();
+  });
+
+  function stream(answers: Partial<Record<keyof Service, unknown>>, over: { bus?: Bus } = {}) {
+    const { client, requests } = fakeRpcClient<Service, WorkflowsClient>(answers);
+    const s = sse();
+    const c = new WorkflowsController(client, cursors, over.bus ?? bus);
+    return { s, requests, opened: c.events(who, WF, RUN, s.request as never, s.reply as never) };
+  }
+
+  it('opens with the run, then its events and changes (the public envelope; stale and repeated runs skipped), and ends once completed', async () => {
+    const { s, requests, opened } = stream({ getRun: { run: run({ updated_at: '2026-01-01T00:00:01.000Z' }) } });
+    await opened;
+    expect(requests.getRun).toEqual({ account_id: 'acme', workflow_id: WF, run_id: RUN });
+    await broadcast({ kind: 'event', event: runEvent('evt_1', 'workflow_run.started') });
+    await broadcast({ kind: 'run', run: run({ updated_at: '2026-01-01T00:00:00.500Z', status: 'scheduled' }) });
+    await broadcast({ kind: 'run', run: run({ updated_at: '2026-01-01T00:00:01.000Z' }) });
+    await broadcast({ kind: 'run', run: run({ updated_at: '2026-01-01T00:00:02.000Z', counts: { ...counts, succeeded: 2, in_progress: 0 } }) });
+    await broadcast({ kind: 'event', event: runEvent('evt_other', 'workflow_run.started') }, 'wfr_other0123456789abcdef');
+    await broadcast({ kind: 'event', event: runEvent('evt_2', 'workflow_run.completed', 'completed') });
+    await broadcast({ kind: 'run', run: run({ updated_at: '2026-01-01T00:00:03.000Z', status: 'completed', completed_at: '2026-01-01T00:00:03.000Z' }) });
+    await broadcast({ kind: 'event', event: runEvent('evt_late', 'workflow_run.started') });
+    await flush();
+
+    expect(s.events().map((e) => [e.event, e.id])).toEqual([
+      ['workflow_run.updated', `${RUN}:2026-01-01T00:00:01.000Z`],
+      ['workflow_run.started', 'evt_1'],
+      ['workflow_run.updated', `${RUN}:2026-01-01T00:00:02.000Z`],
+      ['workflow_run.completed', 'evt_2'],
+      ['workflow_run.updated', `${RUN}:2026-01-01T00:00:03.000Z`],
+    ]);
+    const [first, started, , , completed] = s.events();
+    expect(first.data).toEqual({ ...PRESENTED_RUN, updated_at: '2026-01-01T00:00:01.000Z' });
+    expect(started.data).toEqual({ id: 'evt_1', type: 'workflow_run.started', call_id: null, created_at: T0, data: { workflow_id: WF, run_id: RUN, counts } });
+    expect(completed.data).toMatchObject({ object: 'workflow_run', status: 'completed', completed_at: '2026-01-01T00:00:03.000Z' });
+    expect(s.reply.ended).toBe(true);
+  });
+
+  it('sends a run that is already over and ends at once, no longer listening', async () => {
+    const unlisten = jest.fn();
+    const listen = bus.listen.bind(bus);
+    jest.spyOn(bus, 'listen').mockImplementation(async (subject, handler) => {
+      const stop = await listen(subject, handler);
+      return () => (unlisten(), stop());
+    });
+    const { s, opened } = stream({ getRun: { run: run({ status: 'cancelled', completed_at: T0 }) } });
+    await opened;
+    expect(s.events().map((e) => [e.event, e.data['status']])).toEqual([['workflow_run.updated', 'cancelled']]);
+    expect(s.reply.ended).toBe(true);
+    expect(unlisten).toHaveBeenCalledTimes(1);
+    await broadcast({ kind: 'event', event: runEvent('evt_1', 'workflow_run.started') });
+    await flush();
+    expect(s.events()).toHaveLength(1);
+  });
+
+  it('sends what it heard while reading the run before it, and stops listening when the client goes', async () => {
+    let release: () => void = () => undefined;
+    const read = new Promise<void>((r) => (release = r));
+    const client = {
+      call: async () => {
+        await read;
+        return { run: run() };
+      },
+    } as unknown as WorkflowsClient;
+    const s = sse();
+    const opened = new WorkflowsController(client, cursors, bus).events(who, WF, RUN, s.request as never, s.reply as never);
+    await flush();
+    await broadcast({ kind: 'event', event: runEvent('evt_early', 'workflow_run.started') });
+    await broadcast({ kind: 'run', run: run({ status: 'scheduled', updated_at: '2025-12-31T23:59:59.000Z' }) });
+    release();
+    await opened;
+    expect(s.events().map((e) => e.event)).toEqual(['workflow_run.started', 'workflow_run.updated']);
+    expect(s.events()[1].data).toMatchObject({ status: 'running' });
+    s.close();
+    expect(s.reply.ended).toBe(true);
+    await broadcast({ kind: 'run', run: run({ updated_at: '2026-01-02T00:00:00.000Z' }) });
+    await flush();
+    expect(s.events()).toHaveLength(2);
+  });
+
+  it('answers 404 for a malformed run id, and a run the service does not know as any route would, without opening a stream', async () => {
+    const { client, requests } = fakeRpcClient<Service, WorkflowsClient>({});
+    const s = sse();
+    const c = new WorkflowsController(client, cursors, bus);
+    expect(await refusal(c.events(who, WF, 'wfr_nope', s.request as never, s.reply as never))).toMatchObject({ code: 'not_found' });
+    expect(requests.getRun).toBeUndefined();
+    const missing = { call: () => Promise.reject(AppError.notFound('workflow run')) } as unknown as WorkflowsClient;
+    const unlisten = jest.fn();
+    const counting = { listen: async () => unlisten } as unknown as Bus;
+    expect(await refusal(new WorkflowsController(missing, cursors, counting).events(who, WF, RUN, s.request as never, s.reply as never))).toMatchObject({
+      code: 'not_found',
+    });
+    expect(unlisten).toHaveBeenCalledTimes(1);
+    expect(s.reply.hijacked).toBe(false);
   });
 });

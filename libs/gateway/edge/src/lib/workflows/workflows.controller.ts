@@ -1,14 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiParam, ApiProduces, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { FastifyReply, FastifyRequest } from 'fastify';
 import { FieldProblem, RECIPIENT_STATES, workflowsV1 } from '@parley/contracts';
+import { Bus } from '@parley/messaging';
 import { isWellFormedId } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
+import { BUS } from '@parley/runtime';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { NoBody } from '../http/no-body';
 import { Operation } from '../http/operation';
 import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { ResourceId } from '../http/resource-id';
+import { streamRunEvents } from './run-event-stream';
 import { presentRecipient, presentRun, presentRunPage, presentWorkflow } from './workflow-presenter';
 import {
   AddRecipientsDto,
@@ -102,6 +106,7 @@ export class WorkflowsController {
   constructor(
     private readonly workflows: WorkflowsClient,
     private readonly cursors: CursorCodec,
+    @Inject(BUS) private readonly bus: Bus,
   ) {}
 
   // -------------------------------------------------------------------------------------------------------------
@@ -340,6 +345,40 @@ export class WorkflowsController {
   async cancel(@CurrentPrincipal() who: Principal, @Param('id') id: string, @Param('run_id') run: string): Promise<RunDto> {
     const res = await this.workflows.call('cancelRun', (s, md) => s.cancelRun({ account_id: who.accountId, workflow_id: id, run_id: runId(run) }, md));
     return presentRun(res.run);
+  }
+
+  @Get(':id/runs/:run_id/events')
+  @Operation({
+    summary: "Stream a run's events",
+    description: [
+      'Server-Sent Events (`text/event-stream`). Each message has `id`, `event` and JSON `data`:',
+      '`workflow_run.updated` (data: the run, with its counts) first with the run as it is, then after every change;',
+      'every event of the run as it is recorded (`workflow_run.started`, `workflow_run.recipient.finished`,',
+      '`workflow_run.completed`; data: the webhook envelope).',
+      'The stream ends after the run is `completed` or `cancelled` (at once for a run that already is).',
+      'A comment line is sent every 15 s to keep proxies from closing an idle stream.',
+    ].join(' '),
+    permission: 'calls:read',
+    problems: ['not_found'],
+  })
+  @RUN_PARAM
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: 'The event stream.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  async events(
+    @CurrentPrincipal() who: Principal,
+    @Param('id') id: string,
+    @Param('run_id') run: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const run_id = runId(run);
+    await streamRunEvents(
+      this.bus,
+      run_id,
+      async () => (await this.workflows.call('getRun', (s, md) => s.getRun({ account_id: who.accountId, workflow_id: id, run_id }, md))).run,
+      request,
+      reply,
+    );
   }
 
   /** A list page; the service pages by id, so the cursor is the last item's id, signed for this list and account. */
