@@ -55,8 +55,13 @@ export const HOLIDAYS_MAX = 366;
 export const RECIPIENT_VARIABLES_MAX = 100;
 export const END_REASONS_MAX = 20;
 const TIMEZONE_MAX = 64;
-const NUMBER_MAX = 64;
 const NAME_MAX = 64;
+const VARIABLE_NAME_MAX = 40;
+/**
+ * A recipient's fields are bounded loosely here: a number the service cannot call, a zone it does not know and
+ * variables past its limits suppress that recipient (with the reason) rather than refuse the page.
+ */
+const RECIPIENT_TEXT_MAX = 200;
 
 /** `HH:MM`, 24 h. */
 const CLOCK = /^([01]\d|2[0-3]):[0-5]\d$/;
@@ -64,15 +69,19 @@ const CLOCK = /^([01]\d|2[0-3]):[0-5]\d$/;
 const DATE = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
 /** E.164: `+`, then up to 15 digits. */
 const E164 = /^\+[1-9]\d{1,14}$/;
-/** A variable or extracted field name: letters, digits, underscores, not starting with a digit. */
+/** A recipient variable's name: letters, digits, underscores, not starting with a digit. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** RFC 3339 date-time with a four-digit year (as the calls list filters read it). */
 export const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
-const VARIABLES: MapLimits = { maxEntries: 100, keyMaxLength: NAME_MAX, valueMaxLength: 1000 };
+const VARIABLES: MapLimits = { maxEntries: 1000, keyMaxLength: RECIPIENT_TEXT_MAX, valueMaxLength: 10_000 };
 
 const metadataSchema = mapSchema(METADATA_LIMITS, 'String keys to string values, returned on read.');
-const variablesSchema = mapSchema(VARIABLES, "Values for the agent's `{{variables}}` on this recipient's calls.");
+const variablesSchema = mapSchema(
+  VARIABLES,
+  "Values for the agent's `{{variables}}` on this recipient's calls. More than 50, a value over 500 characters, a missing required " +
+    'variable or a value not of its declared type suppresses the recipient (`invalid_variables`).',
+);
 
 /** A one-off custom check; `message` starts with `$property` (BodyValidationPipe drops the first word). */
 function check(name: string, validate: (value: unknown) => boolean, message: string): PropertyDecorator {
@@ -180,8 +189,8 @@ export class RetryPolicyDto implements Partial<Record<RetryableOutcome, RetryRul
 }
 
 export class RecipientVariableDto implements RecipientVariable {
-  @ApiProperty({ minLength: 1, maxLength: NAME_MAX, pattern: IDENTIFIER.source, example: 'first_name', description: 'The variable, as `{{name}}` in the agent.' })
-  @IsText(NAME_MAX, { min: 1, pattern: IDENTIFIER, patternHint: 'letters, digits and underscores, not starting with a digit' })
+  @ApiProperty({ minLength: 1, maxLength: VARIABLE_NAME_MAX, pattern: IDENTIFIER.source, example: 'first_name', description: 'The variable, as `{{name}}` in the agent.' })
+  @IsText(VARIABLE_NAME_MAX, { min: 1, pattern: IDENTIFIER, patternHint: 'letters, digits and underscores, not starting with a digit' })
   name: string;
 
   @ApiPropertyOptional({ enum: VARIABLE_TYPES, default: 'string', description: "How the recipient's value is read." })
@@ -196,8 +205,8 @@ export class RecipientVariableDto implements RecipientVariable {
 }
 
 export class ExtractedFieldDto {
-  @ApiProperty({ minLength: 1, maxLength: NAME_MAX, example: 'booked', description: "A field of the agent's `post_call.extraction`." })
-  @IsText(NAME_MAX, { min: 1, pattern: IDENTIFIER, patternHint: 'letters, digits and underscores, not starting with a digit' })
+  @ApiProperty({ minLength: 1, maxLength: 200, example: 'booked', description: "A field of the agent's `post_call.extraction`." })
+  @IsText(200, { min: 1 })
   name: string;
 
   @ApiPropertyOptional({
@@ -339,20 +348,20 @@ export class DeletedWorkflowDto {
 export class RecipientInputDto implements RecipientInput {
   @ApiProperty({
     minLength: 1,
-    maxLength: NUMBER_MAX,
+    maxLength: RECIPIENT_TEXT_MAX,
     example: '+15551234567',
     description: 'The number to call, E.164. An invalid number is suppressed (`invalid_number`), not refused.',
   })
-  @IsText(NUMBER_MAX, { min: 1 })
+  @IsText(RECIPIENT_TEXT_MAX, { min: 1 })
   to: string;
 
   @ApiPropertyOptional({
-    maxLength: TIMEZONE_MAX,
+    maxLength: RECIPIENT_TEXT_MAX,
     example: 'Europe/Paris',
     description: "IANA time zone; absent: the workflow's. An unknown zone is suppressed (`invalid_timezone`), not refused.",
   })
   @Optional()
-  @IsText(TIMEZONE_MAX, { min: 1 })
+  @IsText(RECIPIENT_TEXT_MAX, { min: 1 })
   timezone?: string;
 
   @ApiPropertyOptional({ ...variablesSchema, example: { first_name: 'Ada' } })

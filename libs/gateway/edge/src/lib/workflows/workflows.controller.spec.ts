@@ -152,20 +152,20 @@ describe('WorkflowsController: workflows', () => {
     expect(await c.get(who, WF)).toMatchObject({ id: WF, object: 'workflow' });
   });
 
-  it('lists workflows with a cursor naming the last id, bound to the list and the account', async () => {
-    const { c, requests } = controller({ listWorkflows: { workflows: [workflow({ id: 'wf_b' }), workflow({ id: 'wf_a' })], has_more: true } });
+  it('lists workflows with a cursor wrapping the service’s next position, bound to the list and the account', async () => {
+    const { c, requests } = controller({ listWorkflows: { workflows: [workflow({ id: 'wf_b' }), workflow({ id: 'wf_a' })], has_more: true, next: 'p:2' } });
     const page = await c.list(who, { limit: '2' });
     expect(requests.listWorkflows).toEqual({ account_id: 'acme', limit: 2, after: '' });
     expect(page).toMatchObject({ object: 'list', has_more: true, data: [{ id: 'wf_b', object: 'workflow' }, { id: 'wf_a' }] });
-    expect(cursors.decode('workflows', 'acme', String(page.next_cursor))).toBe('wf_a');
+    expect(cursors.decode('workflows', 'acme', String(page.next_cursor))).toBe('p:2');
     expect(() => cursors.decode('workflows', 'globex', String(page.next_cursor))).toThrow();
     await c.list(who, { starting_after: page.next_cursor });
-    expect(requests.listWorkflows).toEqual({ account_id: 'acme', limit: 20, after: 'wf_a' });
+    expect(requests.listWorkflows).toEqual({ account_id: 'acme', limit: 20, after: 'p:2' });
     expect(await refusal(c.list(who, { starting_after: 'forged.cursor' }))).toMatchObject({ code: 'validation_error' });
   });
 
   it('answers the last page without next_cursor', async () => {
-    const { c } = controller({ listWorkflows: { workflows: [workflow()], has_more: false } });
+    const { c } = controller({ listWorkflows: { workflows: [workflow()], has_more: false, next: '' } });
     expect(await c.list(who, {})).toEqual({ object: 'list', data: [expect.objectContaining({ id: WF })], has_more: false });
   });
 
@@ -247,12 +247,12 @@ describe('WorkflowsController: runs', () => {
 
   it('lists runs with a cursor per workflow, presents counts and nulls', async () => {
     const { c, requests } = controller({
-      listRuns: { runs: [run({ started_at: T0, status: 'completed', completed_at: T0, counts: undefined })], has_more: true },
+      listRuns: { runs: [run({ started_at: T0, status: 'completed', completed_at: T0, counts: undefined })], has_more: true, next: 'r:1' },
     });
     const page = await c.listRuns(who, WF, {});
     expect(requests.listRuns).toEqual({ account_id: 'acme', workflow_id: WF, limit: 20, after: '' });
     expect(page.data[0]).toMatchObject({ status: 'completed', started_at: T0, completed_at: T0, counts: { total: 0, cancelled: 0 } });
-    expect(cursors.decode(`workflow_runs:${WF}`, 'acme', String(page.next_cursor))).toBe(RUN);
+    expect(cursors.decode(`workflow_runs:${WF}`, 'acme', String(page.next_cursor))).toBe('r:1');
     expect(await refusal(c.listRuns(who, 'wf_other0123456789abcdefg', { starting_after: page.next_cursor }))).toMatchObject({ code: 'validation_error' });
   });
 
@@ -289,7 +289,7 @@ describe('WorkflowsController: runs', () => {
 
   it('lists recipients with a state filter, presenting empty fields as null; an unknown state is 400', async () => {
     const finished = recipient({ state: 'failed', attempts: 3, last_outcome: 'no_answer', reason: 'retries exhausted', call_ids: ['call_1', 'call_2', 'call_3'] });
-    const { c, requests } = controller({ listRecipients: { recipients: [recipient(), finished], has_more: true } });
+    const { c, requests } = controller({ listRecipients: { recipients: [recipient(), finished], has_more: true, next: '42' } });
     const page = await c.listRecipients(who, WF, RUN, { state: 'failed', limit: '2' });
     expect(requests.listRecipients).toEqual({ account_id: 'acme', workflow_id: WF, run_id: RUN, state: 'failed', limit: 2, after: '' });
     expect(page.data[0]).toEqual({
@@ -310,7 +310,7 @@ describe('WorkflowsController: runs', () => {
       updated_at: T0,
     });
     expect(page.data[1]).toMatchObject({ state: 'failed', attempts: 3, last_outcome: 'no_answer', reason: 'retries exhausted', call_ids: ['call_1', 'call_2', 'call_3'] });
-    expect(cursors.decode(`workflow_recipients:${RUN}`, 'acme', String(page.next_cursor))).toBe('wfrr_0123456789abcdefghijkl');
+    expect(cursors.decode(`workflow_recipients:${RUN}`, 'acme', String(page.next_cursor))).toBe('42');
     expect(await refusal(c.listRecipients(who, WF, RUN, { state: 'done' }))).toMatchObject({ code: 'invalid_request' });
   });
 
@@ -466,7 +466,7 @@ describe('workflow routes over HTTP (the real guards, body pipe, problem filter)
       startRun: { run: run(), page: { added: 1, suppressed: 0 } },
       addRecipients: { run: run(), page: { added: 1, suppressed: 0 } },
       pauseRun: { run: run({ status: 'paused' }) },
-      listRecipients: { recipients: [recipient()], has_more: false },
+      listRecipients: { recipients: [recipient()], has_more: false, next: '' },
     });
     requests = fake.requests;
     const keys = { authenticate: async (key: string) => (key === API_KEY ? who : undefined) };

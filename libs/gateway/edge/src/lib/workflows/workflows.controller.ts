@@ -120,7 +120,7 @@ export class WorkflowsController {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('workflows', who.accountId, c));
     const page = await this.workflows.call('listWorkflows', (s, md) => s.listWorkflows({ account_id: who.accountId, limit, after }, md));
     const data = (page.workflows ?? []).map(presentWorkflow);
-    return this.envelope('workflows', who, data, page.has_more);
+    return this.envelope('workflows', who, data, page);
   }
 
   @Post()
@@ -194,7 +194,7 @@ export class WorkflowsController {
     const list = `workflow_runs:${id}`;
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode(list, who.accountId, c));
     const page = await this.workflows.call('listRuns', (s, md) => s.listRuns({ account_id: who.accountId, workflow_id: id, limit, after }, md));
-    return this.envelope(list, who, (page.runs ?? []).map(presentRun), page.has_more);
+    return this.envelope(list, who, (page.runs ?? []).map(presentRun), page);
   }
 
   @Post(':id/runs')
@@ -287,7 +287,7 @@ export class WorkflowsController {
     const page = await this.workflows.call('listRecipients', (s, md) =>
       s.listRecipients({ account_id: who.accountId, workflow_id: id, run_id, state, limit, after }, md),
     );
-    return this.envelope(list, who, (page.recipients ?? []).map(presentRecipient), page.has_more);
+    return this.envelope(list, who, (page.recipients ?? []).map(presentRecipient), page);
   }
 
   @Post(':id/runs/:run_id/pause')
@@ -381,14 +381,13 @@ export class WorkflowsController {
     );
   }
 
-  /** A list page; the service pages by id, so the cursor is the last item's id, signed for this list and account. */
-  private envelope<T extends { id: string }>(list: string, who: Principal, data: T[], hasMore: boolean): ListEnvelope<T> {
-    const last = data[data.length - 1];
+  /** A list page; the service's position of the next page becomes a cursor signed for this list and account. */
+  private envelope<T>(list: string, who: Principal, data: T[], page: { has_more: boolean; next: string }): ListEnvelope<T> {
     return {
       object: 'list',
       data,
-      has_more: hasMore,
-      ...(hasMore && last ? { next_cursor: this.cursors.encode(list, who.accountId, last.id) } : {}),
+      has_more: page.has_more,
+      ...(page.has_more && page.next ? { next_cursor: this.cursors.encode(list, who.accountId, page.next) } : {}),
     };
   }
 }
