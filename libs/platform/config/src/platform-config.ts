@@ -358,6 +358,35 @@ export class ServiceConfig {
   @Min(1)
   MAX_CONCURRENT_CALLS: number = 10;
 
+  /**
+   * Of an account's MAX_CONCURRENT_CALLS, lines workflow runs leave free (for inbound calls and calls placed through
+   * the API): a campaign never takes the account's last lines.
+   */
+  @IsInt()
+  @Min(0)
+  WORKFLOW_RESERVED_CALLS: number = 2;
+
+  /** Recipients one workflow run may hold (all its pages together); more answer 422. */
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  WORKFLOW_MAX_RECIPIENTS_PER_RUN: number = 100_000;
+
+  /** Dispatches (a due recipient checked, a line taken, its call placed) one calls service handles at once. */
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  WORKFLOW_DISPATCH_CONCURRENCY: number = 16;
+
+  /**
+   * How long a recipient whose success is a post-call extracted field waits for the call's analysis before it
+   * counts as failed (`analysis_missing`).
+   */
+  @IsInt()
+  @Min(60)
+  @Max(86400)
+  WORKFLOW_ANALYSIS_WAIT_SECONDS: number = 900;
+
   /** Outbound call set-ups (agent read, record, dial) one calls service runs at once; more wait in a queue. */
   @IsInt()
   @Min(1)

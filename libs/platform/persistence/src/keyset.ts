@@ -25,6 +25,14 @@ export function decodePosition(raw: string): Position | undefined {
   return { createdAt, id };
 }
 
+/** A page of `limit` items from rows fetched with `LIMIT limit + 1` (the extra row only says more remain). */
+export function pageOf<T extends Position>(rows: T[], limit: number): Page<T> {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  const hasMore = rows.length > limit;
+  return { items, hasMore, next: hasMore && last ? encodePosition(last) : '' };
+}
+
 /**
  * Newest first, keyset-paginated on (created_at, id): inserts and deletes elsewhere never shift a page, so a walk
  * sees every row that existed throughout exactly once.
@@ -37,9 +45,5 @@ export async function keysetPage<T extends ObjectLiteral & Position>(
 ): Promise<Page<T>> {
   qb.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);
   if (after) qb.andWhere(`(${alias}.created_at, ${alias}.id) < (:afterCreatedAt, :afterId)`, { afterCreatedAt: after.createdAt, afterId: after.id });
-  const rows = await qb.getMany();
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  const hasMore = rows.length > limit;
-  return { items, hasMore, next: hasMore && last ? encodePosition(last) : '' };
+  return pageOf(await qb.getMany(), limit);
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { encodePosition, isWellFormedId, newId, Page } from '@parley/persistence';
+import { isWellFormedId, newId, Page, pageOf } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
 import { packVector, unpackVector } from './embeddings';
 import { LEXEME_COUNTS_SELECT, quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
@@ -217,13 +217,6 @@ export function tsqueryLiteral(lexeme: string): string {
 /** PostgreSQL text cannot hold NUL; extractors can yield it from binary formats. */
 const clean = (s: string) => (s.includes('\u0000') ? s.split('\u0000').join('') : s);
 
-function page<T extends { createdAt: Date; id: string }>(rows: T[], limit: number): Page<T> {
-  const items = rows.slice(0, limit);
-  const last = items.at(-1);
-  const hasMore = rows.length > limit;
-  return { items, hasMore, next: hasMore && last ? encodePosition(last) : '' };
-}
-
 /**
  * All SQL of knowledge bases. Every read and write takes the account, so another account's base or document is
  * simply absent; a base and its documents and chunks go in one transaction.
@@ -284,7 +277,7 @@ export class KnowledgeRepository {
         ORDER BY b.created_at DESC, b.id DESC LIMIT $2`,
       from ? [accountId, limit + 1, from.createdAt, from.id] : [accountId, limit + 1],
     );
-    return page(rows.map(toBase), limit);
+    return pageOf(rows.map(toBase), limit);
   }
 
   /** Removes the base, its documents and their chunks in one transaction; false when the account has no such base. */
@@ -348,7 +341,7 @@ export class KnowledgeRepository {
       `SELECT ${DOCUMENT_COLUMNS} FROM documents d WHERE ${where.join(' AND ')} ORDER BY d.created_at DESC, d.id DESC LIMIT $3`,
       params,
     );
-    return page(rows.map(toDocument), limit);
+    return pageOf(rows.map(toDocument), limit);
   }
 
   async getDocument(accountId: string, baseId: string, id: string): Promise<DocumentRecord | undefined> {

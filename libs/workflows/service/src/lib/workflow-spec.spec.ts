@@ -293,12 +293,12 @@ describe('validateWorkflowSpec', () => {
   });
 
   describe('recipient variables', () => {
-    it('takes names of letters, digits and _ not starting with a digit, up to 64 characters', () => {
-      const names = ['a', 'A', '_', 'first_name', 'x'.repeat(64)];
+    it('takes names of letters, digits and _ not starting with a digit, up to 40 characters (a call variable key limit)', () => {
+      const names = ['a', 'A', '_', 'first_name', 'x'.repeat(40)];
       expect(accepts({ recipient_variables: names.map((name) => ({ name })) }).recipient_variables?.map((v) => v.name)).toEqual(names);
-      const bad = ['', '1st', 'first-name', 'first name', 'x'.repeat(65), 'café'];
+      const bad = ['', '1st', 'first-name', 'first name', 'x'.repeat(41), 'café'];
       expect(problems({ recipient_variables: bad.map((name) => ({ name })) })).toEqual(
-        bad.map((_, i) => ({ field: `recipient_variables[${i}].name`, message: 'must be 1-64 letters, digits or _, not starting with a digit' })),
+        bad.map((_, i) => ({ field: `recipient_variables[${i}].name`, message: 'must be 1-40 letters, digits or _, not starting with a digit' })),
       );
     });
 

@@ -53,7 +53,7 @@ export const DEFAULT_SUCCESS_END_REASONS: readonly CallEndReason[] = ['completed
 export const MAX_RECIPIENT_VARIABLES = 100;
 export const MAX_HOLIDAYS = 366;
 export const MAX_METADATA_ENTRIES = 50;
-export const RECIPIENT_VARIABLE_NAME = /^[a-z_][a-z0-9_]{0,63}$/i;
+export const RECIPIENT_VARIABLE_NAME = /^[a-z_][a-z0-9_]{0,39}$/i;
 const RECIPIENT_VARIABLE_TYPES = ['string', 'number', 'boolean'] as const;
 
 /*
@@ -324,7 +324,7 @@ function readRecipientVariables(check: Checker, value: unknown): RecipientVariab
     const name = variable['name'];
     if (isAbsent(name)) check.add(`${field}.name`, 'is required');
     else if (typeof name !== 'string' || !RECIPIENT_VARIABLE_NAME.test(name)) {
-      check.add(`${field}.name`, 'must be 1-64 letters, digits or _, not starting with a digit');
+      check.add(`${field}.name`, 'must be 1-40 letters, digits or _, not starting with a digit');
     } else if (seen.has(name)) check.add(`${field}.name`, `repeats ${name}`);
     else seen.add(name);
     const type = isAbsent(variable['type']) ? 'string' : variable['type'];

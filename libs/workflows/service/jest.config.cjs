@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'workflows-service',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};

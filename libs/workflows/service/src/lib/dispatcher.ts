@@ -1,0 +1,234 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { ServiceConfig } from '@parley/config';
+import { WorkflowSpec } from '@parley/contracts';
+import { serviceLogger } from '@parley/observability';
+import { AppError } from '@parley/rpc';
+import { CONFIG } from '@parley/runtime';
+import { CALLS_PORT, CallsPort } from './calls-port';
+import { nextCallableTime } from './calling-window';
+import { DispatchJob, WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
+import { workflowMetrics } from './metrics';
+import { PendingEvents, RunEvents } from './run-events';
+import { WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
+import { RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.repository';
+
+/** How long a recipient waits before trying again when the calls service refused for now (ceiling, overload). */
+export const BUSY_LINES_RETRY_MS = 5_000;
+
+type Placement = { recipient: RecipientRecord; run: RunRecord; spec: WorkflowSpec; dueAt: Date };
+
+/**
+ * Handles a dispatch job: decides from the recipient's row whether its call is placed now, later, or never, and
+ * places it. Everything that decides is done in one transaction under the recipient's row lock (and, to take a
+ * line, the account's line lock); the call is placed after it commits with the Idempotency-Key
+ * `workflow:<recipient>:<attempt>`, so a job that runs again after a crash (the recipient still `dialing`) gets
+ * the same call back from the calls service and never places a second one.
+ */
+@Injectable()
+export class RunDispatcher {
+  private readonly log = serviceLogger('workflow-dispatch');
+
+  constructor(
+    private readonly repository: WorkflowsRepository,
+    private readonly events: RunEvents,
+    @Inject(WORKFLOW_JOBS) private readonly jobs: WorkflowJobs,
+    @Inject(CALLS_PORT) private readonly calls: CallsPort,
+    @Inject(WORKFLOW_CLOCK) private readonly clock: WorkflowClock,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {}
+
+  async dispatch(job: DispatchJob): Promise<void> {
+    const pending = new PendingEvents();
+    const placement = await this.repository.transaction((m) => this.decide(m, job.recipient_id, pending));
+    await this.published(pending);
+    if (placement) await this.place(placement);
+  }
+
+  private async decide(m: EntityManager, recipientId: string, pending: PendingEvents): Promise<Placement | undefined> {
+    const now = new Date(this.clock.now());
+    const r = await this.repository.lockRecipient(m, recipientId);
+    if (!r) return undefined;
+    const context = await this.context(m, r, now, pending);
+    if (!context) return undefined;
+    const { run, spec } = context;
+    // A crash between taking the line and recording the call: place it again (same key, same call).
+    if (r.state === 'dialing') return { recipient: r, run, spec, dueAt: r.dueAt ?? now };
+    if (r.state === 'analysing') return this.analysisOverdue(m, r, run, spec, now, pending);
+    if (r.state !== 'pending' && r.state !== 'retrying' && r.state !== 'waiting') return undefined;
+    if (run.status === 'cancelled' || run.status === 'completed') {
+      // Its retry was scheduled as the run was cancelled.
+      const cancelled: RecipientRecord = { ...r, state: 'cancelled', dueAt: null, reason: 'run_cancelled' };
+      await this.repository.updateRecipient(m, r.id, { state: 'cancelled', dueAt: null, reason: 'run_cancelled' }, now);
+      await this.events.recipientFinished(m, pending, run, spec.agent_id, cancelled, now);
+      return undefined;
+    }
+    if (r.state === 'waiting') return undefined;
+    // An earlier job of a recipient moved later since (a calling window): the later job will come.
+    if (r.dueAt && r.dueAt.getTime() > now.getTime()) return undefined;
+    if (run.status === 'paused') {
+      await this.repository.updateRecipient(m, r.id, { state: 'waiting', dueAt: r.dueAt ?? now }, now);
+      return undefined;
+    }
+    const opens = nextCallableTime(spec.calling_window, r.timezone, now);
+    if (opens.getTime() > now.getTime()) {
+      await this.repository.updateRecipient(m, r.id, { dueAt: opens }, now);
+      await this.jobs.schedule(m, [{ recipientId: r.id, at: opens }]);
+      return undefined;
+    }
+    await this.repository.lockAccountLines(m, r.accountId);
+    const lines = await this.repository.linesInUse(m, r.accountId, run.id);
+    if (lines.run >= (spec.concurrency ?? 1) || lines.account >= this.accountLines()) {
+      await this.repository.updateRecipient(m, r.id, { state: 'waiting', dueAt: r.dueAt ?? now }, now);
+      return undefined;
+    }
+    const dueAt = r.dueAt ?? now;
+    await this.repository.updateRecipient(m, r.id, { state: 'dialing', attempt: r.attempt + 1 }, now);
+    return { recipient: { ...r, state: 'dialing', attempt: r.attempt + 1 }, run, spec, dueAt };
+  }
+
+  /**
+   * The run and workflow a recipient is dispatched under; starts a scheduled run whose time has come, and cancels a
+   * recipient of a run that is over. Undefined when nothing more is to be done with the recipient.
+   */
+  private async context(m: EntityManager, r: RecipientRecord, now: Date, pending: PendingEvents): Promise<{ run: RunRecord; spec: WorkflowSpec } | undefined> {
+    let run = await this.repository.lockRunShared(m, r.runId);
+    if (!run) return undefined;
+    const workflow = await this.repository.getWorkflow(run.accountId, run.workflowId, m);
+    if (!workflow) return undefined;
+    const spec = workflow.spec;
+    if (run.status === 'scheduled' && run.startAt.getTime() <= now.getTime()) {
+      const started = await this.repository.startRun(m, run.id, now);
+      if (started) {
+        run = started;
+        await this.events.record(m, pending, run, spec.agent_id, 'workflow_run.started', { workflow_id: run.workflowId, run_id: run.id, counts: await this.repository.countsOf(m, run.id) }, now);
+      } else {
+        run = (await this.repository.lockRunShared(m, r.runId)) ?? run;
+      }
+    }
+    return { run, spec };
+  }
+
+  /** A recipient whose success waits for the call's analysis, which never came in time: failed. */
+  private async analysisOverdue(m: EntityManager, r: RecipientRecord, run: RunRecord, spec: WorkflowSpec, now: Date, pending: PendingEvents): Promise<undefined> {
+    if (!r.dueAt || r.dueAt.getTime() > now.getTime()) return undefined;
+    const failed: RecipientRecord = { ...r, state: 'failed', dueAt: null, reason: 'analysis_missing' };
+    await this.repository.updateRecipient(m, r.id, { state: 'failed', dueAt: null, reason: 'analysis_missing' }, now);
+    await this.events.recipientFinished(m, pending, run, spec.agent_id, failed, now);
+    pending.finishedRuns.add(run.id);
+    return undefined;
+  }
+
+  /** Lines workflow calls of one account may hold: its ceiling less the lines kept free for other calls. */
+  accountLines(): number {
+    return Math.max(1, this.config.MAX_CONCURRENT_CALLS - this.config.WORKFLOW_RESERVED_CALLS);
+  }
+
+  private async place({ recipient: r, run, spec, dueAt }: Placement): Promise<void> {
+    const attempt = r.attempt;
+    let callId: string;
+    try {
+      ({ id: callId } = await this.calls.createCall({
+        account_id: r.accountId,
+        agent_id: spec.agent_id,
+        to: r.to,
+        from: spec.from ?? '',
+        variables: r.variables,
+        metadata: r.metadata,
+        idempotency_key: `workflow:${r.id}:${attempt}`,
+        answer_within_ms: 0,
+        workflow_run_id: run.id,
+        workflow_recipient_id: r.id,
+      }));
+    } catch (error) {
+      if (error instanceof AppError && (await this.refused(r, run, spec, error))) return;
+      // Unknown outcome (a deadline, a lost peer): the job is retried and places again under the same key.
+      throw error;
+    }
+    workflowMetrics.callsPlaced.inc();
+    workflowMetrics.dispatchLag.observe(Math.max(0, this.clock.now() - dueAt.getTime()) / 1000);
+    await this.repository.transaction(async (m) => {
+      const now = new Date(this.clock.now());
+      const current = await this.repository.lockRecipient(m, r.id);
+      if (!current) return;
+      await this.repository.addCall(m, r.id, callId);
+      // The call's end may have been recorded already (a call that failed at once): then the state moved on.
+      if (current.state === 'dialing' && current.attempt === attempt) await this.repository.updateRecipient(m, r.id, { state: 'in_call' }, now);
+    });
+  }
+
+  /**
+   * The calls service refused the call before dialling. For now (its ceiling, overload): the recipient waits and
+   * tries again, the attempt not counted. For good (the do-not-call list, the agent gone, an invalid number): it is
+   * final. Returns false for a refusal this does not know (the job is retried).
+   */
+  private async refused(r: RecipientRecord, run: RunRecord, spec: WorkflowSpec, error: AppError): Promise<boolean> {
+    const pending = new PendingEvents();
+    const handled = await this.repository.transaction(async (m) => {
+      const now = new Date(this.clock.now());
+      const current = await this.repository.lockRecipient(m, r.id);
+      if (!current || current.state !== 'dialing' || current.attempt !== r.attempt) return true;
+      if (error.code === 'plan_limit_reached' || error.code === 'service_unavailable' || error.code === 'rate_limited') {
+        const at = new Date(now.getTime() + BUSY_LINES_RETRY_MS);
+        await this.repository.updateRecipient(m, r.id, { state: 'pending', attempt: r.attempt - 1, dueAt: at }, now);
+        await this.jobs.schedule(m, [{ recipientId: r.id, at }]);
+        await this.wakeWaiting(m, run, now);
+        return true;
+      }
+      if (error.code !== 'validation_error' && error.code !== 'not_found') return false;
+      const doNotCall = error.errors?.some((e) => e.field === 'to' && /do-not-call/.test(e.message));
+      const reason = doNotCall ? 'do_not_call' : `call_refused: ${error.errors?.map((e) => `${e.field} ${e.message}`).join('; ') || error.message}`;
+      const state = doNotCall ? 'suppressed' : 'failed';
+      await this.repository.updateRecipient(m, r.id, { state, dueAt: null, reason, attempt: r.attempt - 1 }, now);
+      await this.events.recipientFinished(m, pending, run, spec.agent_id, { ...current, state, dueAt: null, reason, attempt: r.attempt - 1 }, now);
+      await this.wakeWaiting(m, run, now);
+      pending.finishedRuns.add(run.id);
+      return true;
+    });
+    await this.published(pending);
+    if (!handled) this.log.warn({ err: error, recipientId: r.id }, 'the calls service refused a workflow call');
+    return handled;
+  }
+
+  /** After a commit: its events go out, and the runs where a recipient became final are completed if that was the last. */
+  async published(pending: PendingEvents): Promise<void> {
+    this.events.published(pending);
+    for (const runId of pending.finishedRuns) await this.completeIfDone(runId);
+  }
+
+  /**
+   * A line came free: wakes the oldest waiting recipient of the same run, else of another running run of the
+   * account (whose own concurrency then decides).
+   */
+  async wakeWaiting(m: EntityManager, run: Pick<RunRecord, 'id' | 'accountId'>, now: Date, lines = 1): Promise<void> {
+    let woken = await this.repository.takeWaiting(m, { runId: run.id }, lines);
+    if (woken.length < lines) woken = [...woken, ...(await this.repository.takeWaiting(m, { accountId: run.accountId }, lines - woken.length))];
+    for (const w of woken) await this.repository.updateRecipient(m, w.id, { state: w.attempt > 0 ? 'retrying' : 'pending' }, now);
+    await this.jobs.schedule(
+      m,
+      woken.map((w) => ({ recipientId: w.id, at: now })),
+    );
+  }
+
+  /**
+   * Completes the run once every recipient is final and no more pages are expected. Its own transaction, after the
+   * one that made a recipient final committed: two recipients finishing at once then both see the other final, and
+   * the run's row lock lets one of them complete it.
+   */
+  async completeIfDone(runId: string): Promise<void> {
+    const pending = new PendingEvents();
+    await this.repository.transaction(async (m) => {
+      const now = new Date(this.clock.now());
+      const run = await this.repository.lockRun(m, runId);
+      if (!run || (run.status !== 'running' && run.status !== 'scheduled') || !run.recipientsComplete) return;
+      if ((await this.repository.unfinishedCount(m, runId)) > 0) return;
+      const workflow = await this.repository.getWorkflow(run.accountId, run.workflowId, m);
+      const agentId = workflow?.spec.agent_id ?? '';
+      await this.repository.updateRun(m, runId, { status: 'completed', completedAt: now, ...(run.startedAt ? {} : { startedAt: now }) }, now);
+      const counts = await this.repository.countsOf(m, runId);
+      if (!run.startedAt) await this.events.record(m, pending, run, agentId, 'workflow_run.started', { workflow_id: run.workflowId, run_id: runId, counts }, now);
+      await this.events.record(m, pending, run, agentId, 'workflow_run.completed', { workflow_id: run.workflowId, run_id: runId, status: 'completed', counts }, now);
+    });
+    this.events.published(pending);
+  }
+}
