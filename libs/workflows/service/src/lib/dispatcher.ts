@@ -217,18 +217,20 @@ export class RunDispatcher {
    */
   async completeIfDone(runId: string): Promise<void> {
     const pending = new PendingEvents();
-    await this.repository.transaction(async (m) => {
+    const completed = await this.repository.transaction(async (m) => {
       const now = new Date(this.clock.now());
       const run = await this.repository.lockRun(m, runId);
-      if (!run || (run.status !== 'running' && run.status !== 'scheduled') || !run.recipientsComplete) return;
-      if ((await this.repository.unfinishedCount(m, runId)) > 0) return;
+      if (!run || (run.status !== 'running' && run.status !== 'scheduled') || !run.recipientsComplete) return false;
+      if ((await this.repository.unfinishedCount(m, runId)) > 0) return false;
       const workflow = await this.repository.getWorkflow(run.accountId, run.workflowId, m);
       const agentId = workflow?.spec.agent_id ?? '';
       await this.repository.updateRun(m, runId, { status: 'completed', completedAt: now, ...(run.startedAt ? {} : { startedAt: now }) }, now);
       const counts = await this.repository.countsOf(m, runId);
       if (!run.startedAt) await this.events.record(m, pending, run, agentId, 'workflow_run.started', { workflow_id: run.workflowId, run_id: runId, counts }, now);
       await this.events.record(m, pending, run, agentId, 'workflow_run.completed', { workflow_id: run.workflowId, run_id: runId, status: 'completed', counts }, now);
+      return true;
     });
     this.events.published(pending);
+    if (completed) await this.events.runChanged(runId);
   }
 }

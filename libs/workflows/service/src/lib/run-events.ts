@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { LIVE, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { LIVE, WebhookEvent, WebhookEventData, WebhookEventType, WorkflowRunActivity } from '@parley/contracts';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { newId } from '@parley/persistence';
 import { BUS } from '@parley/runtime';
+import { toRunMessage } from './presenters';
 import { PUBLIC_STATE, RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.repository';
 
 export const WORKFLOWS_OUTBOX = Symbol('WORKFLOWS_OUTBOX');
@@ -79,7 +80,18 @@ export class RunEvents {
     this.relay.nudge();
     for (const event of pending.events) {
       const runId = (event.data as { run_id: string }).run_id;
-      this.bus.broadcast(LIVE.workflowRun(runId).name, { kind: 'event', event }).catch((e) => this.log.warn({ err: e, runId }, 'live broadcast failed'));
+      this.broadcast(runId, { kind: 'event', event });
     }
+  }
+
+  /** The run as it now is (status, counts), to its event streams: after its status changed, and after its events. */
+  async runChanged(runId: string): Promise<void> {
+    const run = await this.repository.getRunById(this.repository.db.manager, runId);
+    if (!run) return;
+    this.broadcast(runId, { kind: 'run', run: toRunMessage(run, await this.repository.countsOf(this.repository.db.manager, runId)) });
+  }
+
+  private broadcast(runId: string, activity: WorkflowRunActivity): void {
+    this.bus.broadcast(LIVE.workflowRun(runId).name, activity).catch((e) => this.log.warn({ err: e, runId }, 'live broadcast failed'));
   }
 }

@@ -1,7 +1,7 @@
 import { TestClock } from 'pg-boss';
 import { DataSource } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
-import { AgentDocument, RunCounts, WebhookEvent, WorkflowSpec, workflowsV1 } from '@parley/contracts';
+import { AgentDocument, LIVE, RunCounts, WebhookEvent, WorkflowRunActivity, WorkflowSpec, workflowsV1 } from '@parley/contracts';
 import { InProcessBus, OutboxRelay } from '@parley/messaging';
 import { AppError } from '@parley/rpc';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
@@ -11,7 +11,8 @@ import { RunDispatcher } from './dispatcher';
 import { DISPATCH_QUEUE, PgBossJobs } from './job-engine';
 import { RunEvents } from './run-events';
 import { FakeCalls, PlacedCall } from './testing/fake-calls';
-import { toRecipientMessage, WorkflowsDomain } from './workflows.domain';
+import { toRecipientMessage } from './presenters';
+import { WorkflowsDomain } from './workflows.domain';
 import { openWorkflowsDatabase } from './workflows.module';
 import { WorkflowsRepository } from './workflows.repository';
 
@@ -63,7 +64,7 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     };
     const dispatcher = new RunDispatcher(repo, events, jobs, port, clock, config);
     const outcomes = new CallOutcomes(repo, events, dispatcher, jobs, clock, config);
-    const domain = new WorkflowsDomain(repo, events, dispatcher, jobs, port, agents, clock, config, bus);
+    const domain = new WorkflowsDomain(repo, events, dispatcher, jobs, port, agents, clock, config);
     await jobs.work((job) => dispatcher.dispatch(job));
     return { jobs, dispatcher, outcomes, domain };
   }
@@ -173,6 +174,8 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     await clock.setTime('2026-03-16T10:00:00Z');
     const wf = await workflow({ retry: { busy: { retries: 1, wait_seconds: 600 }, no_answer: { retries: 0, wait_seconds: 60 } } });
     const { run: r } = await run(wf, [{ to: '+14155550111' }, { to: '+14155550112' }, { to: '+14155550113' }]);
+    const live: WorkflowRunActivity[] = [];
+    const stopListening = await bus.listen(LIVE.workflowRun(r.id).name, (activity) => live.push(activity as WorkflowRunActivity));
     await until(() => calls.placed.length === 3, 'three first calls');
 
     const [busy, answered, unanswered] = ['+14155550111', '+14155550112', '+14155550113'].map((to) => calls.callsTo(to)[0]);
@@ -198,6 +201,13 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     expect(completed).toHaveLength(1);
     expect(completed[0].data).toMatchObject({ status: 'completed', counts: { total: 3, succeeded: 1, failed: 2 } });
     expect((await events(r.id)).filter((e) => e.type === 'workflow_run.recipient.finished')).toHaveLength(3);
+    // The run's event stream hears each event, then the run as it ends.
+    stopListening();
+    expect(live.filter((a) => a.kind === 'event').map((a) => (a.kind === 'event' ? a.event.type : ''))).toEqual([
+      ...Array(3).fill('workflow_run.recipient.finished'),
+      'workflow_run.completed',
+    ]);
+    expect(live.at(-1)).toMatchObject({ kind: 'run', run: { status: 'completed', counts: { succeeded: 1, failed: 2 } } });
   });
 
   it('never has more calls live than the run’s concurrency, nor than the account’s lines less the reserve', async () => {

@@ -1,12 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ServiceConfig, hasPhoneCarrier } from '@parley/config';
-import { FieldProblem, LIVE, RECIPIENT_STATES, RecipientState, RunStatus, WorkflowSpec, workflowsV1 } from '@parley/contracts';
-import { Bus } from '@parley/messaging';
-import { serviceLogger } from '@parley/observability';
+import { FieldProblem, RECIPIENT_STATES, RecipientState, RunStatus, WorkflowSpec, workflowsV1 } from '@parley/contracts';
 import { newId, Page } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
-import { BUS, CONFIG } from '@parley/runtime';
+import { CONFIG } from '@parley/runtime';
 import { AGENTS_PORT, AgentsPort } from './agents-port';
 import { CALLS_PORT, CallsPort } from './calls-port';
 import { RunDispatcher } from './dispatcher';
@@ -16,52 +14,10 @@ import { NormalizedRecipient, parseRecipientsPage, SuppressedRecipient } from '.
 import { PendingEvents, RunEvents } from './run-events';
 import { WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
 import { mergeWorkflowPatch, validateWorkflowSpec, WorkflowSpecResult } from './workflow-spec';
-import { NewRecipient, PUBLIC_STATE, RecipientRecord, RunRecord, WorkflowRecord, WorkflowsRepository } from './workflows.repository';
+import { NewRecipient, RecipientRecord, RunRecord, WorkflowRecord, WorkflowsRepository } from './workflows.repository';
 
 /** Recipients one page (a run's creation, or one more page) carries at most. */
 export const MAX_RECIPIENTS_PER_PAGE = 1000;
-
-const iso = (d: Date | null) => (d ? d.toISOString() : '');
-
-export function toWorkflowMessage(w: WorkflowRecord): workflowsV1.Workflow {
-  return { id: w.id, account_id: w.accountId, spec_json: JSON.stringify(w.spec), created_at: iso(w.createdAt), updated_at: iso(w.updatedAt) };
-}
-
-export function toRunMessage(r: RunRecord, counts: workflowsV1.RunCounts): workflowsV1.Run {
-  return {
-    id: r.id,
-    workflow_id: r.workflowId,
-    status: r.status,
-    start_at: iso(r.startAt),
-    started_at: iso(r.startedAt),
-    completed_at: iso(r.completedAt),
-    recipients_complete: r.recipientsComplete,
-    counts,
-    metadata: r.metadata,
-    created_at: iso(r.createdAt),
-    updated_at: iso(r.updatedAt),
-  };
-}
-
-export function toRecipientMessage(r: RecipientRecord): workflowsV1.Recipient {
-  const state = PUBLIC_STATE[r.state];
-  return {
-    id: r.id,
-    run_id: r.runId,
-    to: r.to,
-    timezone: r.timezone,
-    variables: r.variables,
-    metadata: r.metadata,
-    state,
-    attempts: r.attempt,
-    last_outcome: r.lastOutcome ?? '',
-    reason: r.reason ?? '',
-    call_ids: r.callIds,
-    next_attempt_at: state === 'pending' || state === 'retrying' ? iso(r.dueAt) : '',
-    created_at: iso(r.createdAt),
-    updated_at: iso(r.updatedAt),
-  };
-}
 
 /**
  * Workflows and their runs: definitions (checked against the agent they name), runs started with pages of
@@ -70,8 +26,6 @@ export function toRecipientMessage(r: RecipientRecord): workflowsV1.Recipient {
  */
 @Injectable()
 export class WorkflowsDomain {
-  private readonly log = serviceLogger('workflows');
-
   constructor(
     private readonly repository: WorkflowsRepository,
     private readonly events: RunEvents,
@@ -81,7 +35,6 @@ export class WorkflowsDomain {
     @Inject(AGENTS_PORT) private readonly agents: AgentsPort,
     @Inject(WORKFLOW_CLOCK) private readonly clock: WorkflowClock,
     @Inject(CONFIG) private readonly config: ServiceConfig,
-    @Inject(BUS) private readonly bus: Bus,
   ) {}
 
   private now(): Date {
@@ -337,15 +290,8 @@ export class WorkflowsDomain {
       return { ...locked, ...changed, updatedAt: now };
     });
     await this.dispatcher.published(pending);
-    await this.broadcastRun(run);
+    await this.events.runChanged(run.id);
     return run;
-  }
-
-  /** The run as it now is, to its event streams. */
-  private async broadcastRun(run: RunRecord): Promise<void> {
-    const counts = (await this.repository.counts([run.id])).get(run.id);
-    if (!counts) return;
-    this.bus.broadcast(LIVE.workflowRun(run.id).name, { kind: 'run', run: toRunMessage(run, counts) }).catch((e) => this.log.warn({ err: e, runId: run.id }, 'live broadcast failed'));
   }
 }
 

@@ -1,7 +1,8 @@
 import { Controller } from '@nestjs/common';
 import { workflowsV1 } from '@parley/contracts';
 import { pageLimit } from '@parley/rpc';
-import { toRecipientMessage, toRunMessage, toWorkflowMessage, WorkflowsDomain } from './workflows.domain';
+import { toRecipientMessage, toRunMessage, toWorkflowMessage } from './presenters';
+import { WorkflowsDomain } from './workflows.domain';
 import { emptyCounts, RunRecord } from './workflows.repository';
 
 const { WorkflowsServiceControllerMethods } = workflowsV1;
