@@ -14,3 +14,4 @@ export * from './live';
 export * from './transcript';
 export * from './realtime';
 export * from './workflows';
+export * from './calls';

@@ -89,16 +89,8 @@ export interface RecipientInput {
   metadata?: Record<string, string>;
 }
 
-export interface RunCounts {
-  total: number;
-  pending: number;
-  in_progress: number;
-  retrying: number;
-  succeeded: number;
-  failed: number;
-  suppressed: number;
-  cancelled: number;
-}
+/** A run's live counters, by recipient state (the gRPC message's type). */
+export type { RunCounts } from './gen/parley/workflows/v1/workflows';
 
 /** Reads the JSON that crossed gRPC as a WorkflowSpec (the service validated it when it was stored). */
 export function readWorkflowSpec(json: string): WorkflowSpec {

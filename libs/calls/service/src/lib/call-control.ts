@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AgentMode, AGENTS_V1, agentsV1, callsV1, InjectedCallEvent, readAgent, VoicemailAction } from '@parley/contracts';
+import { AgentMode, AGENTS_V1, agentsV1, callsV1, EndReason, InjectedCallEvent, readAgent, VoicemailAction } from '@parley/contracts';
 import { DEV_CARRIER_NAME, DEV_CARRIER_NUMBER } from '@parley/carrier-dev';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
@@ -9,7 +9,7 @@ import { SignedTokens } from '@parley/persistence';
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission, refusal, refusedBeforeDialling } from './call-admission';
-import { CallStatus, EndReason, isLive, reasonForEnd } from './call-state';
+import { CallStatus, isLive, reasonForEnd } from './call-state';
 import { awaitsClaim, CallsDomain, Transition } from './calls.domain';
 import { CarrierRegistry } from './carrier-registry';
 import { CallEntity } from './entities';

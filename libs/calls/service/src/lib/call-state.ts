@@ -1,28 +1,10 @@
+import type { EndReason } from '@parley/contracts';
 /**
  * The call state machine. queued → ringing → in_progress → ended; `failed` is the abnormal end from any live
  * state. Ended and failed calls never change again (ending one is a 409 conflict).
  */
 export const CALL_STATUSES = ['queued', 'ringing', 'in_progress', 'ended', 'failed'] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
-
-export const END_REASONS = [
-  'completed',
-  'hangup',
-  'canceled',
-  'no_answer',
-  'busy',
-  'given_up',
-  'no_media',
-  'media_lost',
-  'carrier_error',
-  'voicemail',
-  'transferred',
-  'silence',
-  'max_duration',
-  'no_input',
-  'shutdown',
-] as const;
-export type EndReason = (typeof END_REASONS)[number];
 
 const NEXT: Record<CallStatus, readonly CallStatus[]> = {
   queued: ['ringing', 'in_progress', 'ended', 'failed'],

@@ -1,8 +1,8 @@
 import { Controller } from '@nestjs/common';
-import { callsV1, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent } from '@parley/contracts';
+import { callsV1, EndReason, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
-import { EndReason, MEDIA_END_REASONS } from './call-state';
+import { MEDIA_END_REASONS } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallTurnEntity } from './entities';
 import { MintedToken, WEB_CARRIER, WebCalls } from './web-calls';

@@ -1,5 +1,5 @@
-import { FieldProblem, WorkflowSpec } from '@parley/contracts';
-import { CALL_END_REASONS, DEFAULT_RETRY, mergeWorkflowPatch, validateWorkflowSpec, WorkflowSpecResult } from './workflow-spec';
+import { END_REASONS, FieldProblem, WorkflowSpec } from '@parley/contracts';
+import { DEFAULT_RETRY, mergeWorkflowPatch, validateWorkflowSpec, WorkflowSpecResult } from './workflow-spec';
 
 const minimal = { name: 'Renewals', agent_id: 'agt_123' };
 
@@ -330,7 +330,7 @@ describe('validateWorkflowSpec', () => {
 
   describe('success', () => {
     it('takes every call end reason', () => {
-      expect(accepts({ success: { end_reasons: [...CALL_END_REASONS] } }).success?.end_reasons).toEqual([...CALL_END_REASONS]);
+      expect(accepts({ success: { end_reasons: [...END_REASONS] } }).success?.end_reasons).toEqual([...END_REASONS]);
     });
 
     it('refuses an empty list and unknown end reasons', () => {

@@ -7,6 +7,8 @@
  */
 import {
   CallingWindow,
+  END_REASONS,
+  EndReason,
   FieldProblem,
   RecipientVariable,
   RETRYABLE_OUTCOMES,
@@ -20,26 +22,6 @@ import {
 import { DateTime } from 'luxon';
 import { DEFAULT_CALLING_WINDOW, isValidTimezone, MAX_SEARCH_DAYS, minutesOfDay } from './calling-window';
 
-/** Mirrors the calls service's END_REASONS (libs/calls/service): the reasons a call can end with. */
-export const CALL_END_REASONS = [
-  'completed',
-  'hangup',
-  'canceled',
-  'no_answer',
-  'busy',
-  'given_up',
-  'no_media',
-  'media_lost',
-  'carrier_error',
-  'voicemail',
-  'transferred',
-  'silence',
-  'max_duration',
-  'no_input',
-  'shutdown',
-] as const;
-export type CallEndReason = (typeof CALL_END_REASONS)[number];
-
 export const DEFAULT_TIMEZONE = 'UTC';
 export const DEFAULT_CONCURRENCY = 5;
 export const MAX_CONCURRENCY = 1000;
@@ -49,7 +31,7 @@ export const DEFAULT_RETRY: Readonly<Record<RetryableOutcome, Readonly<RetryRule
   carrier_error: { retries: 1, wait_seconds: 300 },
   voicemail: { retries: 0, wait_seconds: 3600 },
 });
-export const DEFAULT_SUCCESS_END_REASONS: readonly CallEndReason[] = ['completed', 'hangup', 'transferred'];
+export const DEFAULT_SUCCESS_END_REASONS: readonly EndReason[] = ['completed', 'hangup', 'transferred'];
 export const MAX_RECIPIENT_VARIABLES = 100;
 export const MAX_HOLIDAYS = 366;
 export const MAX_METADATA_ENTRIES = 50;
@@ -347,8 +329,8 @@ function readSuccess(check: Checker, value: unknown): SuccessCriteria {
     if (reasons) {
       if (reasons.length === 0) check.add('success.end_reasons', 'must name at least one end reason');
       reasons.forEach((reason, i) => {
-        if (!CALL_END_REASONS.includes(reason as CallEndReason)) {
-          check.add(`success.end_reasons[${i}]`, `must be one of ${CALL_END_REASONS.join(', ')}`);
+        if (!END_REASONS.includes(reason as EndReason)) {
+          check.add(`success.end_reasons[${i}]`, `must be one of ${END_REASONS.join(', ')}`);
         }
       });
       success.end_reasons = reasons as string[];
