@@ -15,3 +15,4 @@ export * from './transcript';
 export * from './realtime';
 export * from './workflows';
 export * from './calls';
+export * from './csat';

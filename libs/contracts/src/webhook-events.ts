@@ -13,7 +13,11 @@ export interface WebhookEventData {
   'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string };
   'call.opt_out': { number: string };
   'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean; error?: string };
-  'csat.received': { rating: number; comment?: string };
+  /**
+   * A rating of the call was recorded (POST /v1/analytics/csat, the agent's keypad survey): `rating` is `score`
+   * brought to 1..5 (csatRating), `score` as given on its `scale` (5 or 10).
+   */
+  'csat.received': { rating_id: string; rating: number; score: number; scale: number; source: string; comment?: string };
   /** A run began dialling (at its start time). */
   'workflow_run.started': { workflow_id: string; run_id: string; counts: RunCounts };
   /** A run is over: every recipient is final (`completed`) or it was cancelled. */

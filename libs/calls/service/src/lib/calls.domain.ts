@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -8,7 +8,7 @@ import { newId, Page } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, isLive } from './call-state';
-import { AnalysisClaim, CallFilters, CallsRepository, NewCall } from './calls.repository';
+import { AnalysisClaim, CallFilters, CallRating, CallsRepository, NewCall } from './calls.repository';
 import { CallEntity, CallTurnEntity } from './entities';
 import { CommandOutcome, MediaCommands } from './media-commands';
 import { stuckCallTransition } from './stuck-calls';
@@ -390,6 +390,57 @@ export class CallsDomain {
       if (stream && stream.seq > 0 && !(await this.repository.claimToolCall(m, id, stream))) return [];
       return [await this.emit(m, call, 'call.tool.called', data)];
     });
+  }
+
+  /**
+   * Records a satisfaction rating of the call from `source` and enqueues `csat.received` in the same transaction.
+   * One per call and source: the same rating again (scale, score and comment) answers the stored one (`created`
+   * false, no second event); another one is refused (409 `conflict`). A call of another account is 404. Ratings
+   * are taken whatever the call's state: a survey runs at the end of the call, a form after it.
+   */
+  async recordRating(
+    accountId: string,
+    callId: string,
+    input: { source: string; scale?: number; score: number; comment?: string | null },
+  ): Promise<{ rating: CallRating; created: boolean }> {
+    const scale = input.scale || 5;
+    const comment = input.comment ? input.comment : null;
+    const invalid: { field: string; message: string }[] = [];
+    if (!(CSAT_SOURCES as readonly string[]).includes(input.source)) invalid.push({ field: 'source', message: `must be one of ${CSAT_SOURCES.join(', ')}` });
+    if (!(CSAT_SCALES as readonly number[]).includes(scale)) invalid.push({ field: 'scale', message: `must be one of ${CSAT_SCALES.join(', ')}` });
+    else if (!Number.isInteger(input.score) || input.score < 1 || input.score > scale) invalid.push({ field: 'score', message: `must be a whole number from 1 to ${scale}` });
+    if (comment !== null && comment.length > CSAT_COMMENT_MAX) invalid.push({ field: 'comment', message: `must be at most ${CSAT_COMMENT_MAX} characters` });
+    if (invalid.length) throw AppError.validation(invalid);
+    const call = await this.get(accountId, callId);
+    const events: WebhookEvent[] = [];
+    const result = await this.repository.transaction(async (m) => {
+      const fields = { accountId, callId, source: input.source, scale, score: input.score, comment };
+      const stored = await this.repository.insertRating(m, { id: newId('csat'), ...fields });
+      if (stored) {
+        events.push(
+          await this.emit(m, call, 'csat.received', {
+            rating_id: stored.id,
+            rating: csatRating(stored.score, stored.scale),
+            score: stored.score,
+            scale: stored.scale,
+            source: stored.source,
+            ...(stored.comment !== null ? { comment: stored.comment } : {}),
+          }),
+        );
+        return { rating: stored, created: true };
+      }
+      const existing = await this.repository.ratingOf(m, callId, input.source);
+      if (!existing) throw new AppError('conflict', 'The rating could not be recorded; retry.');
+      if (existing.scale !== scale || existing.score !== input.score || existing.comment !== comment) {
+        throw new AppError('conflict', `The call already has a different rating from source ${input.source} (${existing.id}); a rating is recorded once per call and source.`);
+      }
+      return { rating: existing, created: false };
+    });
+    if (events.length) {
+      this.relay.nudge();
+      for (const event of events) this.broadcast(call.id, { kind: 'event', event });
+    }
+    return result;
   }
 
   /** Commands the media worker running the call to leave `message` on the answering machine, then hang up. */

@@ -4,6 +4,7 @@ import { AppError, pageLimit } from '@parley/rpc';
 import { CallControl } from './call-control';
 import { MEDIA_END_REASONS } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
+import { CallRating } from './calls.repository';
 import { CallTurnEntity } from './entities';
 import { MintedToken, WEB_CARRIER, WebCalls } from './web-calls';
 
@@ -47,6 +48,16 @@ function toFlowTransition(req: callsV1.RecordFlowTransitionRequest): FlowTransit
   }
   return transition;
 }
+
+const toRatingMessage = (r: CallRating): callsV1.Rating => ({
+  id: r.id,
+  call_id: r.callId,
+  source: r.source,
+  scale: r.scale,
+  score: r.score,
+  comment: r.comment ?? '',
+  created_at: r.createdAt.toISOString(),
+});
 
 const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
 
@@ -213,6 +224,16 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async checkDoNotCall(req: callsV1.CheckDoNotCallRequest): Promise<callsV1.CheckDoNotCallResponse> {
     return { listed: await this.calls.listedDoNotCall(req.account_id, req.numbers ?? []) };
+  }
+
+  async recordRating(req: callsV1.RecordRatingRequest): Promise<callsV1.RecordRatingResponse> {
+    const { rating, created } = await this.calls.recordRating(req.account_id, req.call_id, {
+      source: req.source,
+      scale: req.scale,
+      score: req.score,
+      comment: req.comment,
+    });
+    return { rating: toRatingMessage(rating), created };
   }
 
   async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<callsV1.RecordToolCallResponse> {

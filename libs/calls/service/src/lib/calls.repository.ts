@@ -62,6 +62,40 @@ export interface CarrierCheck {
   carrierCallId: string;
 }
 
+/** A satisfaction rating of a call (call_ratings). */
+export interface CallRating {
+  id: string;
+  accountId: string;
+  callId: string;
+  source: string;
+  scale: number;
+  score: number;
+  comment: string | null;
+  createdAt: Date;
+}
+
+interface RatingRow {
+  id: string;
+  account_id: string;
+  call_id: string;
+  source: string;
+  scale: number;
+  score: number;
+  comment: string | null;
+  created_at: Date;
+}
+
+const toRating = (r: RatingRow): CallRating => ({
+  id: r.id,
+  accountId: r.account_id,
+  callId: r.call_id,
+  source: r.source,
+  scale: r.scale,
+  score: r.score,
+  comment: r.comment,
+  createdAt: new Date(r.created_at),
+});
+
 interface FlowTransitionRow {
   from_node: string;
   to_node: string;
@@ -407,6 +441,25 @@ export class CallsRepository {
       [callId, numbered.id, numbered.seq, t.from, t.to, t.kind, t.edge_index, t.when ?? null, t.event ?? null, t.captured ? JSON.stringify(t.captured) : null, t.at_ms],
     );
     return stored.length > 0;
+  }
+
+  /**
+   * Stores the call's rating from its source; null (nothing stored) when the call has one from that source already
+   * (the stored one: ratingOf).
+   */
+  async insertRating(m: EntityManager, rating: Omit<CallRating, 'createdAt'>): Promise<CallRating | null> {
+    const rows: RatingRow[] = await m.query(
+      `INSERT INTO call_ratings (id, account_id, call_id, source, scale, score, comment) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (call_id, source) DO NOTHING RETURNING *`,
+      [rating.id, rating.accountId, rating.callId, rating.source, rating.scale, rating.score, rating.comment],
+    );
+    return rows[0] ? toRating(rows[0]) : null;
+  }
+
+  /** The call's rating from `source`; null when there is none. */
+  async ratingOf(m: EntityManager, callId: string, source: string): Promise<CallRating | null> {
+    const rows: RatingRow[] = await m.query(`SELECT * FROM call_ratings WHERE call_id = $1 AND source = $2`, [callId, source]);
+    return rows[0] ? toRating(rows[0]) : null;
   }
 
   /** The moves of the call's flow, in the order they were stored. */

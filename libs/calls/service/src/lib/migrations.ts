@@ -402,6 +402,33 @@ export class AddCallWorkflow1765100000450 implements MigrationInterface {
   }
 }
 
+/**
+ * Satisfaction ratings of calls (POST /v1/analytics/csat, the agent's keypad survey): at most one per call and source
+ * (`api`, `web`, `keypad`); a repeat is answered with the stored one. `score` is within 1..`scale` (5 or 10).
+ */
+export class CreateCallRatings1765200000460 implements MigrationInterface {
+  name = 'CreateCallRatings1765200000460';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE IF NOT EXISTS call_ratings (
+      id text PRIMARY KEY,
+      account_id text NOT NULL,
+      call_id text NOT NULL REFERENCES calls (id) ON DELETE CASCADE,
+      source text NOT NULL CHECK (source IN ('api', 'web', 'keypad')),
+      scale int NOT NULL CHECK (scale IN (5, 10)),
+      score int NOT NULL CHECK (score BETWEEN 1 AND scale),
+      comment text,
+      created_at timestamptz(3) NOT NULL DEFAULT now(),
+      UNIQUE (call_id, source)
+    )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS call_ratings_account ON call_ratings (account_id, created_at)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS call_ratings`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -424,4 +451,5 @@ export const CALLS_MIGRATIONS = [
   CreateCallPendingEvents1764900000430,
   AddTurnGrounding1765000000440,
   AddCallWorkflow1765100000450,
+  CreateCallRatings1765200000460,
 ];

@@ -9,6 +9,7 @@ import { createBlobStore } from '@parley/storage';
 import { CONFIG } from '@parley/runtime';
 import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
 import { AgentsController } from './agents/agents.controller';
+import { CsatController } from './analytics/csat.controller';
 import { CallsClient, CALLS_GRPC } from './calls/calls.client';
 import { CallsController } from './calls/calls.controller';
 import { RecordingLinksController } from './calls/recording-links.controller';
@@ -92,6 +93,7 @@ import { WorkflowsClient, WORKFLOWS_GRPC } from './workflows/workflows.client';
     WebhookEndpointsController,
     KnowledgeBasesController,
     WorkflowsController,
+    CsatController,
     ApiKeysController,
     DocsController,
     EmbedController,

@@ -27,7 +27,6 @@ const LIST = { list: true };
  */
 export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
   Analytics: [
-    r('post', '/v1/analytics/csat', 'calls:write', 'Record a satisfaction rating', ID),
     r('get', '/v1/analytics/overview', 'analytics:read', 'Usage and quality overview'),
     r('get', '/v1/analytics/timeseries', 'analytics:read', 'Bucketed call volume and cost'),
   ],

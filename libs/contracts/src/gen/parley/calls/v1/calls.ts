@@ -638,6 +638,49 @@ export interface RecordFlowTransitionRequest {
 export interface RecordFlowTransitionResponse {
 }
 
+/** A satisfaction rating of a call (POST /v1/analytics/csat, the agent's keypad survey): one per call and source. */
+export interface Rating {
+  /** csat_… */
+  id: string;
+  call_id: string;
+  /** api, web or keypad. */
+  source: string;
+  /** 5 or 10. */
+  scale: number;
+  /** 1..scale. */
+  score: number;
+  /** Empty: none. */
+  comment: string;
+  /** RFC 3339. */
+  created_at: string;
+}
+
+/**
+ * Records a rating of the call and emits csat.received in the same transaction. The same call and source again
+ * with the same scale, score and comment answers the stored rating (created false, no second event); with another
+ * one it is refused (conflict). A call of another account: not_found. Ratings are taken during and after the call.
+ */
+export interface RecordRatingRequest {
+  account_id: string;
+  call_id: string;
+  /** api, web or keypad. */
+  source: string;
+  /** 5 or 10; 0: 5. */
+  scale: number;
+  /** 1..scale. */
+  score: number;
+  /** At most 1000 characters; empty: none. */
+  comment: string;
+}
+
+export interface RecordRatingResponse {
+  rating:
+    | Rating
+    | undefined;
+  /** False when the call already had this rating from this source (an idempotent repeat). */
+  created: boolean;
+}
+
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
@@ -696,6 +739,8 @@ export interface CallsServiceClient {
     request: RecordFlowTransitionRequest,
     metadata?: Metadata,
   ): Observable<RecordFlowTransitionResponse>;
+
+  recordRating(request: RecordRatingRequest, metadata?: Metadata): Observable<RecordRatingResponse>;
 }
 
 export interface CallsServiceController {
@@ -828,6 +873,11 @@ export interface CallsServiceController {
     request: RecordFlowTransitionRequest,
     metadata?: Metadata,
   ): Promise<RecordFlowTransitionResponse> | Observable<RecordFlowTransitionResponse> | RecordFlowTransitionResponse;
+
+  recordRating(
+    request: RecordRatingRequest,
+    metadata?: Metadata,
+  ): Promise<RecordRatingResponse> | Observable<RecordRatingResponse> | RecordRatingResponse;
 }
 
 export function CallsServiceControllerMethods() {
@@ -859,6 +909,7 @@ export function CallsServiceControllerMethods() {
       "checkDoNotCall",
       "recordToolCall",
       "recordFlowTransition",
+      "recordRating",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
