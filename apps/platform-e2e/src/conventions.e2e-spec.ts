@@ -32,9 +32,15 @@ describe('API conventions and security', () => {
 
   afterAll(() => platform?.stop());
 
-  // The interface's 62 routes; API keys, secret rotation, an operator console's token refresh and the browser
-  // client's module and versioned URLs (beside GET /v1/embed/) are additions beyond it.
-  const ADDITIONS = ['/v1/webhook_endpoints/{id}/rotate_secret', '/v1/realtime/tokens/refresh'];
+  // The interface's 62 routes; API keys, secret rotation, an operator console's token refresh, the browser
+  // client's module and versioned URLs (beside GET /v1/embed/) and a workflow run's own routes (docs/workflows.md)
+  // are additions beyond it.
+  const RUN = '/v1/workflows/{id}/runs/{run_id}';
+  const ADDITIONS = [
+    '/v1/webhook_endpoints/{id}/rotate_secret',
+    '/v1/realtime/tokens/refresh',
+    ...['', '/recipients', '/pause', '/resume', '/cancel', '/events'].map((tail) => `${RUN}${tail}`),
+  ];
   const isAddition = (path: string) => ADDITIONS.includes(path) || (path.startsWith('/v1/embed/') && path !== '/v1/embed/');
   const versionedOperations = () =>
     Object.entries(openapi.paths)
