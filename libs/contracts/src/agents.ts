@@ -214,6 +214,21 @@ export type ToolConfigInput = ToolConfigOf<ToolCalendar & { api_key?: ApiKeyInpu
 /** As every read of the agent returns it: the key as a hint, the sealed headers by name only. */
 export type ToolConfigOutput = ToolConfigOf<ToolCalendar & { api_key?: ApiKeyHint }, ToolRequest & { secret_header_names?: string[] }>;
 
+/**
+ * The end-of-call keypad survey of a conversation agent: when the agent ends the call (end_call, a flow's last
+ * line), it asks for a rating from 1 to 5, waits for one key and records it (`csat.received`, source `keypad`).
+ * Never asked when the caller hangs up.
+ */
+export interface CsatSurveySettings {
+  enabled: boolean;
+  /** Said to ask for the rating ({{variables}} filled); absent or empty: the built-in prompt (English). */
+  prompt?: string;
+  /** Said once the rating was taken, before hanging up; absent or empty: the built-in thanks (English). */
+  thanks?: string;
+  /** The wait for a key after the prompt, in seconds (1-30); 0 or absent: 5. */
+  timeout_seconds?: number;
+}
+
 /** The writable fields of an agent; `Tool` is the tool config's form (input or output). */
 export interface AgentFields<Tool extends ToolConfigOf = ToolConfigInput> {
   name: string;
@@ -222,6 +237,7 @@ export interface AgentFields<Tool extends ToolConfigOf = ToolConfigInput> {
   autonomy?: AutonomyLevel;
   capabilities?: Capabilities;
   conversation?: ConversationSettings;
+  csat_survey?: CsatSurveySettings;
   filler_phrase?: string;
   flow?: Flow;
   group_id?: string;

@@ -48,6 +48,8 @@ export interface AgentSettings {
   /** `follow`: move to another configured language when the caller speaks it. */
   languageDetection: LanguageDetection;
   noInput: string;
+  /** The end-of-call keypad survey (csat_survey, conversation agents); undefined: none. Empty lines: the built-in ones. */
+  csatSurvey: { prompt: string; thanks: string; timeoutSeconds: number } | undefined;
 }
 
 export interface KnowledgeSettings {
@@ -137,6 +139,10 @@ export function agentSettings(
     keypadTimeoutSeconds: spec.keypad_timeout_seconds || 7,
     maxNoInput: spec.max_no_input || 2,
     noInput: spec.no_input ?? '',
+    csatSurvey:
+      mode === 'conversation' && spec.csat_survey?.enabled
+        ? { prompt: spec.csat_survey.prompt ?? '', thanks: spec.csat_survey.thanks ?? '', timeoutSeconds: spec.csat_survey.timeout_seconds || 5 }
+        : undefined,
     languageDetection: spec.language_detection === 'follow' && languages.length > 1 ? 'follow' : 'off',
   };
 }

@@ -9,6 +9,7 @@ import { FlowRuntime, FlowStep } from './flow/flow-runtime';
 import { modelRouter } from './flow/intent-router';
 import { groundingText, KnowledgeGrounding } from './knowledge/grounding';
 import { KnowledgeHit, KnowledgeSearch } from './knowledge/knowledge-search';
+import { CSAT_SURVEY_PROMPT, CSAT_SURVEY_THANKS, CsatSurvey } from './csat-survey';
 import { KeypadMenu } from './keypad-menu';
 import { LineCache, LineRequest } from './line-cache';
 import { engineMetrics } from './metrics';
@@ -52,6 +53,8 @@ export interface EngineHost {
   recordOptOut?(): Promise<void>;
   /** The conversation flow moved (call.flow.transitioned); captured values are in it. */
   recordTransition?(transition: FlowTransition): void;
+  /** The end-of-call survey took the caller's rating (1..5), to record with the call (csat.received, source `keypad`). */
+  recordRating?(score: number): void;
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -123,6 +126,8 @@ export class VoiceEngine {
   private readonly turns: TurnDetector;
   private readonly silence: SilenceMonitor;
   private readonly keypad: KeypadMenu | undefined;
+  /** The end-of-call keypad survey, when the agent asks for one (csat_survey). */
+  private readonly survey: CsatSurvey | undefined;
   private readonly tools: ToolRunner;
   private readonly dialogue: Dialogue;
   /** The agent's conversation flow, when it has one (conversation mode). */
@@ -215,6 +220,20 @@ export class VoiceEngine {
       },
       log,
     });
+    if (settings.csatSurvey) {
+      this.survey = new CsatSurvey({
+        clock,
+        prompt: this.fill(settings.csatSurvey.prompt) || CSAT_SURVEY_PROMPT,
+        thanks: this.fill(settings.csatSurvey.thanks) || CSAT_SURVEY_THANKS,
+        timeoutSeconds: settings.csatSurvey.timeoutSeconds,
+        // Speech does not stop the survey's lines; a key does.
+        say: (line) => this.say(line, { interruptible: false }),
+        interrupt: () => this.cut(),
+        onKey: (digit) => this.host.onTurn({ role: 'user', text: digit, language: this.language.code, startMs: this.offset(), endMs: this.offset(), interrupted: false }),
+        record: (score) => this.host.recordRating?.(score),
+        ended: () => this.ended,
+      });
+    }
     if (settings.mode === 'keypad') {
       this.keypad = new KeypadMenu({
         clock,
@@ -297,6 +316,7 @@ export class VoiceEngine {
   pushDtmf(digit: string): void {
     if (this.ended) return;
     this.keypad?.press(digit);
+    this.survey?.press(digit);
   }
 
   /**
@@ -348,6 +368,12 @@ export class VoiceEngine {
 
   private commitUserTurn(turn: UserTurn): void {
     this.silence.disarm();
+    // The survey is asking for a key: words are kept in the transcript and not answered.
+    if (this.survey?.active) {
+      const at = this.offset();
+      this.host.onTurn({ role: 'user', text: turn.text, language: this.language.code, startMs: turn.startedAt !== undefined ? turn.startedAt - this.startedAt : at, endMs: at, interrupted: false });
+      return;
+    }
     const endMs = this.offset();
     const startMs = turn.startedAt !== undefined ? turn.startedAt - this.startedAt : endMs;
     this.host.onTurn({ role: 'user', text: turn.text, language: this.language.code, startMs, endMs, interrupted: false });
@@ -381,8 +407,8 @@ export class VoiceEngine {
   /** After an agent turn: the call ends (end_call, a flow's last static line), or quiet is counted from here. */
   private afterTurn(state: TurnState, interrupted: boolean): void {
     if (this.ended || this.transferred || interrupted) return;
-    if (state.endCall) return this.finish('agent');
-    if (state.step?.kind === 'say' && state.step.last) return this.finish('completed');
+    if (state.endCall) return void this.conclude('agent');
+    if (state.step?.kind === 'say' && state.step.last) return void this.conclude('completed');
     this.armSilence();
   }
 
@@ -644,9 +670,10 @@ export class VoiceEngine {
     const keypad = this.keypad ? [...this.keypad.lines(), this.builtIns.line(this.language, 'goodbye')] : [];
     const conversation = this.settings.mode === 'conversation' ? this.conversationLines(this.language) : [];
     const goodbye = this.settings.maxCallSeconds ? [this.builtIns.line(this.language, 'goodbye')] : [];
+    const survey = this.survey?.lines() ?? [];
     // The voicemail message right after the opening: machine detection answers within the first seconds.
     const voicemail = this.options.voicemailMessage ? [this.fill(this.options.voicemailMessage)] : [];
-    return [...new Set([opening, ...voicemail, ...keypad, ...this.staticLines(), ...conversation, ...goodbye])];
+    return [...new Set([opening, ...voicemail, ...keypad, ...this.staticLines(), ...conversation, ...goodbye, ...survey])];
   }
 
   /**
@@ -692,7 +719,7 @@ export class VoiceEngine {
   /** Quiet time is counted from here; the prompt and the hangup are both measured from this point. */
   private armSilence(): void {
     this.disarmSilence();
-    if (this.ended || this.settings.mode !== 'conversation') return;
+    if (this.ended || this.settings.mode !== 'conversation' || this.survey?.active) return;
     this.silence.arm();
     this.nodeSilence.arm();
   }
@@ -729,6 +756,16 @@ export class VoiceEngine {
     this.finish(reason);
   }
 
+  /** The agent ends the conversation: the survey asks for a rating first, when the agent has one; then the call ends. */
+  private async conclude(reason: string): Promise<void> {
+    if (this.ended) return;
+    if (this.survey) {
+      this.clearTimers();
+      await this.survey.run();
+    }
+    this.finish(reason);
+  }
+
   private finish(reason: string): void {
     if (this.ended) return;
     this.host.hangup(reason);
@@ -739,6 +776,7 @@ export class VoiceEngine {
     this.disarmSilence();
     this.host.clock.clearTimeout(this.maxTimer);
     this.keypad?.stop();
+    this.survey?.stop();
   }
 
   // ---- helpers --------------------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ class FakeCalls implements CallsPort {
   async appendTurn(req: callsV1.AppendTurnRequest): Promise<void> {
     this.reports.push(req);
   }
-  async endCall(): Promise<void> {
-    return undefined;
+  async endCall(req: callsV1.EndCallRequest): Promise<void> {
+    this.ended.push(req);
   }
   async transferCall(): Promise<void> {
     return undefined;
@@ -59,6 +59,11 @@ class FakeCalls implements CallsPort {
   }
   async recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void> {
     this.reports.push(req);
+  }
+  readonly ratings: callsV1.RecordRatingRequest[] = [];
+  readonly ended: callsV1.EndCallRequest[] = [];
+  async recordRating(req: callsV1.RecordRatingRequest): Promise<void> {
+    this.ratings.push(req);
   }
 }
 
@@ -83,6 +88,7 @@ const frames = {
   media: (payload: Buffer, timestamp: number) =>
     JSON.stringify({ event: 'media', sequenceNumber: '2', streamSid: 'MZ1', media: { track: 'inbound', chunk: '1', timestamp: String(timestamp), payload: payload.toString('base64') } }),
   stop: () => JSON.stringify({ event: 'stop', sequenceNumber: '3', streamSid: 'MZ1', stop: { accountSid: 'AC1', callSid: 'CA1' } }),
+  dtmf: (digit: string) => JSON.stringify({ event: 'dtmf', sequenceNumber: '5', streamSid: 'MZ1', dtmf: { track: 'inbound_track', digit } }),
   mark: (name: string) => JSON.stringify({ event: 'mark', sequenceNumber: '4', streamSid: 'MZ1', mark: { name } }),
 };
 
@@ -326,6 +332,31 @@ describe('a carrier media stream session', () => {
     expect(calls.reports.every((r) => r.stream_id === 'MZ1' && r.call_id === 'call_1' && r.account_id === 'acc_1')).toBe(true);
     const [start, paid] = calls.reports.filter((r): r is callsV1.RecordFlowTransitionRequest => 'to_node' in r);
     expect(paid.at_ms).toBeGreaterThanOrEqual(start.at_ms);
+    await session.onClose();
+  }, 15_000);
+
+  it('records the end-of-call survey’s rating (source keypad) before it ends the call', async () => {
+    const calls = new FakeCalls(CALL);
+    const surveyAgent: AgentsPort = {
+      getAgent: async () => ({
+        spec: {
+          languages: [{ code: 'en-US' }],
+          conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+          // One last line: the flow is done after it, so the agent ends the call.
+          flow: { start: 'bye', nodes: [{ id: 'bye', type: 'static', say: 'That is everything.' }] },
+          csat_survey: { enabled: true, prompt: 'Rate us from 1 to 5.' },
+        },
+        effective: {},
+      }),
+    };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: surveyAgent } });
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.some((r) => 'turn' in r && r.turn?.text === 'Rate us from 1 to 5.'), 'the survey asked');
+    expect(calls.ended).toEqual([]);
+    await session.onFrame(frames.dtmf('4'));
+    await until(() => calls.ended.length === 1, 'the call ended');
+    expect(calls.ratings).toEqual([{ account_id: 'acc_1', call_id: 'call_1', source: 'keypad', scale: 5, score: 4, comment: '' }]);
+    expect(calls.ended[0]).toMatchObject({ id: 'call_1', reason: 'completed' });
     await session.onClose();
   }, 15_000);
 

@@ -621,6 +621,13 @@ export class CallSession {
           transcript.add('flow_transition', () => this.deps.calls.recordFlowTransition(req));
         },
         recordOptOut: () => this.deps.calls.recordOptOut({ ...ids, number: '' }),
+        // The end-of-call survey's rating: written in order with the turns, before the call ends (a retry of it is
+        // answered with the stored rating: one csat.received).
+        recordRating: (score) => {
+          const req = { ...ids, source: 'keypad', scale: 5, score, comment: '' };
+          const record = this.deps.calls.recordRating?.bind(this.deps.calls);
+          if (record) transcript.add('rating', () => record(req));
+        },
         log: (message, fields) => this.log.info({ callId: call.id, ...fields }, message),
       },
       {

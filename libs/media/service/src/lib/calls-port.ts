@@ -30,6 +30,8 @@ export interface CallsPort {
   recordOptOut(req: callsV1.RecordOptOutRequest): Promise<void>;
   /** The conversation flow moved (call.flow.transitioned on the call's event stream; stored with its transcript). */
   recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void>;
+  /** The end-of-call survey took a rating (csat.received, source `keypad`); idempotent per call and source. */
+  recordRating?(req: callsV1.RecordRatingRequest): Promise<void>;
 }
 
 /**

@@ -20,7 +20,7 @@ export const mediaFramesIn = new Counter({
 
 export const transcriptWrites = new Counter({
   name: 'parley_media_transcript_writes_total',
-  help: 'Turns, tool-call and flow-transition reports sent to the calls service, by kind (turn, tool_call, flow_transition) and outcome (written, retried: one failed attempt to be retried, refused, given_up: not written by the flush bound at the end of the call)',
+  help: 'Turns, tool-call and flow-transition reports and survey ratings sent to the calls service, by kind (turn, tool_call, flow_transition, rating) and outcome (written, retried: one failed attempt to be retried, refused, given_up: not written by the flush bound at the end of the call)',
   labelNames: ['kind', 'outcome'] as const,
 });
 

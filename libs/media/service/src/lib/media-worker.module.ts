@@ -87,6 +87,10 @@ class GrpcCallsPort implements CallsPort {
   async recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void> {
     await this.client.call('recordFlowTransition', (s, md) => s.recordFlowTransition(req, md));
   }
+
+  async recordRating(req: callsV1.RecordRatingRequest): Promise<void> {
+    await this.client.call('recordRating', (s, md) => s.recordRating(req, md));
+  }
 }
 
 /**

@@ -39,3 +39,14 @@ describe('agent validation: which modes follow a flow', () => {
     expect(fields({ mode: 'keypad', flow })).toEqual(['flow.routing', 'flow.nodes[0].edges[0].type', 'flow.nodes[0].edges[1].type']);
   });
 });
+
+describe('the end-of-call survey (csat_survey)', () => {
+  it('runs on conversation agents only: enabled on another mode is refused, off anywhere is fine', () => {
+    expect(fields({ csat_survey: { enabled: true } })).toEqual([]);
+    expect(fields({ mode: 'conversation', csat_survey: { enabled: true, prompt: 'Rate us, 1 to 5.' } })).toEqual([]);
+    for (const mode of ['keypad', 'normal', 'webrtc'] as const) {
+      expect(fields({ mode, csat_survey: { enabled: true } })).toContain('csat_survey.enabled');
+      expect(fields({ mode, csat_survey: { enabled: false } })).not.toContain('csat_survey.enabled');
+    }
+  });
+});

@@ -222,6 +222,10 @@ export function validateAgent(spec: AgentSpec, catalogue: DeploymentCatalogue): 
     }
   }
 
+  if (spec.csat_survey?.enabled && (spec.mode ?? 'conversation') !== 'conversation') {
+    p.add('csat_survey.enabled', 'only conversation agents run the end-of-call survey');
+  }
+
   const names = new Map<string, number>();
   spec.tool_configs?.forEach((tc, i) => {
     if (names.has(tc.name)) p.add(`tool_configs[${i}].name`, `repeats tool_configs[${names.get(tc.name)}]`);

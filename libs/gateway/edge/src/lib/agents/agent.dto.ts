@@ -29,6 +29,7 @@ import {
   PARAMETER_LOCATIONS,
   PARAMETER_TYPES,
   type PostCall,
+  type CsatSurveySettings,
   type ToolCalendar,
   type ToolConfigInput,
   type ToolConfigOutput,
@@ -587,6 +588,34 @@ export class PostCallDto implements PostCall {
   extraction?: ExtractionFieldDto[];
 }
 
+export class CsatSurveyDto implements CsatSurveySettings {
+  @ApiProperty({
+    description:
+      'Ask for a rating from 1 to 5 on the keypad when the agent ends the call (its `end_call`, a flow’s last line; never when the ' +
+      'caller hangs up), and record it (`csat.received`, source `keypad`). Only `conversation` agents run it: on another mode it is refused.',
+  })
+  @IsFlag()
+  enabled: boolean;
+
+  @ApiPropertyOptional({
+    maxLength: 500,
+    description: 'Said to ask for the rating; supports `{{variables}}`. Empty: "Before you go: how satisfied were you with this call, from 1 to 5? Press a key."',
+  })
+  @Optional()
+  @IsText(500)
+  prompt?: string;
+
+  @ApiPropertyOptional({ maxLength: 500, description: 'Said once the rating was taken, before hanging up. Empty: "Thank you for your rating. Goodbye."' })
+  @Optional()
+  @IsText(500)
+  thanks?: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 30, default: 5, description: 'Seconds to wait for a key after the prompt; 0 means 5.' })
+  @Optional()
+  @IsIntBetween(0, 30)
+  timeout_seconds?: number;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Tool configs
 // ---------------------------------------------------------------------------------------------------------------
@@ -850,6 +879,14 @@ export class AgentInputDto implements AgentInput {
   @Optional()
   @IsNested(() => ConversationDto)
   conversation?: ConversationDto;
+
+  @ApiPropertyOptional({
+    type: CsatSurveyDto,
+    description: 'The end-of-call keypad satisfaction survey (conversation agents). Absent: none. Sending replaces the whole block.',
+  })
+  @Optional()
+  @IsNested(() => CsatSurveyDto)
+  csat_survey?: CsatSurveyDto;
 
   @ApiPropertyOptional({ description: 'Spoken while a tool runs.', maxLength: 500 })
   @Optional()
