@@ -190,7 +190,10 @@ export class RunDispatcher {
     return handled;
   }
 
-  /** After a commit: its events go out, and the runs where a recipient became final are completed if that was the last. */
+  /**
+   * After a commit: its events go out, and each run where a recipient became final is completed if that was the
+   * last one; either way its event streams get the run as it now is.
+   */
   async published(pending: PendingEvents): Promise<void> {
     this.events.published(pending);
     for (const runId of pending.finishedRuns) await this.completeIfDone(runId);
@@ -211,26 +214,25 @@ export class RunDispatcher {
   }
 
   /**
-   * Completes the run once every recipient is final and no more pages are expected. Its own transaction, after the
-   * one that made a recipient final committed: two recipients finishing at once then both see the other final, and
-   * the run's row lock lets one of them complete it.
+   * Completes the run once every recipient is final and no more pages are expected, then tells its event streams
+   * the run as it is. Its own transaction, after the one that made a recipient final committed: two recipients
+   * finishing at once then both see the other final, and the run's row lock lets one of them complete it.
    */
   async completeIfDone(runId: string): Promise<void> {
     const pending = new PendingEvents();
-    const completed = await this.repository.transaction(async (m) => {
+    await this.repository.transaction(async (m) => {
       const now = new Date(this.clock.now());
       const run = await this.repository.lockRun(m, runId);
-      if (!run || (run.status !== 'running' && run.status !== 'scheduled') || !run.recipientsComplete) return false;
-      if ((await this.repository.unfinishedCount(m, runId)) > 0) return false;
+      if (!run || (run.status !== 'running' && run.status !== 'scheduled') || !run.recipientsComplete) return;
+      if ((await this.repository.unfinishedCount(m, runId)) > 0) return;
       const workflow = await this.repository.getWorkflow(run.accountId, run.workflowId, m);
       const agentId = workflow?.spec.agent_id ?? '';
       await this.repository.updateRun(m, runId, { status: 'completed', completedAt: now, ...(run.startedAt ? {} : { startedAt: now }) }, now);
       const counts = await this.repository.countsOf(m, runId);
       if (!run.startedAt) await this.events.record(m, pending, run, agentId, 'workflow_run.started', { workflow_id: run.workflowId, run_id: runId, counts }, now);
       await this.events.record(m, pending, run, agentId, 'workflow_run.completed', { workflow_id: run.workflowId, run_id: runId, status: 'completed', counts }, now);
-      return true;
     });
     this.events.published(pending);
-    if (completed) await this.events.runChanged(runId);
+    await this.events.runChanged(runId);
   }
 }

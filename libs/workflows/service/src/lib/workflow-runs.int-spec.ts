@@ -201,8 +201,9 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     expect(completed).toHaveLength(1);
     expect(completed[0].data).toMatchObject({ status: 'completed', counts: { total: 3, succeeded: 1, failed: 2 } });
     expect((await events(r.id)).filter((e) => e.type === 'workflow_run.recipient.finished')).toHaveLength(3);
-    // The run's event stream hears each event, then the run as it ends.
+    // The run's event stream hears each event, the run after each recipient's end, and the run as it ends.
     stopListening();
+    expect(live.filter((a) => a.kind === 'run')).toHaveLength(3);
     expect(live.filter((a) => a.kind === 'event').map((a) => (a.kind === 'event' ? a.event.type : ''))).toEqual([
       ...Array(3).fill('workflow_run.recipient.finished'),
       'workflow_run.completed',

@@ -491,7 +491,7 @@ export class RunListDto {
 export const RECIPIENT_OUTCOMES = [...RETRYABLE_OUTCOMES, 'other'] as const;
 
 export class RecipientDto {
-  @ApiProperty({ example: 'wfrr_4fT9aQ2LmZ8xV1cN0bR7sD' }) id: string;
+  @ApiProperty({ example: 'wfrc_4fT9aQ2LmZ8xV1cN0bR7sD' }) id: string;
   @ApiProperty({ enum: ['workflow_recipient'] }) object: 'workflow_recipient';
   @ApiProperty({ example: 'wfr_4fT9aQ2LmZ8xV1cN0bR7sD' }) run_id: string;
   @ApiProperty({ example: '+15551234567' }) to: string;

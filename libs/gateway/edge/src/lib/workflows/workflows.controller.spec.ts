@@ -78,7 +78,7 @@ const run = (over: Partial<workflowsV1.Run> = {}): workflowsV1.Run => ({
 });
 
 const recipient = (over: Partial<workflowsV1.Recipient> = {}): workflowsV1.Recipient => ({
-  id: 'wfrr_0123456789abcdefghijkl',
+  id: 'wfrc_0123456789abcdefghijkl',
   run_id: RUN,
   to: '+15551234567',
   timezone: 'Europe/Paris',
@@ -293,7 +293,7 @@ describe('WorkflowsController: runs', () => {
     const page = await c.listRecipients(who, WF, RUN, { state: 'failed', limit: '2' });
     expect(requests.listRecipients).toEqual({ account_id: 'acme', workflow_id: WF, run_id: RUN, state: 'failed', limit: 2, after: '' });
     expect(page.data[0]).toEqual({
-      id: 'wfrr_0123456789abcdefghijkl',
+      id: 'wfrc_0123456789abcdefghijkl',
       object: 'workflow_recipient',
       run_id: RUN,
       to: '+15551234567',
@@ -627,7 +627,7 @@ describe('workflow routes in the OpenAPI document', () => {
     const schemas = document.components?.schemas as Record<string, { properties: Record<string, { example?: unknown }>; required?: string[] }>;
     expect(schemas['WorkflowDto'].properties['id'].example).toMatch(/^wf_/);
     expect(schemas['RunDto'].properties['id'].example).toMatch(/^wfr_/);
-    expect(schemas['RecipientDto'].properties['id'].example).toMatch(/^wfrr_/);
+    expect(schemas['RecipientDto'].properties['id'].example).toMatch(/^wfrc_/);
     expect(schemas['RunPageDto'].properties['page']).toBeDefined();
     expect(Object.keys(schemas['RunCountsDto'].properties)).toEqual(['total', 'pending', 'in_progress', 'retrying', 'succeeded', 'failed', 'suppressed', 'cancelled']);
     expect(schemas['WorkflowInputDto'].required).toEqual(expect.arrayContaining(['name', 'agent_id']));
