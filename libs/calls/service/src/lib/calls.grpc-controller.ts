@@ -1,6 +1,8 @@
-import { Controller } from '@nestjs/common';
+import { Controller, Optional } from '@nestjs/common';
 import { callsV1, EndReason, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
+import { CallAnalytics } from './call-analytics';
+import { CallOverview } from './call-analytics.repository';
 import { CallControl } from './call-control';
 import { MEDIA_END_REASONS } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
@@ -59,6 +61,28 @@ const toRatingMessage = (r: CallRating): callsV1.Rating => ({
   created_at: r.createdAt.toISOString(),
 });
 
+const analyticsQuery = (f: callsV1.CallAnalyticsFilter | undefined) => ({
+  accountId: f?.account_id ?? '',
+  from: f?.from ?? '',
+  to: f?.to ?? '',
+  agentId: f?.agent_id || undefined,
+  direction: f?.direction || undefined,
+});
+
+const toAnalyticsMessage = (o: CallOverview): callsV1.CallAnalytics => ({
+  calls: o.calls,
+  answered: o.answered,
+  answered_seconds: o.answeredSeconds,
+  transferred: o.transferred,
+  end_reasons: Object.entries(o.endReasons).map(([end_reason, count]) => ({ end_reason, count: count ?? 0 })),
+  timed: o.timed,
+  duration_avg_seconds: o.durationAvg ?? 0,
+  duration_p50_seconds: o.durationP50 ?? 0,
+  duration_p95_seconds: o.durationP95 ?? 0,
+  csat_count: o.csatCount,
+  csat_average: o.csatAverage ?? 0,
+});
+
 const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
 
 @Controller()
@@ -68,6 +92,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     private readonly calls: CallsDomain,
     private readonly control: CallControl,
     private readonly web: WebCalls,
+    @Optional() private readonly analytics?: CallAnalytics,
   ) {}
 
   async createCall(req: callsV1.CreateCallRequest): Promise<callsV1.CreateCallResponse> {
@@ -234,6 +259,30 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       comment: req.comment,
     });
     return { rating: toRatingMessage(rating), created };
+  }
+
+  async getCallAnalytics(req: callsV1.GetCallAnalyticsRequest): Promise<callsV1.GetCallAnalyticsResponse> {
+    return { analytics: toAnalyticsMessage(await this.analyticsOf().overview(analyticsQuery(req.filter))) };
+  }
+
+  async getCallTimeseries(req: callsV1.GetCallTimeseriesRequest): Promise<callsV1.GetCallTimeseriesResponse> {
+    const buckets = await this.analyticsOf().timeseries(analyticsQuery(req.filter), req.bucket, req.timezone || 'UTC', req.max_buckets || undefined);
+    return {
+      buckets: buckets.map((b) => ({
+        start: b.start,
+        calls: b.calls,
+        answered: b.answered,
+        answered_seconds: b.answeredSeconds,
+        transferred: b.transferred,
+        csat_count: b.csatCount,
+        csat_average: b.csatAverage ?? 0,
+      })),
+    };
+  }
+
+  private analyticsOf(): CallAnalytics {
+    if (!this.analytics) throw new AppError('internal_error', 'Analytics are not available in this process.');
+    return this.analytics;
   }
 
   async recordToolCall(req: callsV1.RecordToolCallRequest): Promise<callsV1.RecordToolCallResponse> {

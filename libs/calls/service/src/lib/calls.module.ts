@@ -6,6 +6,8 @@ import { OpenAiCompatibleLlm } from '@parley/llm';
 import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
+import { CallAnalytics } from './call-analytics';
+import { CallAnalyticsRepository } from './call-analytics.repository';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { WebCalls } from './web-calls';
 import { CallsDomain } from './calls.domain';
@@ -28,6 +30,8 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
   providers: [
     CallsRepository,
     CallsDomain,
+    CallAnalyticsRepository,
+    CallAnalytics,
     CallControl,
     WebCalls,
     CallAdmission,

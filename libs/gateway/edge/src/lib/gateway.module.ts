@@ -9,6 +9,7 @@ import { createBlobStore } from '@parley/storage';
 import { CONFIG } from '@parley/runtime';
 import { AgentsClient, AGENTS_GRPC } from './agents/agents.client';
 import { AgentsController } from './agents/agents.controller';
+import { AnalyticsController } from './analytics/analytics.controller';
 import { CsatController } from './analytics/csat.controller';
 import { CallsClient, CALLS_GRPC } from './calls/calls.client';
 import { CallsController } from './calls/calls.controller';
@@ -94,6 +95,7 @@ import { WorkflowsClient, WORKFLOWS_GRPC } from './workflows/workflows.client';
     KnowledgeBasesController,
     WorkflowsController,
     CsatController,
+    AnalyticsController,
     ApiKeysController,
     DocsController,
     EmbedController,

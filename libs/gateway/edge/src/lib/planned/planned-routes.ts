@@ -26,10 +26,6 @@ const LIST = { list: true };
  * `not_implemented` until then, so clients can discover the whole surface today.
  */
 export const PLANNED_ROUTES: Record<string, PlannedRoute[]> = {
-  Analytics: [
-    r('get', '/v1/analytics/overview', 'analytics:read', 'Usage and quality overview'),
-    r('get', '/v1/analytics/timeseries', 'analytics:read', 'Bucketed call volume and cost'),
-  ],
   Projects: [
     r('get', '/v1/projects', 'billing:read', 'List projects', LIST),
     r('post', '/v1/projects', 'billing:write', 'Create a project', ID),

@@ -681,6 +681,84 @@ export interface RecordRatingResponse {
   created: boolean;
 }
 
+/** The calls an analytics query covers: the account's calls created in [from, to), optionally of one agent or direction. */
+export interface CallAnalyticsFilter {
+  account_id: string;
+  /** RFC 3339; from < to. */
+  from: string;
+  to: string;
+  /** Empty: any. */
+  agent_id: string;
+  /** outbound, inbound or web; empty: any. */
+  direction: string;
+}
+
+export interface EndReasonCount {
+  end_reason: string;
+  count: number;
+}
+
+/** Usage and quality of the calls a filter covers, computed in PostgreSQL (docs/analytics.md). */
+export interface CallAnalytics {
+  calls: number;
+  /** Calls with answered_at. */
+  answered: number;
+  /** Sum of ended_at - answered_at of answered calls that ended. */
+  answered_seconds: number;
+  /** Answered calls put through elsewhere (transferred_to, or end_reason transferred). */
+  transferred: number;
+  /** Ended calls by end_reason; live calls have none. */
+  end_reasons: EndReasonCount[];
+  /** Answered calls that ended: the ones the duration figures are of; 0: the figures are 0 and mean nothing. */
+  timed: number;
+  duration_avg_seconds: number;
+  /** Continuous percentiles (percentile_cont) of the durations. */
+  duration_p50_seconds: number;
+  duration_p95_seconds: number;
+  /** Ratings of these calls (any source), each brought to 1..5; csat_count 0: no average. */
+  csat_count: number;
+  csat_average: number;
+}
+
+export interface GetCallAnalyticsRequest {
+  filter: CallAnalyticsFilter | undefined;
+}
+
+export interface GetCallAnalyticsResponse {
+  analytics: CallAnalytics | undefined;
+}
+
+/** One bucket of a timeseries: its start (local time in the zone, with the zone's offset then) and its counts. */
+export interface CallTimeseriesBucket {
+  /** RFC 3339 with the zone's offset at the bucket's start. */
+  start: string;
+  calls: number;
+  answered: number;
+  answered_seconds: number;
+  transferred: number;
+  csat_count: number;
+  /** 0 when csat_count is 0. */
+  csat_average: number;
+}
+
+/**
+ * The filter's calls counted per bucket of `bucket` (minute, hour, day, week, month) aligned in the IANA `timezone`;
+ * every bucket from the one holding `from` to the one holding `to` (exclusive) is present, zeros included. More
+ * buckets than max_buckets: validation_error on bucket; an unknown zone: validation_error on timezone.
+ */
+export interface GetCallTimeseriesRequest {
+  filter: CallAnalyticsFilter | undefined;
+  bucket: string;
+  /** Empty: UTC. */
+  timezone: string;
+  /** 0: 1000. */
+  max_buckets: number;
+}
+
+export interface GetCallTimeseriesResponse {
+  buckets: CallTimeseriesBucket[];
+}
+
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
@@ -741,6 +819,10 @@ export interface CallsServiceClient {
   ): Observable<RecordFlowTransitionResponse>;
 
   recordRating(request: RecordRatingRequest, metadata?: Metadata): Observable<RecordRatingResponse>;
+
+  getCallAnalytics(request: GetCallAnalyticsRequest, metadata?: Metadata): Observable<GetCallAnalyticsResponse>;
+
+  getCallTimeseries(request: GetCallTimeseriesRequest, metadata?: Metadata): Observable<GetCallTimeseriesResponse>;
 }
 
 export interface CallsServiceController {
@@ -878,6 +960,16 @@ export interface CallsServiceController {
     request: RecordRatingRequest,
     metadata?: Metadata,
   ): Promise<RecordRatingResponse> | Observable<RecordRatingResponse> | RecordRatingResponse;
+
+  getCallAnalytics(
+    request: GetCallAnalyticsRequest,
+    metadata?: Metadata,
+  ): Promise<GetCallAnalyticsResponse> | Observable<GetCallAnalyticsResponse> | GetCallAnalyticsResponse;
+
+  getCallTimeseries(
+    request: GetCallTimeseriesRequest,
+    metadata?: Metadata,
+  ): Promise<GetCallTimeseriesResponse> | Observable<GetCallTimeseriesResponse> | GetCallTimeseriesResponse;
 }
 
 export function CallsServiceControllerMethods() {
@@ -910,6 +1002,8 @@ export function CallsServiceControllerMethods() {
       "recordToolCall",
       "recordFlowTransition",
       "recordRating",
+      "getCallAnalytics",
+      "getCallTimeseries",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);

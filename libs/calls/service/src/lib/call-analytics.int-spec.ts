@@ -1,0 +1,270 @@
+import { DataSource } from 'typeorm';
+import { OutboxRecord } from '@parley/messaging';
+import { openServiceDatabase } from '@parley/persistence';
+import { createTestDatabase, TestDatabase } from '@parley/testing';
+import { CallAnalytics } from './call-analytics';
+import { CallAnalyticsRepository } from './call-analytics.repository';
+import { CallEntity, CallTurnEntity } from './entities';
+import { CALLS_MIGRATIONS } from './migrations';
+
+interface Seed {
+  account?: string;
+  agent?: string;
+  direction?: 'outbound' | 'inbound' | 'web';
+  /** RFC 3339 creation time. */
+  created: string;
+  /** Answered this many seconds after creation; absent: never answered. */
+  answeredAfter?: number;
+  /** Seconds from the answer (or creation) to the end. */
+  seconds?: number;
+  /** Ended with this reason; absent: still live. */
+  endReason?: string;
+  transferredTo?: string;
+}
+
+describe('call analytics (real PostgreSQL)', () => {
+  let db: TestDatabase;
+  let dataSource: DataSource;
+  let analytics: CallAnalytics;
+  let n = 0;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('parley_calls');
+    dataSource = await openServiceDatabase(db.url, { schema: 'calls', entities: [CallEntity, CallTurnEntity, OutboxRecord], migrations: CALLS_MIGRATIONS });
+    analytics = new CallAnalytics(new CallAnalyticsRepository(dataSource));
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await db?.drop();
+  });
+
+  const insert = async (s: Seed): Promise<string> => {
+    const id = `call_an${String(++n).padStart(4, '0')}`;
+    const created = new Date(s.created);
+    const answered = s.answeredAfter !== undefined ? new Date(created.getTime() + s.answeredAfter * 1000) : null;
+    const ended = s.endReason ? new Date((answered ?? created).getTime() + (s.seconds ?? 0) * 1000) : null;
+    const status = s.endReason ? 'ended' : answered ? 'in_progress' : 'ringing';
+    await dataSource.query(
+      `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, end_reason, transferred_to, created_at, updated_at, answered_at, ended_at)
+       VALUES ($1, $2, $3, $4, '+15550001111', '+15550002222', $5, $6, $7, $8, $8, $9, $10)`,
+      [id, s.account ?? 'acc_1', s.agent ?? 'agt_a', s.direction ?? 'outbound', status, s.endReason ?? null, s.transferredTo ?? null, created, answered, ended],
+    );
+    return id;
+  };
+
+  const rate = (callId: string, score: number, opts: { scale?: number; source?: string; account?: string } = {}) =>
+    dataSource.query(`INSERT INTO calls.call_ratings (id, account_id, call_id, source, scale, score) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      `csat_an${++n}`,
+      opts.account ?? 'acc_1',
+      callId,
+      opts.source ?? 'api',
+      opts.scale ?? 5,
+      score,
+    ]);
+
+  describe('overview', () => {
+    const period = { accountId: 'acc_1', from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z' };
+
+    beforeAll(async () => {
+      // Exactly at `from`: counted.
+      const c1 = await insert({ created: '2026-01-01T00:00:00Z', answeredAfter: 5, seconds: 60, endReason: 'completed' });
+      await insert({ created: '2026-01-02T10:00:00Z', answeredAfter: 3, seconds: 120, endReason: 'hangup' });
+      await insert({ created: '2026-01-03T10:00:00Z', direction: 'inbound', answeredAfter: 0, seconds: 30, endReason: 'transferred', transferredTo: '+15559990000' });
+      const c4 = await insert({ created: '2026-01-04T10:00:00Z', agent: 'agt_b', direction: 'inbound', answeredAfter: 1, seconds: 300, endReason: 'completed' });
+      await insert({ created: '2026-01-05T10:00:00Z', agent: 'agt_b', seconds: 30, endReason: 'no_answer' });
+      await insert({ created: '2026-01-06T10:00:00Z', agent: 'agt_b', seconds: 2, endReason: 'busy' });
+      // Answered and still live: answered, no duration yet.
+      await insert({ created: '2026-01-31T23:59:59.999Z', answeredAfter: 2 });
+      // Outside the period (just before `from`, exactly at `to`), another account: not counted.
+      const before = await insert({ created: '2025-12-31T23:59:59.999Z', answeredAfter: 1, seconds: 1000, endReason: 'completed' });
+      await insert({ created: '2026-02-01T00:00:00Z', answeredAfter: 1, seconds: 1000, endReason: 'completed' });
+      const other = await insert({ account: 'acc_2', created: '2026-01-10T10:00:00Z', answeredAfter: 1, seconds: 500, endReason: 'completed' });
+      await rate(c1, 5);
+      await rate(c1, 4, { source: 'keypad' });
+      await rate(c4, 7, { scale: 10 });
+      await rate(before, 1);
+      await rate(other, 1, { account: 'acc_2' });
+    });
+
+    it('counts the period’s calls exactly: answered, minutes, end reasons, durations (percentile_cont), transfers, CSAT', async () => {
+      const o = await analytics.overview(period);
+      expect(o).toEqual({
+        calls: 7,
+        answered: 5,
+        answeredSeconds: 510,
+        transferred: 1,
+        endReasons: { completed: 2, hangup: 1, transferred: 1, no_answer: 1, busy: 1 },
+        timed: 4,
+        durationAvg: 127.5,
+        // 30, 60, 120, 300: the median between 60 and 120; p95 at 2.85 of 3 steps: 120 + 0.85 × 180.
+        durationP50: 90,
+        durationP95: expect.closeTo(273, 9),
+        csatCount: 3,
+        // 5, 4 and 7 of 10 (3.67).
+        csatAverage: expect.closeTo((5 + 4 + 3.67) / 3, 9),
+      });
+    });
+
+    it('filters by agent and by direction', async () => {
+      expect(await analytics.overview({ ...period, agentId: 'agt_b' })).toMatchObject({
+        calls: 3,
+        answered: 1,
+        answeredSeconds: 300,
+        endReasons: { completed: 1, no_answer: 1, busy: 1 },
+        durationP50: 300,
+        csatCount: 1,
+        csatAverage: 3.67,
+      });
+      expect(await analytics.overview({ ...period, direction: 'inbound' })).toMatchObject({ calls: 2, answered: 2, transferred: 1, answeredSeconds: 330 });
+      expect(await analytics.overview({ ...period, agentId: 'agt_b', direction: 'web' })).toMatchObject({ calls: 0, answered: 0 });
+    });
+
+    it('answers nulls, not zeros, for figures of no calls', async () => {
+      expect(await analytics.overview({ ...period, accountId: 'acc_none' })).toEqual({
+        calls: 0,
+        answered: 0,
+        answeredSeconds: 0,
+        transferred: 0,
+        endReasons: {},
+        timed: 0,
+        durationAvg: null,
+        durationP50: null,
+        durationP95: null,
+        csatCount: 0,
+        csatAverage: null,
+      });
+    });
+
+    it('keeps accounts apart', async () => {
+      expect(await analytics.overview({ ...period, accountId: 'acc_2' })).toMatchObject({ calls: 1, answered: 1, answeredSeconds: 500, csatCount: 1, csatAverage: 1 });
+    });
+
+    it.each([
+      [{ from: 'yesterday' }, 'from'],
+      [{ to: '2026-02-30T00:00:00Z' }, 'to'],
+      [{ to: '2026-01-01T00:00:00Z' }, 'to'],
+      [{ direction: 'sideways' }, 'direction'],
+    ])('refuses %j with a validation error on %s', async (over, field) => {
+      await expect(analytics.overview({ ...period, ...over })).rejects.toMatchObject({ code: 'validation_error', errors: [expect.objectContaining({ field })] });
+    });
+  });
+
+  describe('timeseries', () => {
+    const ny = { accountId: 'acc_dst' };
+
+    beforeAll(async () => {
+      for (const created of [
+        '2026-03-07T12:00:00-05:00',
+        '2026-03-08T00:30:00-05:00',
+        '2026-03-08T01:59:00-05:00',
+        // The first instant after the gap (02:00 EST is 03:00 EDT).
+        '2026-03-08T03:00:00-04:00',
+        '2026-03-08T23:30:00-04:00',
+        '2026-03-09T00:00:00-04:00',
+        // Fall back: 01:30 EDT and 01:30 EST are an hour apart.
+        '2026-11-01T01:30:00-04:00',
+        '2026-11-01T01:30:00-05:00',
+        '2026-11-01T23:30:00-05:00',
+      ]) {
+        const id = await insert({ account: 'acc_dst', created, answeredAfter: 1, seconds: 90, endReason: 'completed' });
+        if (created.startsWith('2026-03-08T01')) await rate(id, 2, { account: 'acc_dst' });
+      }
+      await insert({ account: 'acc_dst', created: '2026-03-08T12:00:00-04:00', endReason: 'no_answer' });
+      await insert({ account: 'acc_month', created: '2026-01-20T12:00:00Z', answeredAfter: 1, seconds: 60, endReason: 'completed' });
+      // 00:30 on 1 April in Paris (+02:00), still March in UTC.
+      await insert({ account: 'acc_month', created: '2026-03-31T22:30:00Z' });
+    });
+
+    it('buckets local days across the spring change (the 8th of March is 23 hours), zeros included, starts with the zone’s offset', async () => {
+      const days = await analytics.timeseries({ ...ny, from: '2026-03-07T00:00:00-05:00', to: '2026-03-10T00:00:00-04:00' }, 'day', 'America/New_York');
+      expect(days.map((d) => [d.start, d.calls, d.answered, d.answeredSeconds])).toEqual([
+        ['2026-03-07T00:00:00-05:00', 1, 1, 90],
+        ['2026-03-08T00:00:00-05:00', 5, 4, 360],
+        ['2026-03-09T00:00:00-04:00', 1, 1, 90],
+      ]);
+      expect(Date.parse(days[2].start) - Date.parse(days[1].start)).toBe(23 * 3600_000);
+      expect(days[1]).toMatchObject({ csatCount: 1, csatAverage: 2 });
+      expect(days[0]).toMatchObject({ csatCount: 0, csatAverage: null });
+    });
+
+    it('has no bucket for the skipped hour and two for the repeated one', async () => {
+      const spring = await analytics.timeseries({ ...ny, from: '2026-03-08T00:00:00-05:00', to: '2026-03-08T05:00:00-04:00' }, 'hour', 'America/New_York');
+      expect(spring.map((h) => [h.start, h.calls])).toEqual([
+        ['2026-03-08T00:00:00-05:00', 1],
+        ['2026-03-08T01:00:00-05:00', 1],
+        ['2026-03-08T03:00:00-04:00', 1],
+        ['2026-03-08T04:00:00-04:00', 0],
+      ]);
+      const autumn = await analytics.timeseries({ ...ny, from: '2026-11-01T00:00:00-04:00', to: '2026-11-01T03:00:00-05:00' }, 'hour', 'America/New_York');
+      expect(autumn.map((h) => [h.start, h.calls])).toEqual([
+        ['2026-11-01T00:00:00-04:00', 0],
+        ['2026-11-01T01:00:00-04:00', 1],
+        ['2026-11-01T01:00:00-05:00', 1],
+        ['2026-11-01T02:00:00-05:00', 0],
+      ]);
+      const days = await analytics.timeseries({ ...ny, from: '2026-11-01T00:00:00-04:00', to: '2026-11-03T00:00:00-05:00' }, 'day', 'America/New_York');
+      expect(days.map((d) => [d.start, d.calls])).toEqual([
+        ['2026-11-01T00:00:00-04:00', 3],
+        ['2026-11-02T00:00:00-05:00', 0],
+      ]);
+      expect(Date.parse(days[1].start) - Date.parse(days[0].start)).toBe(25 * 3600_000);
+    });
+
+    it('aligns the first bucket on the unit’s local start and counts only the period’s calls in it; the buckets add up to the overview', async () => {
+      const q = { ...ny, from: '2026-03-08T01:00:00-05:00', to: '2026-03-08T23:45:00-04:00' };
+      const days = await analytics.timeseries(q, 'day', 'America/New_York');
+      expect(days.map((d) => [d.start, d.calls])).toEqual([['2026-03-08T00:00:00-05:00', 4]]);
+      const hours = await analytics.timeseries(q, 'hour', 'America/New_York');
+      expect(hours).toHaveLength(22);
+      expect(hours.at(-1)?.start).toBe('2026-03-08T23:00:00-04:00');
+      const o = await analytics.overview(q);
+      expect(hours.reduce((sum, h) => sum + h.calls, 0)).toBe(o.calls);
+      expect(hours.reduce((sum, h) => sum + h.answeredSeconds, 0)).toBe(o.answeredSeconds);
+    });
+
+    it('buckets months and weeks in the zone, every one present', async () => {
+      const months = await analytics.timeseries({ accountId: 'acc_month', from: '2026-01-15T00:00:00Z', to: '2026-04-10T00:00:00Z' }, 'month', 'Europe/Paris');
+      expect(months.map((m) => [m.start, m.calls, m.answered, m.answeredSeconds])).toEqual([
+        ['2026-01-01T00:00:00+01:00', 1, 1, 60],
+        ['2026-02-01T00:00:00+01:00', 0, 0, 0],
+        ['2026-03-01T00:00:00+01:00', 0, 0, 0],
+        ['2026-04-01T00:00:00+02:00', 1, 0, 0],
+      ]);
+      const utc = await analytics.timeseries({ accountId: 'acc_month', from: '2026-03-01T00:00:00Z', to: '2026-04-02T00:00:00Z' }, 'month', 'UTC');
+      expect(utc.map((m) => [m.start, m.calls])).toEqual([
+        ['2026-03-01T00:00:00Z', 1],
+        ['2026-04-01T00:00:00Z', 0],
+      ]);
+      // ISO weeks start on Monday: 2026-01-15 is a Thursday.
+      const weeks = await analytics.timeseries({ accountId: 'acc_month', from: '2026-01-15T00:00:00Z', to: '2026-01-27T00:00:00Z' }, 'week', 'UTC');
+      expect(weeks.map((w) => [w.start, w.calls])).toEqual([
+        ['2026-01-12T00:00:00Z', 0],
+        ['2026-01-19T00:00:00Z', 1],
+        ['2026-01-26T00:00:00Z', 0],
+      ]);
+    });
+
+    it('caps the number of buckets (validation_error on bucket beyond it)', async () => {
+      const from = '2026-01-01T00:00:00Z';
+      await expect(analytics.timeseries({ ...ny, from, to: '2026-01-01T16:40:00Z' }, 'minute', 'UTC')).resolves.toHaveLength(1000);
+      await expect(analytics.timeseries({ ...ny, from, to: '2026-01-01T16:40:01Z' }, 'minute', 'UTC')).rejects.toMatchObject({
+        code: 'validation_error',
+        errors: [expect.objectContaining({ field: 'bucket' })],
+      });
+      await expect(analytics.timeseries({ ...ny, from, to: '2036-01-01T00:00:00Z' }, 'minute', 'UTC')).rejects.toMatchObject({ code: 'validation_error' });
+      await expect(analytics.timeseries({ ...ny, from, to: '2026-01-02T00:00:00Z' }, 'hour', 'UTC', 10)).rejects.toMatchObject({ code: 'validation_error' });
+    });
+
+    it.each([
+      ['an unknown zone', 'day', 'Mars/Olympus', 'timezone'],
+      ['a POSIX rule', 'day', 'EST5EDT,M3.2.0,M11.1.0', 'timezone'],
+      ['an unknown bucket', 'fortnight', 'UTC', 'bucket'],
+    ])('refuses %s with a validation error', async (_label, bucket, zone, field) => {
+      await expect(analytics.timeseries({ ...ny, from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, bucket, zone)).rejects.toMatchObject({
+        code: 'validation_error',
+        errors: [expect.objectContaining({ field })],
+      });
+    });
+  });
+});
