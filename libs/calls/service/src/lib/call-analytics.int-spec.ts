@@ -54,14 +54,18 @@ describe('call analytics (real PostgreSQL)', () => {
   };
 
   const rate = (callId: string, score: number, opts: { scale?: number; source?: string; account?: string } = {}) =>
-    dataSource.query(`INSERT INTO calls.call_ratings (id, account_id, call_id, source, scale, score) VALUES ($1, $2, $3, $4, $5, $6)`, [
+    dataSource.query(
+      `INSERT INTO calls.call_ratings (id, account_id, call_id, source, scale, score, call_created_at, agent_id, direction)
+       SELECT $1, $2, $3, $4, $5, $6, created_at, agent_id, direction FROM calls.calls WHERE id = $3`,
+      [
       `csat_an${++n}`,
       opts.account ?? 'acc_1',
       callId,
       opts.source ?? 'api',
-      opts.scale ?? 5,
-      score,
-    ]);
+        opts.scale ?? 5,
+        score,
+      ],
+    );
 
   describe('overview', () => {
     const period = { accountId: 'acc_1', from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z' };

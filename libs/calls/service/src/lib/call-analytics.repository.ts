@@ -49,55 +49,72 @@ const DURATION = `CASE WHEN c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL
 /** Answered and put through elsewhere: transferred_to stays on a transferred call, end_reason says so once it ended. */
 const TRANSFERRED = `c.answered_at IS NOT NULL AND (c.transferred_to IS NOT NULL OR c.end_reason = 'transferred')`;
 /** The rating on the 1..5 scale, to two decimals (csatRating, csat.received's `rating`). */
-const RATING = `round(CASE WHEN scale = 5 THEN score ELSE 1 + (score - 1) * 4.0 / (scale - 1) END, 2)`;
+const RATING = `round(CASE WHEN c.scale = 5 THEN c.score ELSE 1 + (c.score - 1) * 4.0 / (c.scale - 1) END, 2)`;
+/** Memory for the percentiles' sort (the answered calls' durations of the period), so it does not spill to disk. */
+const PERCENTILE_WORK_MEM = '64MB';
+
+interface CountsRow {
+  calls: number;
+  answered: number;
+  transferred: number;
+  timed: number;
+  answered_seconds: number;
+}
 
 /**
- * Analytics over the calls table and its ratings, computed in PostgreSQL (one scan of the account's calls in the
- * period, served by the index calls_analytics). Ratings are the call's: a rating counts in the period of its call.
+ * Analytics over the calls table and its ratings, computed in PostgreSQL. Each figure comes from one scan of the
+ * period's rows: the counts (a parallel aggregate over calls_analytics, grouped by end reason or bucket), the
+ * durations' percentiles (an ordered-set aggregate, single process: its own statement), the ratings (a range of
+ * call_ratings_analytics: a rating carries its call's creation time, agent and direction, so it counts in its
+ * call's period without a join). The statements run at once on separate connections.
  */
 @Injectable()
 export class CallAnalyticsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async overview(f: AnalyticsFilter): Promise<CallOverview> {
-    const { where, params } = conditions(f);
-    const reasons = END_REASONS.map((r, i) => `count(*) FILTER (WHERE c.end_reason = '${r}')::int AS r${i}`).join(',\n        ');
-    const [row] = (await this.dataSource.query(
-      `${ratings()}
-      SELECT count(*)::int AS calls,
-        count(c.answered_at)::int AS answered,
-        count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
-        count(d.s)::int AS timed,
-        coalesce(sum(d.s), 0)::float8 AS answered_seconds,
-        avg(d.s)::float8 AS duration_avg,
-        percentile_cont(0.5) WITHIN GROUP (ORDER BY d.s) AS duration_p50,
-        percentile_cont(0.95) WITHIN GROUP (ORDER BY d.s) AS duration_p95,
-        coalesce(sum(r.n), 0)::int AS csat_count,
-        (sum(r.total) / nullif(sum(r.n), 0))::float8 AS csat_average,
-        ${reasons}
-      FROM calls c
-      CROSS JOIN LATERAL (SELECT ${DURATION} AS s) d
-      LEFT JOIN r ON r.call_id = c.id
-      WHERE ${where}`,
-      params,
-    )) as Record<string, number | null>[];
+    const calls = conditions(f);
+    const [byReason, durations, ratings] = await Promise.all([
+      this.statement(
+        `SELECT c.end_reason,
+                count(*)::int AS calls,
+                count(c.answered_at)::int AS answered,
+                count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
+                count(${DURATION})::int AS timed,
+                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds
+           FROM calls c
+          WHERE ${calls.where}
+          GROUP BY 1`,
+        calls.params,
+      ) as Promise<(CountsRow & { end_reason: string | null })[]>,
+      this.statement(
+        `SELECT avg(s)::float8 AS avg, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY s) AS p95
+           FROM (SELECT ${DURATION} AS s FROM calls c WHERE ${calls.where} AND c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL) d`,
+        calls.params,
+        PERCENTILE_WORK_MEM,
+      ) as Promise<{ avg: number | null; p50: number | null; p95: number | null }[]>,
+      this.ratings(f, null),
+    ]);
     const endReasons: Partial<Record<EndReason, number>> = {};
-    END_REASONS.forEach((reason, i) => {
-      const n = Number(row[`r${i}`]);
-      if (n) endReasons[reason] = n;
-    });
+    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0 };
+    for (const row of byReason) {
+      total.calls += Number(row.calls);
+      total.answered += Number(row.answered);
+      total.transferred += Number(row.transferred);
+      total.timed += Number(row.timed);
+      total.answeredSeconds += Number(row.answered_seconds);
+      if (row.end_reason && (END_REASONS as readonly string[]).includes(row.end_reason)) endReasons[row.end_reason as EndReason] = Number(row.calls);
+    }
+    const [d] = durations;
+    const csat = ratings.get(0) ?? { count: 0, average: null };
     return {
-      calls: Number(row['calls']),
-      answered: Number(row['answered']),
-      answeredSeconds: Number(row['answered_seconds']),
-      transferred: Number(row['transferred']),
-      csatCount: Number(row['csat_count']),
-      csatAverage: nullable(row['csat_average']),
+      ...total,
+      csatCount: csat.count,
+      csatAverage: csat.average,
       endReasons,
-      timed: Number(row['timed']),
-      durationAvg: nullable(row['duration_avg']),
-      durationP50: nullable(row['duration_p50']),
-      durationP95: nullable(row['duration_p95']),
+      durationAvg: nullable(d?.avg),
+      durationP50: nullable(d?.p50),
+      durationP95: nullable(d?.p95),
     };
   }
 
@@ -128,60 +145,65 @@ export class CallAnalyticsRepository {
 
   /** The count measures per bucket (`starts` ascending, the first at or before `from`), every bucket present. */
   async countsPerBucket(f: AnalyticsFilter, starts: Date[]): Promise<CallCounts[]> {
-    const { where, params } = conditions(f);
-    params.push(starts.map((s) => s.toISOString()));
-    const rows = (await this.dataSource.query(
-      `${ratings()}
-      SELECT width_bucket(c.created_at, $${params.length}::timestamptz[]) AS i,
-        count(*)::int AS calls,
-        count(c.answered_at)::int AS answered,
-        count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
-        coalesce(sum(d.s), 0)::float8 AS answered_seconds,
-        coalesce(sum(r.n), 0)::int AS csat_count,
-        (sum(r.total) / nullif(sum(r.n), 0))::float8 AS csat_average
-      FROM calls c
-      CROSS JOIN LATERAL (SELECT ${DURATION} AS s) d
-      LEFT JOIN r ON r.call_id = c.id
-      WHERE ${where}
-      GROUP BY 1`,
-      params,
-    )) as Record<string, number | null>[];
-    const counts: CallCounts[] = starts.map(() => ({ calls: 0, answered: 0, answeredSeconds: 0, transferred: 0, csatCount: 0, csatAverage: null }));
+    const calls = conditions(f);
+    const bounds = starts.map((s) => s.toISOString());
+    const [rows, ratings] = await Promise.all([
+      this.statement(
+        `SELECT width_bucket(c.created_at, $${calls.params.length + 1}::timestamptz[]) AS i,
+                count(*)::int AS calls,
+                count(c.answered_at)::int AS answered,
+                count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
+                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds
+           FROM calls c
+          WHERE ${calls.where}
+          GROUP BY 1`,
+        [...calls.params, bounds],
+      ) as Promise<(CountsRow & { i: number })[]>,
+      this.ratings(f, bounds),
+    ]);
+    const counts: CallCounts[] = starts.map((_, i) => {
+      const csat = ratings.get(i + 1);
+      return { calls: 0, answered: 0, answeredSeconds: 0, transferred: 0, csatCount: csat?.count ?? 0, csatAverage: csat?.average ?? null };
+    });
     for (const row of rows) {
-      const i = Number(row['i']) - 1;
-      if (i < 0 || i >= counts.length) continue;
-      counts[i] = {
-        calls: Number(row['calls']),
-        answered: Number(row['answered']),
-        answeredSeconds: Number(row['answered_seconds']),
-        transferred: Number(row['transferred']),
-        csatCount: Number(row['csat_count']),
-        csatAverage: nullable(row['csat_average']),
-      };
+      const bucket = counts[Number(row.i) - 1];
+      if (!bucket) continue;
+      Object.assign(bucket, { calls: Number(row.calls), answered: Number(row.answered), answeredSeconds: Number(row.answered_seconds), transferred: Number(row.transferred) });
     }
     return counts;
+  }
+
+  /**
+   * Runs one analytics statement in a transaction of its own, without JIT compilation (it costs tens of
+   * milliseconds on each of these statements and gains nothing on a scan this simple), with `workMem` if given.
+   */
+  private statement<T>(sql: string, params: unknown[], workMem?: string): Promise<T> {
+    return this.dataSource.transaction(async (m) => {
+      await m.query(`SET LOCAL jit = off`);
+      if (workMem) await m.query(`SET LOCAL work_mem = '${workMem}'`);
+      return (await m.query(sql, params)) as T;
+    });
+  }
+
+  /** The ratings of the filter's calls: count and average on 1..5, per bucket (1-based; `bounds` null: all in 0). */
+  private async ratings(f: AnalyticsFilter, bounds: string[] | null): Promise<Map<number, { count: number; average: number | null }>> {
+    const { where, params } = conditions(f, 'call_created_at');
+    const bucket = bounds ? `width_bucket(c.call_created_at, $${params.push(bounds)}::timestamptz[])` : '0';
+    const rows = (await this.dataSource.query(
+      `SELECT ${bucket} AS i, count(*)::int AS n, avg(${RATING})::float8 AS average FROM call_ratings c WHERE ${where} GROUP BY 1`,
+      params,
+    )) as { i: number; n: number; average: number | null }[];
+    return new Map(rows.map((r) => [Number(r.i), { count: Number(r.n), average: nullable(r.average) }]));
   }
 }
 
 const nullable = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
-/** The WHERE clause over `calls c` and its parameters ($1 account, $2 from, $3 to, then the filters given). */
-function conditions(f: AnalyticsFilter): { where: string; params: unknown[] } {
+/** The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). */
+function conditions(f: AnalyticsFilter, created = 'created_at'): { where: string; params: unknown[] } {
   const params: unknown[] = [f.accountId, f.from.toISOString(), f.to.toISOString()];
-  const where = ['c.account_id = $1', 'c.created_at >= $2::timestamptz', 'c.created_at < $3::timestamptz'];
+  const where = ['c.account_id = $1', `c.${created} >= $2::timestamptz`, `c.${created} < $3::timestamptz`];
   if (f.agentId) where.push(`c.agent_id = $${params.push(f.agentId)}`);
   if (f.direction) where.push(`c.direction = $${params.push(f.direction)}`);
   return { where: where.join(' AND '), params };
-}
-
-/**
- * The ratings of the account's calls, per call (count, sum on the 1..5 scale). A rating is recorded during or after
- * its call, so ratings from a day before `from` on are enough to cover the period's calls (clocks may differ a little).
- */
-function ratings(): string {
-  return `WITH r AS (
-        SELECT call_id, count(*)::int AS n, sum(${RATING}) AS total
-          FROM call_ratings
-         WHERE account_id = $1 AND created_at >= $2::timestamptz - interval '1 day'
-         GROUP BY call_id)`;
 }

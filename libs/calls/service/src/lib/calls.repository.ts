@@ -449,7 +449,9 @@ export class CallsRepository {
    */
   async insertRating(m: EntityManager, rating: Omit<CallRating, 'createdAt'>): Promise<CallRating | null> {
     const rows: RatingRow[] = await m.query(
-      `INSERT INTO call_ratings (id, account_id, call_id, source, scale, score, comment) VALUES ($1, $2, $3, $4, $5, $6, $7)
+      // With the call's creation time, agent and direction: analytics count a rating in its call's period (CallAnalyticsRepository).
+      `INSERT INTO call_ratings (id, account_id, call_id, source, scale, score, comment, call_created_at, agent_id, direction)
+       SELECT $1, $2, $3, $4, $5, $6, $7, c.created_at, c.agent_id, c.direction FROM calls c WHERE c.id = $3
        ON CONFLICT (call_id, source) DO NOTHING RETURNING *`,
       [rating.id, rating.accountId, rating.callId, rating.source, rating.scale, rating.score, rating.comment],
     );
