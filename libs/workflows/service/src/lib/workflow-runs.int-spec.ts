@@ -17,7 +17,12 @@ import { openWorkflowsDatabase } from './workflows.module';
 import { WorkflowsRepository } from './workflows.repository';
 
 const AGENT = 'agt_caller';
-const agents: AgentsPort = { agent: async (_a, id) => (id === AGENT ? ({ name: 'Caller', languages: [{ code: 'en-US' }] } as AgentDocument) : undefined) };
+const agents: AgentsPort = {
+  agent: async (_a, id) =>
+    id === AGENT
+      ? ({ name: 'Caller', languages: [{ code: 'en-US' }], post_call: { extraction: [{ name: 'renewed', description: 'Did they renew?', type: 'boolean' }] } } as AgentDocument)
+      : undefined,
+};
 const ALWAYS_OPEN = { days: ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'], start: '00:00', end: '23:59' } as WorkflowSpec['calling_window'];
 
 /** One replica of the calls deployable's workflows part: its own pg-boss, sharing the database and the calls. */
@@ -114,7 +119,10 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     });
   }
 
-  /** Moves the test clock (pg-boss's polls fire on the way, every half second) and lets the work they started run. */
+  /**
+   * Moves the test clock (pg-boss's polls fire on the way, every half second) and lets the work they started run.
+   * Each test sets a later date than the one before: moved back, the clock would leave pg-boss's polls in its future.
+   */
   async function advance(ms: number): Promise<void> {
     await clock.tick(ms);
     await new Promise((r) => setTimeout(r, 20));
@@ -293,6 +301,38 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     await expect(
       domain().addRecipients(accountId, { account_id: accountId, workflow_id: wf, run_id: r.id, recipients: { recipients_json: '[]', recipients_csv: '' }, complete: true }),
     ).rejects.toMatchObject({ code: 'conflict' });
+  });
+
+  it('decides success by the post-call extracted field, and fails a recipient whose analysis never comes', async () => {
+    await clock.setTime('2026-04-09T10:00:00Z');
+    await expect(workflow({ success: { extracted_field: { name: 'churn_risk' } } })).rejects.toMatchObject({
+      code: 'validation_error',
+      errors: [{ field: 'success.extracted_field.name', message: expect.stringContaining('post_call.extraction') }],
+    });
+    const wf = await workflow({ success: { end_reasons: ['completed'], extracted_field: { name: 'renewed', equals: true } } });
+    const { run: r } = await run(wf, ['+14155550151', '+14155550152', '+14155550153'].map((to) => ({ to })));
+    await until(() => calls.placed.length === 3, 'three calls');
+    const [renewed, declined, unanalysed] = calls.placed;
+    for (const c of calls.placed) await end(c, 'completed');
+    const state = async (to: string) => (await recipients(wf, r.id)).find((x) => x.to === to);
+    expect(await state(renewed.request.to)).toMatchObject({ state: 'in_progress' });
+
+    const analysed = (c: PlacedCall, extracted: Record<string, unknown>): WebhookEvent<'call.analysed'> => ({
+      ...calls.end(c, 'completed'),
+      type: 'call.analysed',
+      data: { summary: null, extracted, model: 'm' },
+    });
+    await outcomes().callAnalysed(analysed(renewed, { renewed: true }));
+    await outcomes().callAnalysed(analysed(declined, { renewed: false }));
+    expect(await state(renewed.request.to)).toMatchObject({ state: 'succeeded' });
+    expect(await state(declined.request.to)).toMatchObject({ state: 'failed', reason: 'not_successful' });
+
+    await advance(899_000);
+    expect(await state(unanalysed.request.to)).toMatchObject({ state: 'in_progress' });
+    await until(async () => (await state(unanalysed.request.to))?.state === 'failed', 'the analysis wait to run out', 5_000);
+    expect(await state(unanalysed.request.to)).toMatchObject({ reason: 'analysis_missing' });
+    await until(async () => (await repo.getRunById(ds.manager, r.id))?.status === 'completed', 'the run’s completion');
+    expect(calls.placed).toHaveLength(3);
   });
 
   it('waits and tries again, without spending an attempt, when the calls service refuses for now', async () => {
