@@ -92,20 +92,24 @@ export class RunDispatcher {
    * recipient of a run that is over. Undefined when nothing more is to be done with the recipient.
    */
   private async context(m: EntityManager, r: RecipientRecord, now: Date, pending: PendingEvents): Promise<{ run: RunRecord; spec: WorkflowSpec } | undefined> {
-    let run = await this.repository.lockRunShared(m, r.runId);
-    if (!run) return undefined;
-    const workflow = await this.repository.getWorkflow(run.accountId, run.workflowId, m);
+    // A scheduled run whose time has come is started BEFORE the run is locked FOR SHARE: a dispatch holding the share
+    // lock that then asked for the row's exclusive lock (the UPDATE) would wait on every other dispatch doing the same
+    // at the start instant, a deadlock PostgreSQL breaks one transaction at a time while new dispatches take share
+    // locks again (bench/workflows.mjs, 2,000 recipients due at once: twice no call was placed for minutes, the
+    // pool held by the waiters and GET …/runs/{id} timing out).
+    const seen = await this.repository.getRunById(m, r.runId);
+    if (!seen) return undefined;
+    const workflow = await this.repository.getWorkflow(seen.accountId, seen.workflowId, m);
     if (!workflow) return undefined;
     const spec = workflow.spec;
-    if (run.status === 'scheduled' && run.startAt.getTime() <= now.getTime()) {
-      const started = await this.repository.startRun(m, run.id, now);
+    if (seen.status === 'scheduled' && seen.startAt.getTime() <= now.getTime()) {
+      const started = await this.repository.startRun(m, seen.id, now);
       if (started) {
-        run = started;
-        await this.events.record(m, pending, run, spec.agent_id, 'workflow_run.started', { workflow_id: run.workflowId, run_id: run.id, counts: await this.repository.countsOf(m, run.id) }, now);
-      } else {
-        run = (await this.repository.lockRunShared(m, r.runId)) ?? run;
+        await this.events.record(m, pending, started, spec.agent_id, 'workflow_run.started', { workflow_id: started.workflowId, run_id: started.id, counts: await this.repository.countsOf(m, started.id) }, now);
       }
     }
+    const run = await this.repository.lockRunShared(m, r.runId);
+    if (!run) return undefined;
     return { run, spec };
   }
 
