@@ -172,6 +172,7 @@ export class RunDispatcher {
       const now = new Date(this.clock.now());
       const current = await this.repository.lockRecipient(m, r.id);
       if (!current || current.state !== 'dialing' || current.attempt !== r.attempt) return true;
+      await this.repository.lockAccountLines(m, r.accountId);
       if (error.code === 'plan_limit_reached' || error.code === 'service_unavailable' || error.code === 'rate_limited') {
         const at = new Date(now.getTime() + BUSY_LINES_RETRY_MS);
         await this.repository.updateRecipient(m, r.id, { state: 'pending', attempt: r.attempt - 1, dueAt: at }, now);
@@ -208,6 +209,8 @@ export class RunDispatcher {
    * account (whose own concurrency then decides).
    */
   async wakeWaiting(m: EntityManager, run: Pick<RunRecord, 'id' | 'accountId'>, now: Date, lines = 1): Promise<void> {
+    // Under the line lock (again, when the caller released a line under it: it is re-entrant).
+    await this.repository.lockAccountLines(m, run.accountId);
     let woken = await this.repository.takeWaiting(m, { runId: run.id }, lines);
     if (woken.length < lines) woken = [...woken, ...(await this.repository.takeWaiting(m, { accountId: run.accountId }, lines - woken.length))];
     for (const w of woken) await this.repository.updateRecipient(m, w.id, { state: w.attempt > 0 ? 'retrying' : 'pending' }, now);

@@ -337,16 +337,17 @@ export class WorkflowsRepository {
 
   /**
    * Waiting recipients to wake, oldest due first: of the run given, else of any running run of the account. Locked
-   * (skipping those another transaction holds) and moved back to `pending`, due now, by the caller.
+   * and moved back to `pending`, due now, by the caller, under the account's line lock. Not SKIP LOCKED: a waiting
+   * row another transaction holds (a stale job looking at it) would be skipped and its wake lost.
    */
   async takeWaiting(m: EntityManager, where: { runId: string } | { accountId: string }, limit: number): Promise<RecipientRecord[]> {
     if (limit <= 0) return [];
     const rows = await m.query(
       'runId' in where
-        ? `SELECT * FROM workflow_recipients WHERE run_id = $1 AND state = 'waiting' ORDER BY due_at, seq LIMIT $2 FOR UPDATE SKIP LOCKED`
+        ? `SELECT * FROM workflow_recipients WHERE run_id = $1 AND state = 'waiting' ORDER BY due_at, seq LIMIT $2 FOR UPDATE`
         : `SELECT w.* FROM workflow_recipients w JOIN workflow_runs r ON r.id = w.run_id
             WHERE w.account_id = $1 AND w.state = 'waiting' AND r.status = 'running'
-            ORDER BY w.due_at, w.seq LIMIT $2 FOR UPDATE OF w SKIP LOCKED`,
+            ORDER BY w.due_at, w.seq LIMIT $2 FOR UPDATE OF w`,
       ['runId' in where ? where.runId : where.accountId, limit],
     );
     return rows.map(toRecipient);
