@@ -1,11 +1,7 @@
 import 'reflect-metadata';
-import { MODULE_METADATA } from '@nestjs/common/constants';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { OpenAPIObject } from '@nestjs/swagger';
-import { Test } from '@nestjs/testing';
-import { GatewayModule } from './gateway.module';
-import { buildOpenApiDocument } from './http/openapi';
 import { NOT_YET_SUPPORTED, PARLEY_STATUS } from './http/openapi-decorators';
+import { gatewayOpenApiDocument } from './testing/gateway-openapi';
 
 interface Schema extends Record<string, unknown> {
   properties?: Record<string, Schema>;
@@ -15,24 +11,11 @@ interface Schema extends Record<string, unknown> {
 /** The agent fields calls ignore today (in part), where the agent's own schemas carry them. */
 const AGENT_FIELDS = ['autonomy'];
 
-/** The gateway's own controllers, their collaborators stubbed: the document depends on routes and DTOs only. */
-async function openApiDocument(): Promise<OpenAPIObject> {
-  const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
-  const module = await Test.createTestingModule({ controllers })
-    .useMocker(() => ({}))
-    .compile();
-  const app = module.createNestApplication(new FastifyAdapter());
-  await app.init();
-  const document = buildOpenApiDocument(app);
-  await app.close();
-  return document;
-}
-
 describe('the OpenAPI document the gateway serves', () => {
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    document = await openApiDocument();
+    document = await gatewayOpenApiDocument();
   });
 
   it('marks exactly the agent fields calls do not act on yet, each saying so in its description', () => {
@@ -125,7 +108,7 @@ describe('the OpenAPI document the gateway serves', () => {
 
 describe('the browser client routes in the OpenAPI document', () => {
   it('publishes the script at the contract’s path and at its module and versioned URLs, as JavaScript, without an API key', async () => {
-    const document = await openApiDocument();
+    const document = await gatewayOpenApiDocument();
 
     const paths = ['/v1/embed/', '/v1/embed/parley.js', '/v1/embed/parley.mjs', '/v1/embed/{build}/parley.js', '/v1/embed/{build}/parley.mjs'];
     expect(Object.keys(document.paths).filter((p) => p.startsWith('/v1/embed')).sort()).toEqual([...paths].sort());
@@ -143,7 +126,7 @@ describe('the rendezvous routes in the OpenAPI document', () => {
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    document = await openApiDocument();
+    document = await gatewayOpenApiDocument();
   });
 
   const operation = (path: string) =>
@@ -173,7 +156,7 @@ describe('the rendezvous routes in the OpenAPI document', () => {
 
 describe('the workflow link on calls in the OpenAPI document', () => {
   it('publishes the workflow_run_id filter of GET /v1/calls and the call’s nullable workflow_run_id and workflow_recipient_id, not taken by POST', async () => {
-    const document = await openApiDocument();
+    const document = await gatewayOpenApiDocument();
     const schemas = document.components?.schemas as Record<string, Schema>;
     const list = document.paths['/v1/calls'].get as unknown as { parameters: { name: string; in: string; schema: { pattern?: string } }[] };
     expect(list.parameters.find((p) => p.name === 'workflow_run_id')).toMatchObject({ in: 'query', schema: { pattern: '^wfr_[0-9A-Za-z]{22}$' } });
@@ -189,7 +172,7 @@ describe('the ringing and claim routes in the OpenAPI document', () => {
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    document = await openApiDocument();
+    document = await gatewayOpenApiDocument();
   });
 
   type Op = { description: string; 'x-permission': string; parameters?: { name: string }[]; requestBody?: { content: Record<string, { schema: { $ref: string }; examples?: Record<string, unknown> }> }; responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }> };

@@ -1,15 +1,11 @@
 import 'reflect-metadata';
-import { MODULE_METADATA } from '@nestjs/common/constants';
-import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { Test } from '@nestjs/testing';
 import { knowledgeV1 } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { AppError } from '@parley/rpc';
 import { Principal } from '../auth/api-keys.repository';
-import { GatewayModule } from '../gateway.module';
-import { buildOpenApiDocument } from '../http/openapi';
 import { CursorCodec } from '../http/pagination';
 import { fakeRpcClient } from '../testing/fake-rpc-client';
+import { gatewayOpenApiDocument } from '../testing/gateway-openapi';
 import { KnowledgeBasesController } from './knowledge-bases.controller';
 import { KnowledgeClient } from './knowledge.client';
 
@@ -169,12 +165,7 @@ describe('KnowledgeBasesController', () => {
   });
 
   it('publishes the eight routes in OpenAPI with their permissions, no 501, and examples', async () => {
-    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
-    const module = await Test.createTestingModule({ controllers }).useMocker(() => ({})).compile();
-    const app = module.createNestApplication(new FastifyAdapter());
-    await app.init();
-    const document = buildOpenApiDocument(app);
-    await app.close();
+    const document = await gatewayOpenApiDocument();
     const ops = {
       'get /v1/knowledge_bases': 'knowledge:read',
       'post /v1/knowledge_bases': 'knowledge:write',

@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { EventEmitter } from 'node:events';
-import { MODULE_METADATA } from '@nestjs/common/constants';
 import { APP_FILTER, APP_GUARD, APP_PIPE, Reflector } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { OpenAPIObject } from '@nestjs/swagger';
@@ -16,10 +15,8 @@ import { CallsClient } from '../calls/calls.client';
 import { PERMISSION_KEY } from '../auth/permissions';
 import { IdempotencyStore } from '../edge/idempotency.store';
 import { MemoryRateLimitStore, RateLimiter } from '../edge/rate-limit';
-import { GatewayModule } from '../gateway.module';
 import { InputHygieneGuard } from '../http/input-hygiene.guard';
 import { NoBodyGuard } from '../http/no-body';
-import { buildOpenApiDocument } from '../http/openapi';
 import { CursorCodec } from '../http/pagination';
 import { ProblemFilter } from '../http/problem';
 import { QueryGuard } from '../http/query.guard';
@@ -27,6 +24,7 @@ import { inspectResourceId, resourceIdShape } from '../http/resource-id';
 import { configureGatewayHttp, gatewayAdapterOptions } from '../http/setup';
 import { BodyValidationPipe } from '../http/validation';
 import { fakeRpcClient } from '../testing/fake-rpc-client';
+import { gatewayOpenApiDocument } from '../testing/gateway-openapi';
 import { AddRecipientsDto, StartRunDto, WorkflowInputDto, WorkflowPatchDto } from './workflow.dto';
 import { csvRecordCount, WorkflowsController } from './workflows.controller';
 import { WorkflowsClient } from './workflows.client';
@@ -563,12 +561,7 @@ describe('workflow routes in the OpenAPI document', () => {
   let document: OpenAPIObject;
 
   beforeAll(async () => {
-    const controllers = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, GatewayModule);
-    const module = await Test.createTestingModule({ controllers }).useMocker(() => ({})).compile();
-    const app = module.createNestApplication(new FastifyAdapter());
-    await app.init();
-    document = buildOpenApiDocument(app);
-    await app.close();
+    document = await gatewayOpenApiDocument();
   });
 
   type Op = {
