@@ -5,7 +5,6 @@ import { ServiceConfig } from '@parley/config';
 import { CONFIG } from '@parley/runtime';
 import { RunDispatcher } from './dispatcher';
 import { WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
-import { workflowMetrics } from './metrics';
 import { PendingEvents, RunEvents } from './run-events';
 import { WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
 import { RecipientChange, RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.repository';
@@ -114,7 +113,6 @@ export class CallOutcomes {
       await this.repository.addCall(m, r.id, callId);
       const after = await change(m, { ...r, callIds: r.callIds.includes(callId) ? r.callIds : [...r.callIds, callId] }, run, spec, now, pending);
       if (after.state === 'succeeded' || after.state === 'failed' || after.state === 'cancelled') {
-        workflowMetrics.recipientsFinished.inc({ state: after.state });
         await this.events.recipientFinished(m, pending, run, spec.agent_id, after, now);
         pending.finishedRuns.add(run.id);
       }

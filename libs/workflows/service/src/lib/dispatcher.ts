@@ -185,7 +185,7 @@ export class RunDispatcher {
       const reason = doNotCall ? 'do_not_call' : `call_refused: ${error.errors?.map((e) => `${e.field} ${e.message}`).join('; ') || error.message}`;
       const state = doNotCall ? 'suppressed' : 'failed';
       await this.repository.updateRecipient(m, r.id, { state, dueAt: null, reason, attempt: r.attempt - 1 }, now);
-      await this.events.recipientFinished(m, pending, run, spec.agent_id, { ...current, state, dueAt: null, reason, attempt: r.attempt - 1 }, now);
+      await this.events.recipientFinished(m, pending, run, spec.agent_id, { ...current, state, reason, attempt: r.attempt - 1 }, now);
       await this.wakeWaiting(m, run, now);
       pending.finishedRuns.add(run.id);
       return true;

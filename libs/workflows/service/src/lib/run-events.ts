@@ -5,12 +5,16 @@ import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { newId } from '@parley/persistence';
 import { BUS } from '@parley/runtime';
+import { workflowMetrics } from './metrics';
 import { toRunMessage } from './presenters';
 import { PUBLIC_STATE, RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.repository';
 
 export const WORKFLOWS_OUTBOX = Symbol('WORKFLOWS_OUTBOX');
 
 type RunEventType = Extract<WebhookEventType, `workflow_run.${string}`>;
+
+/** What a recipient's final event tells. */
+export type FinishedRecipient = Pick<RecipientRecord, 'id' | 'to' | 'state' | 'reason' | 'attempt' | 'lastOutcome' | 'metadata' | 'callIds'>;
 
 /** Events written inside a transaction; published (outbox nudge, live broadcast) once it committed. */
 export class PendingEvents {
@@ -49,7 +53,7 @@ export class RunEvents {
   }
 
   /** `workflow_run.recipient.finished` for a recipient that reached a final state. */
-  recipientFinished(m: EntityManager, pending: PendingEvents, run: RunRecord, agentId: string, r: RecipientRecord, at: Date): Promise<void> {
+  recipientFinished(m: EntityManager, pending: PendingEvents, run: RunRecord, agentId: string, r: FinishedRecipient, at: Date): Promise<void> {
     const state = PUBLIC_STATE[r.state];
     if (state !== 'succeeded' && state !== 'failed' && state !== 'suppressed' && state !== 'cancelled') throw new Error(`recipient ${r.id} is not final (${r.state})`);
     return this.record(
@@ -81,6 +85,8 @@ export class RunEvents {
     for (const event of pending.events) {
       const runId = (event.data as { run_id: string }).run_id;
       this.broadcast(runId, { kind: 'event', event });
+      // Counted once committed, whichever path made the recipient final.
+      if (event.type === 'workflow_run.recipient.finished') workflowMetrics.recipientsFinished.inc({ state: (event.data as { state: string }).state });
     }
   }
 

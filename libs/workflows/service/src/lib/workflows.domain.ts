@@ -9,7 +9,6 @@ import { AGENTS_PORT, AgentsPort } from './agents-port';
 import { CALLS_PORT, CallsPort } from './calls-port';
 import { RunDispatcher } from './dispatcher';
 import { WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
-import { workflowMetrics } from './metrics';
 import { NormalizedRecipient, parseRecipientsPage, SuppressedRecipient } from './recipients';
 import { PendingEvents, RunEvents } from './run-events';
 import { WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
@@ -203,9 +202,8 @@ export class WorkflowsDomain {
     const callable = rows.filter((r) => r.state === 'pending');
     await this.jobs.schedule(m, callable.map((r) => ({ recipientId: r.id, at: dueAt })));
     for (const r of rows.filter((row) => row.state === 'suppressed')) {
-      await this.events.recipientFinished(m, pending, run, spec.agent_id, { ...r, seq: '', accountId: run.accountId, runId: run.id, attempt: 0, retries: {}, lastOutcome: null, lastEndReason: null, callIds: [], createdAt: now, updatedAt: now }, now);
+      await this.events.recipientFinished(m, pending, run, spec.agent_id, { ...r, attempt: 0, lastOutcome: null, callIds: [] }, now);
     }
-    workflowMetrics.recipientsFinished.inc({ state: 'suppressed' }, rows.length - callable.length);
     return { added: callable.length, suppressed: rows.length - callable.length };
   }
 
