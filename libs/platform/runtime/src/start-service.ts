@@ -103,6 +103,8 @@ export async function startService<C extends ServiceConfig>(
   const stop = () =>
     (stopping ??= (async () => {
       log.info('stopping');
+      // Not ready from the first moment (a media worker drains its calls for CALL_DRAIN_SECONDS after this).
+      health.markStopping();
       if (def.grpc) app.get(GrpcHealthController).markStopping();
       await relay?.stop();
       await app.close();
