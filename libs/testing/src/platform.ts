@@ -42,6 +42,8 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 export class RunningPlatform {
   private readonly processes = new Map<string, ChildProcess>();
   private readonly outputs = new Map<string, string[]>();
+  /** Each process's own environment on top of the platform's (a replica's ports, a service's OPS_PORT), kept for restarts. */
+  private readonly overrides = new Map<string, Record<string, string>>();
 
   private constructor(
     readonly mode: 'standalone' | 'distributed',
@@ -88,7 +90,11 @@ export class RunningPlatform {
     const platform = new RunningPlatform(mode, `http://127.0.0.1:${port}`, env, database);
     try {
       if (mode === 'standalone') platform.spawn('standalone');
-      else for (const s of SERVICES) platform.spawn(s);
+      else {
+        // Distributed, every service but the gateway serves /readyz and /metrics on an ops port of its own.
+        const ops = await Promise.all(SERVICES.map(() => freePort()));
+        SERVICES.forEach((s, i) => platform.spawn(s, s, s === 'gateway' ? {} : { OPS_PORT: String(ops[i]) }));
+      }
       await platform.waitReady();
     } catch (error) {
       await platform.stop();
@@ -121,6 +127,17 @@ export class RunningPlatform {
     // The media worker answers carriers on its own port (426 to plain HTTP); distributed, it starts on its own.
     const media = this.mediaUrl.replace(/^ws/, 'http');
     await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen');
+  }
+
+  /**
+   * Where a process serves /healthz, /readyz and /metrics: the gateway's (or the standalone process's) HTTP address,
+   * or, distributed, a service's (or replica's) OPS_PORT.
+   */
+  opsUrl(name: string): string {
+    const env = { ...this.env, ...this.overrides.get(name) };
+    if (name === 'standalone' || name.startsWith('gateway')) return `http://127.0.0.1:${env['PORT']}`;
+    if (!env['OPS_PORT'] || !this.outputs.has(name)) throw new Error(`${name} has no ops port`);
+    return `http://127.0.0.1:${env['OPS_PORT']}`;
   }
 
   /** Process id of a running app (`standalone`, or a service of a distributed platform). */
@@ -163,7 +180,7 @@ export class RunningPlatform {
   async addReplica(service: 'gateway' | 'media-worker'): Promise<{ name: string; url: string }> {
     if (this.mode !== 'distributed') throw new Error('replicas need a distributed platform');
     const name = `${service}-${this.processes.size}`;
-    const [a, b] = await Promise.all([freePort(), freePort()]);
+    const [a, b, ops] = await Promise.all([freePort(), freePort(), freePort()]);
     if (service === 'gateway') {
       this.spawn(service, name, { PORT: String(a) });
       const url = `http://127.0.0.1:${a}`;
@@ -171,7 +188,7 @@ export class RunningPlatform {
       return { name, url };
     }
     const url = `ws://127.0.0.1:${a}`;
-    this.spawn(service, name, { MEDIA_PORT: String(a), MEDIA_PUBLIC_URL: url, MEDIA_GRPC_URL: `127.0.0.1:${b}` });
+    this.spawn(service, name, { MEDIA_PORT: String(a), MEDIA_PUBLIC_URL: url, MEDIA_GRPC_URL: `127.0.0.1:${b}`, OPS_PORT: String(ops) });
     await waitFor(async () => (await fetch(url.replace(/^ws/, 'http'))).status === 426, 60_000, `${name} to listen`);
     return { name, url };
   }
@@ -208,8 +225,12 @@ export class RunningPlatform {
     await this.database.drop().catch(() => undefined);
   }
 
-  /** Runs `app`'s build as the process `name` (a replica's own name; the app's by default), its env overridden by `env`. */
-  private spawn(app: string, name = app, env: Record<string, string> = {}): void {
+  /**
+   * Runs `app`'s build as the process `name` (a replica's own name; the app's by default), its env overridden by
+   * `env` (by default, by what it was given when it first started).
+   */
+  private spawn(app: string, name = app, env: Record<string, string> = this.overrides.get(name) ?? {}): void {
+    this.overrides.set(name, env);
     const child = spawn(process.execPath, [entry(app)], { env: { ...this.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines = this.outputs.get(name) ?? [];
     this.outputs.set(name, lines);
