@@ -1,4 +1,4 @@
-import { AggregatorRegistry, collectDefaultMetrics, Histogram, register } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Histogram, register } from 'prom-client';
 
 let defaultsCollected = false;
 
@@ -16,6 +16,12 @@ export const httpRequestDuration = new Histogram({
   help: 'Public HTTP request duration by route template and status',
   labelNames: ['method', 'route', 'status'] as const,
   buckets: latencyBuckets,
+});
+
+export const httpProblems = new Counter({
+  name: 'parley_http_problems_total',
+  help: 'Public HTTP problem+json answers by route template, status and problem code',
+  labelNames: ['route', 'status', 'code'] as const,
 });
 
 export const rpcServerDuration = new Histogram({

@@ -10,8 +10,9 @@ import {
   UnsupportedMediaTypeException,
 } from '@nestjs/common';
 import { PROBLEM_TYPE_BASE } from '@parley/contracts';
+import { httpProblems } from '@parley/observability';
 import { AppError } from '@parley/rpc';
-import { toProblem } from './problem';
+import { sendProblem, toProblem } from './problem';
 
 // The logger is replaced so unhandled errors can be seen being logged (and do not print during the tests).
 jest.mock('@parley/observability', () => {
@@ -126,5 +127,22 @@ describe('toProblem', () => {
       expect(problem.type).toBe(`${PROBLEM_TYPE_BASE}/${problem.code}`);
       expect(problem.request_id).toBe('req_abc');
     }
+  });
+});
+
+describe('sendProblem', () => {
+  it('counts each problem by route template, status and code', async () => {
+    const reply = { status: jest.fn(), header: jest.fn(), send: jest.fn() };
+    reply.status.mockReturnValue(reply);
+    reply.header.mockReturnValue(reply);
+    const request = { id: 'req_1', routeOptions: { url: '/v1/calls/:id' } };
+    const count = async () =>
+      (await httpProblems.get()).values.find((v) => v.labels.route === '/v1/calls/:id' && v.labels.code === 'not_found' && v.labels.status === '404')?.value ?? 0;
+    const before = await count();
+
+    sendProblem(reply as never, request as never, new NotFoundException());
+
+    expect(reply.status).toHaveBeenCalledWith(404);
+    expect(await count()).toBe(before + 1);
   });
 });

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { FieldProblem, PROBLEM_TYPE_BASE, PROBLEMS, ProblemCode } from '@parley/contracts';
-import { serviceLogger } from '@parley/observability';
+import { httpProblems, serviceLogger } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { ReplayedResponse } from '../edge/replayed-response';
 
@@ -87,6 +87,7 @@ export function toProblem(error: unknown, requestId: string): Problem {
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: unknown): void {
   const problem = toProblem(error, String(request.id));
+  httpProblems.inc({ route: request.routeOptions?.url ?? 'unmatched', status: String(problem.status), code: problem.code });
   if (problem.retry_after_seconds !== undefined) reply.header('retry-after', String(problem.retry_after_seconds));
   void reply.status(problem.status).header('content-type', 'application/problem+json').send(problem);
 }
