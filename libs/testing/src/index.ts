@@ -8,3 +8,4 @@ export * from './nats-server';
 export * from './postgres-server';
 export * from './raw-http';
 export * from './call-message';
+export * from './metric-queries';
