@@ -29,12 +29,14 @@ const SPEC_EVENT_TYPES = [
 ];
 /** Ours where the spec leaves workflows' events to us (issue 21). */
 const WORKFLOW_EVENT_TYPES = ['workflow_run.started', 'workflow_run.completed', 'workflow_run.recipient.finished'];
-const EVENT_TYPES = [...SPEC_EVENT_TYPES, ...WORKFLOW_EVENT_TYPES];
+/** Ours where the spec leaves projects and budgets to us (issue 22). */
+const PROJECT_EVENT_TYPES = ['project.limit_reached'];
+const EVENT_TYPES = [...SPEC_EVENT_TYPES, ...WORKFLOW_EVENT_TYPES, ...PROJECT_EVENT_TYPES];
 
 describe('webhook event catalogue', () => {
-  it('lists the 10 event types of the spec and the 3 of workflow runs, each once', () => {
-    expect(WEBHOOK_EVENT_TYPES).toHaveLength(13);
-    expect(new Set(WEBHOOK_EVENT_TYPES).size).toBe(13);
+  it('lists the 10 event types of the spec, the 3 of workflow runs and the 1 of projects, each once', () => {
+    expect(WEBHOOK_EVENT_TYPES).toHaveLength(14);
+    expect(new Set(WEBHOOK_EVENT_TYPES).size).toBe(14);
     expect([...WEBHOOK_EVENT_TYPES].sort()).toEqual([...EVENT_TYPES].sort());
   });
 

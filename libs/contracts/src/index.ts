@@ -16,3 +16,4 @@ export * from './realtime';
 export * from './workflows';
 export * from './calls';
 export * from './csat';
+export * from './projects';

@@ -1,4 +1,5 @@
 import { STREAMS, Subject } from './messaging';
+import type { ProjectLimit } from './projects';
 import type { RecipientState, RetryableOutcome, RunCounts } from './workflows';
 
 /** Every webhook event type of the public interface, with the shape of its `data`. */
@@ -34,6 +35,11 @@ export interface WebhookEventData {
     last_outcome?: RetryableOutcome | 'other';
     metadata: Record<string, string>;
   };
+  /**
+   * A project first reached one of its ceilings (docs/projects.md): a new call (or agent) was refused with 402
+   * `plan_limit_reached` naming `limit`. Sent once until the project is back under that ceiling.
+   */
+  'project.limit_reached': { project_id: string; limit: ProjectLimit; ceiling: number };
 }
 
 export type CallDirection = 'outbound' | 'inbound' | 'web';
@@ -53,6 +59,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'workflow_run.started',
   'workflow_run.completed',
   'workflow_run.recipient.finished',
+  'project.limit_reached',
 ] as const satisfies readonly WebhookEventType[];
 
 /** The envelope delivered to webhook endpoints; `account_id`, `agent_id` and `workflow` route it and are not delivered. */

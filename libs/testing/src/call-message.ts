@@ -28,6 +28,7 @@ export function callMessage(over: Partial<callsV1.Call> & Pick<callsV1.Call, 'id
     summary: '',
     extracted_json: '',
     answered_by: '',
+    project_id: '',
     seats: [],
     claimable: false,
     claimed_by: '',

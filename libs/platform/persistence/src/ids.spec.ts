@@ -1,4 +1,4 @@
-import { isWellFormedId, newId } from './ids';
+import { defaultProjectId, isWellFormedId, newId } from './ids';
 
 describe('newId', () => {
   it('starts with the prefix and an underscore', () => {
@@ -47,5 +47,14 @@ describe('isWellFormedId', () => {
     ['the prefix alone', 'agt_'],
   ])('refuses %s', (_case, value) => {
     expect(isWellFormedId('agt', value)).toBe(false);
+  });
+});
+
+describe('defaultProjectId', () => {
+  it('is a well-formed project id, the same for the same account and another for another account', () => {
+    const id = defaultProjectId('acme');
+    expect(isWellFormedId('prj', id)).toBe(true);
+    expect(defaultProjectId('acme')).toBe(id);
+    expect(defaultProjectId('umbrella')).not.toBe(id);
   });
 });

@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const ID_BYTES = 22;
@@ -26,4 +26,13 @@ const ID_SHAPE = new RegExp(`^[0-9A-Za-z]{${ID_BYTES}}$`);
  */
 export function isWellFormedId(prefix: string, value: string): boolean {
   return value.length === prefix.length + 1 + ID_BYTES && value.startsWith(`${prefix}_`) && ID_SHAPE.test(value.slice(prefix.length + 1));
+}
+
+/**
+ * The id of an account's default project (`prj_…`), derived from the account id so every service knows it without
+ * asking the gateway (which owns projects): resources stored before projects existed, or created without one,
+ * belong to it. Well formed as newId's ids are (hex digits are base62).
+ */
+export function defaultProjectId(accountId: string): string {
+  return `prj_${createHash('sha256').update(`parley-default-project\n${accountId}`).digest('hex').slice(0, ID_BYTES)}`;
 }

@@ -20,6 +20,10 @@ export class AgentEntity {
   @Column({ name: 'group_id', type: 'text', nullable: true })
   groupId: string | null;
 
+  /** The project (prj_…) the agent belongs to, fixed at creation; null on agents stored before projects (the default). */
+  @Column({ name: 'project_id', type: 'text', nullable: true })
+  projectId: string | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;
 

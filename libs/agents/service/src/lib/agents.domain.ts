@@ -58,9 +58,10 @@ export class AgentsDomain {
     @Inject(KNOWLEDGE_BASES) private readonly knowledge: KnowledgeBases,
   ) {}
 
-  async createAgent(accountId: string, input: AgentSpec): Promise<AgentView> {
+  /** `project`: where the agent is created and that project's ceiling on agents (the gateway owns projects). */
+  async createAgent(accountId: string, input: AgentSpec, project?: { id: string; maxAgents: number }): Promise<AgentView> {
     const spec = await this.check(accountId, applyPatch({} as AgentSpec, input), input);
-    return this.view(await this.agents.create(accountId, sealSecrets(spec, this.sealer)));
+    return this.view(await this.agents.create(accountId, sealSecrets(spec, this.sealer), project));
   }
 
   async getAgent(accountId: string, id: string): Promise<AgentView> {
@@ -116,8 +117,8 @@ export class AgentsDomain {
     return this.view(agent);
   }
 
-  async listAgents(accountId: string, limit: number, after: string): Promise<Page<AgentView>> {
-    const page = await this.agents.list(accountId, limit, pagePosition(after));
+  async listAgents(accountId: string, limit: number, after: string, projectId?: string): Promise<Page<AgentView>> {
+    const page = await this.agents.list(accountId, limit, pagePosition(after), projectId);
     return { ...page, items: page.items.map(await this.presenter(page.items)) };
   }
 

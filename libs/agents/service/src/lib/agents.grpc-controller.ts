@@ -1,6 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { agentsV1 } from '@parley/contracts';
 import { serviceLogger } from '@parley/observability';
+import { defaultProjectId } from '@parley/persistence';
 import { AppError, pageLimit, toGrpcError } from '@parley/rpc';
 import { AgentGroupEntity } from './agent.entity';
 import { AgentsDomain, AgentView } from './agents.domain';
@@ -19,6 +20,7 @@ function toAgent(view: AgentView): agentsV1.Agent {
     effective_json: JSON.stringify(view.effective),
     created_at: view.entity.createdAt.toISOString(),
     updated_at: view.entity.updatedAt.toISOString(),
+    project_id: view.entity.projectId ?? defaultProjectId(view.entity.accountId),
   };
 }
 
@@ -55,7 +57,8 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   constructor(private readonly domain: AgentsDomain) {}
 
   async createAgent(req: agentsV1.CreateAgentRequest): Promise<agentsV1.CreateAgentResponse> {
-    return { agent: toAgent(await this.domain.createAgent(req.account_id, parse(req.spec_json))) };
+    const project = { id: req.project_id || defaultProjectId(req.account_id), maxAgents: Math.max(0, req.max_agents) };
+    return { agent: toAgent(await this.domain.createAgent(req.account_id, parse(req.spec_json), project)) };
   }
 
   async getAgent(req: agentsV1.GetAgentRequest): Promise<agentsV1.GetAgentResponse> {
@@ -92,7 +95,7 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   }
 
   async listAgents(req: agentsV1.ListAgentsRequest): Promise<agentsV1.ListAgentsResponse> {
-    const page = await this.domain.listAgents(req.account_id, pageLimit(req.limit), req.after);
+    const page = await this.domain.listAgents(req.account_id, pageLimit(req.limit), req.after, req.project_id || undefined);
     return { data: page.items.map(toAgent), has_more: page.hasMore, next: page.next };
   }
 

@@ -3,7 +3,8 @@ import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AgentChanged, SUBJECTS, Subject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
-import { isWellFormedId, keysetPage, newId, Page, Position } from '@parley/persistence';
+import { defaultProjectId, isWellFormedId, keysetPage, newId, Page, Position } from '@parley/persistence';
+import { AppError } from '@parley/rpc';
 import { AgentEntity } from './agent.entity';
 import { readIsolated } from './isolated-batch';
 import { AgentSpec } from './spec/agent-spec';
@@ -17,6 +18,7 @@ interface AgentRow {
   name: string;
   spec: AgentSpec;
   group_id: string | null;
+  project_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -35,7 +37,12 @@ export class AgentsRepository {
     private readonly relay: OutboxRelay,
   ) {}
 
-  async create(accountId: string, spec: AgentSpec): Promise<AgentEntity> {
+  /**
+   * Creates the agent in `project.id`; with `project.maxAgents` (0: none) refuses it (402 plan_limit_reached, limit
+   * max_agents) when the project already holds that many live agents, counted under the account's lock so parallel
+   * creates cannot pass the ceiling together. Absent: the account's default project, no ceiling.
+   */
+  async create(accountId: string, spec: AgentSpec, project?: { id: string; maxAgents: number }): Promise<AgentEntity> {
     const now = new Date();
     const agent = Object.assign(new AgentEntity(), {
       id: newId('agt'),
@@ -43,11 +50,27 @@ export class AgentsRepository {
       name: spec.name,
       spec,
       groupId: spec.group_id ?? null,
+      projectId: project?.id ?? null,
       createdAt: now,
       updatedAt: now,
       deletedAt: null,
     });
     await this.transaction(async (m) => {
+      if (project && project.maxAgents > 0) {
+        await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`agents:${accountId}`]);
+        const [{ live }]: { live: number }[] = await m.query(
+          `SELECT count(*)::int AS live FROM agents WHERE account_id = $1 AND deleted_at IS NULL AND coalesce(project_id, $3) = $2`,
+          [accountId, project.id, defaultProjectId(accountId)],
+        );
+        if (live >= project.maxAgents) {
+          throw new AppError(
+            'plan_limit_reached',
+            `Project ${project.id} already has ${live} agents, its ceiling (max_agents: ${project.maxAgents}).`,
+            undefined,
+            { limit: 'max_agents', project_id: project.id, ceiling: project.maxAgents },
+          );
+        }
+      }
       // The document's open-ended `value` fields defeat TypeORM's deep-partial typing; the entity is complete.
       await m.insert(AgentEntity, agent as QueryDeepPartialEntity<AgentEntity>);
       await this.event(m, SUBJECTS.agentCreated, agent);
@@ -81,7 +104,7 @@ export class AgentsRepository {
   /** The API's hottest read, batched: one plain SQL statement for all keys, without the query builder's cost. */
   private async select(keys: readonly { accountId: string; id: string }[]): Promise<(AgentEntity | null)[]> {
     const rows: AgentRow[] = await this.dataSource.query(
-      `SELECT a.id, a.account_id, a.name, a.spec, a.group_id, a.created_at, a.updated_at
+      `SELECT a.id, a.account_id, a.name, a.spec, a.group_id, a.project_id, a.created_at, a.updated_at
          FROM unnest($1::text[], $2::text[]) AS k(account_id, id)
          JOIN agents a ON a.id = k.id AND a.account_id = k.account_id AND a.deleted_at IS NULL`,
       [keys.map((k) => k.accountId), keys.map((k) => k.id)],
@@ -96,6 +119,7 @@ export class AgentsRepository {
             name: row.name,
             spec: row.spec,
             groupId: row.group_id,
+            projectId: row.project_id,
             createdAt: row.created_at,
             updatedAt: row.updated_at,
             deletedAt: null,
@@ -137,11 +161,13 @@ export class AgentsRepository {
     });
   }
 
-  list(accountId: string, limit: number, after?: Position): Promise<AgentPage> {
+  /** Live agents, newest first; `projectId`: only that project's (agents stored before projects are the default's). */
+  list(accountId: string, limit: number, after?: Position, projectId?: string): Promise<AgentPage> {
     const qb = this.dataSource
       .getRepository(AgentEntity)
       .createQueryBuilder('a')
       .where('a.account_id = :accountId AND a.deleted_at IS NULL', { accountId });
+    if (projectId) qb.andWhere('coalesce(a.project_id, :defaultProject) = :projectId', { projectId, defaultProject: defaultProjectId(accountId) });
     return keysetPage(qb, 'a', limit, after);
   }
 

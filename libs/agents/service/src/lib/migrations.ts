@@ -56,4 +56,22 @@ export class AgentDocumentsAndGroups1763700000002 implements MigrationInterface 
   }
 }
 
-export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002, BusDeadLetters1764200000000];
+/**
+ * Projects (docs/projects.md): an agent belongs to one, fixed at creation; null on agents stored before projects (the
+ * account's default project). Counted per project (max_agents) under the account's lock.
+ */
+export class AddAgentProjects1765500000003 implements MigrationInterface {
+  name = 'AddAgentProjects1765500000003';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE agents ADD COLUMN IF NOT EXISTS project_id text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS agents_project ON agents (account_id, project_id, created_at DESC, id DESC) WHERE deleted_at IS NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS agents_project`);
+    await q.query(`ALTER TABLE agents DROP COLUMN IF EXISTS project_id`);
+  }
+}
+
+export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002, BusDeadLetters1764200000000, AddAgentProjects1765500000003];

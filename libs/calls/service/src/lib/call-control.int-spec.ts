@@ -344,7 +344,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
 
     // GET /v1/calls?workflow_run_id=: the run's calls, newest first, and only them.
     const list = (filters: { workflow_run_id?: string; status?: string }) =>
-      grpc.listCalls({ account_id: 'acc_3', limit: 10, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', ...filters });
+      grpc.listCalls({ account_id: 'acc_3', limit: 10, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', project_id: '', ...filters });
     expect((await list({ workflow_run_id: run })).data.map((c) => c.id)).toEqual([second.id, first.id]);
     expect((await list({ workflow_run_id: run, status: 'ended' })).data.map((c) => c.id)).toEqual([first.id]);
     expect((await list({ workflow_run_id: 'wfr_zzzzzzzzzzzzzzzzzzzzzz' })).data.map((c) => c.id)).toEqual([other.id]);

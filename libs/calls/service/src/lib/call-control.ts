@@ -5,7 +5,7 @@ import { DEV_CARRIER_NAME, DEV_CARRIER_NUMBER } from '@parley/carrier-dev';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
-import { SignedTokens } from '@parley/persistence';
+import { defaultProjectId, SignedTokens } from '@parley/persistence';
 import { AppError, RpcClient } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission, refusal, refusedBeforeDialling } from './call-admission';
@@ -95,6 +95,8 @@ export interface AgentSettings {
   mode: AgentMode;
   /** A person answers its inbound calls by claiming them (conversation mode, `simple` autonomy): they ring until then. */
   answersByClaim: boolean;
+  /** The agent's project: its calls count against that project's ceilings. */
+  projectId: string;
 }
 
 /**
@@ -191,6 +193,7 @@ export class CallControl {
         idempotencyKey: input.idempotencyKey || null,
         workflowRunId: input.workflowRunId || null,
         workflowRecipientId: input.workflowRecipientId || null,
+        projectId: agent.projectId,
       },
       beforeCommit,
     );
@@ -436,6 +439,7 @@ export class CallControl {
         variables: {},
         metadata: {},
         claimable: agent?.answersByClaim ?? false,
+        projectId: agent?.projectId ?? defaultProjectId(accountId),
       }));
     return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call) });
   }
@@ -455,6 +459,7 @@ export class CallControl {
         converses: (spec.mode ?? 'conversation') === 'conversation',
         mode: spec.mode ?? 'conversation',
         answersByClaim: (spec.mode ?? 'conversation') === 'conversation' && effective.autonomy === 'simple',
+        projectId: agent.project_id || defaultProjectId(accountId),
       };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {

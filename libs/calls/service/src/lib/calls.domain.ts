@@ -4,7 +4,7 @@ import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csa
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
-import { newId, Page } from '@parley/persistence';
+import { defaultProjectId, newId, Page } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, isLive } from './call-state';
@@ -73,22 +73,70 @@ export class CallsDomain {
    * runs last inside the transaction; throwing from it leaves nothing recorded.
    */
   async insert(input: NewCall, beforeCommit?: () => void): Promise<CallEntity> {
-    const call = await this.repository.transaction(async (m) => {
-      // Serialise per account so the concurrent-call ceiling holds under parallel requests.
+    const outcome = await this.repository.transaction(async (m): Promise<{ call: CallEntity } | { refused: AppError }> => {
+      // Serialise per account so the concurrent-call ceilings (the account's, its projects') hold under parallel requests.
       await this.repository.lockAccount(m, input.accountId);
       const live = await this.repository.countLive(m, input.accountId);
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
+      const refused = await this.projectRefusal(m, input);
+      // Committed, not thrown: the refusal's project.limit_reached event (and its mark) must be kept.
+      if (refused) return { refused };
       if (input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey))) {
         throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
       }
       const entity = await this.repository.insert(m, newId('call'), input);
       beforeCommit?.();
-      return entity;
+      return { call: entity };
     });
+    if ('refused' in outcome) {
+      this.relay.nudge();
+      throw outcome.refused;
+    }
+    const { call } = outcome;
     this.broadcast(call.id, { kind: 'status', call: toCallMessage(call) });
     return call;
+  }
+
+  /** Stores the ceilings of a project (the gateway owns projects and puts them with every change). */
+  putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number): Promise<void> {
+    return this.repository.putProjectCeilings(accountId, projectId, maxLiveCalls);
+  }
+
+  /**
+   * The 402 a new call of the project gets when the project already has its ceiling of live calls (checked only
+   * here, at creation: a live call is never cut). The first refusal at the ceiling enqueues `project.limit_reached`;
+   * the next one does not, until a call is admitted under the ceiling again (the project went back under it).
+   */
+  private async projectRefusal(m: EntityManager, input: NewCall): Promise<AppError | undefined> {
+    const projectId = input.projectId ?? defaultProjectId(input.accountId);
+    const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
+    if (!ceilings?.maxLiveCalls) return undefined;
+    const live = await this.repository.countLiveInProject(m, input.accountId, projectId);
+    const reported = ceilings.reached.includes('max_live_calls');
+    if (live < ceilings.maxLiveCalls) {
+      if (reported) await this.repository.markLimitReached(m, projectId, 'max_live_calls', false);
+      return undefined;
+    }
+    if (!reported) {
+      await this.repository.markLimitReached(m, projectId, 'max_live_calls', true);
+      await this.repository.enqueue(m, {
+        id: newId('evt'),
+        type: 'project.limit_reached',
+        call_id: null,
+        created_at: new Date().toISOString(),
+        data: { project_id: projectId, limit: 'max_live_calls', ceiling: ceilings.maxLiveCalls },
+        account_id: input.accountId,
+        agent_id: null,
+      });
+    }
+    return new AppError(
+      'plan_limit_reached',
+      `Project ${projectId} already has ${live} live calls, its ceiling (max_live_calls: ${ceilings.maxLiveCalls}). Live calls are not cut; new ones are accepted once fewer are live.`,
+      undefined,
+      { limit: 'max_live_calls', project_id: projectId, ceiling: ceilings.maxLiveCalls },
+    );
   }
 
   /** The call an earlier create with this Idempotency-Key made (within the retention); undefined when none. */
@@ -625,5 +673,6 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     claimed_at: iso(c.claimedAt),
     workflow_run_id: c.workflowRunId ?? '',
     workflow_recipient_id: c.workflowRecipientId ?? '',
+    project_id: c.projectId ?? defaultProjectId(c.accountId),
   };
 }

@@ -172,6 +172,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       createdAfter: req.created_after || undefined,
       createdBefore: req.created_before || undefined,
       workflowRunId: req.workflow_run_id || undefined,
+      projectId: req.project_id || undefined,
     });
     return { data: page.items.map(toCallMessage), has_more: page.hasMore, next: page.next };
   }
@@ -263,6 +264,12 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async getCallAnalytics(req: callsV1.GetCallAnalyticsRequest): Promise<callsV1.GetCallAnalyticsResponse> {
     return { analytics: toAnalyticsMessage(await this.analyticsOf().overview(analyticsQuery(req.filter))) };
+  }
+
+  async putProjectCeilings(req: callsV1.PutProjectCeilingsRequest): Promise<callsV1.PutProjectCeilingsResponse> {
+    if (!req.project_id || req.max_live_calls < 0) throw AppError.validation([{ field: 'max_live_calls', message: 'must be 0 or more' }]);
+    await this.calls.putProjectCeilings(req.account_id, req.project_id, req.max_live_calls);
+    return {};
   }
 
   async getCallTimeseries(req: callsV1.GetCallTimeseriesRequest): Promise<callsV1.GetCallTimeseriesResponse> {

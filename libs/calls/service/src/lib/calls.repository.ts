@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
-import { keysetPage, Page, Position } from '@parley/persistence';
+import { defaultProjectId, keysetPage, Page, Position } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
 
 export interface NewCall {
@@ -24,6 +24,8 @@ export interface NewCall {
   seats?: Seat[] | null;
   /** Answered by a person's claim (an inbound call to a `simple` agent, a rendezvous); absent: false. */
   claimable?: boolean;
+  /** The project the call counts against (its agent's); absent: the account's default project. */
+  projectId?: string;
   /** The workflow run and recipient that placed the call (outbound calls of the workflows service); absent: none. */
   workflowRunId?: string | null;
   workflowRecipientId?: string | null;
@@ -37,6 +39,16 @@ export interface CallFilters {
   createdBefore?: string;
   /** Only the calls placed by this workflow run. */
   workflowRunId?: string;
+  /** Only the calls of this project. */
+  projectId?: string;
+}
+
+/** What the calls service enforces of a project's ceilings (the gateway owns projects and puts them here). */
+export interface ProjectCeilings {
+  /** 0: no ceiling. */
+  maxLiveCalls: number;
+  /** The limits already reported reached (project.limit_reached), until the project is back under them. */
+  reached: ProjectLimit[];
 }
 
 /** A call whose post-call analysis is due (claimed by one worker until `lease`). */
@@ -143,6 +155,44 @@ export class CallsRepository {
     return live;
   }
 
+  /** The live calls of one project; calls stored before projects (project_id null) are the default project's. */
+  async countLiveInProject(m: EntityManager, accountId: string, projectId: string): Promise<number> {
+    const [{ live }] = await m.query(
+      `SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES} AND coalesce(project_id, $3) = $2`,
+      [accountId, projectId, defaultProjectId(accountId)],
+    );
+    return live;
+  }
+
+  /** The project's ceilings as the gateway last put them, and the limits reported reached since; null: none put. */
+  async projectCeilings(m: EntityManager, accountId: string, projectId: string): Promise<ProjectCeilings | null> {
+    const [row]: { max_live_calls: number; reached: ProjectLimit[] }[] = await m.query(
+      `SELECT max_live_calls, reached FROM project_ceilings WHERE account_id = $1 AND project_id = $2`,
+      [accountId, projectId],
+    );
+    return row ? { maxLiveCalls: row.max_live_calls, reached: row.reached } : null;
+  }
+
+  /** Replaces the project's ceilings; a changed ceiling is reported again when it is reached. */
+  async putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number): Promise<void> {
+    await this.dataSource.query(
+      `INSERT INTO project_ceilings (project_id, account_id, max_live_calls) VALUES ($1, $2, $3)
+       ON CONFLICT (project_id) DO UPDATE SET max_live_calls = $3, reached = '{}', updated_at = now()
+        WHERE project_ceilings.account_id = $2`,
+      [projectId, accountId, maxLiveCalls],
+    );
+  }
+
+  /** Records that `limit` was reported reached (or that the project is back under it). */
+  async markLimitReached(m: EntityManager, projectId: string, limit: ProjectLimit, reached: boolean): Promise<void> {
+    await m.query(
+      reached
+        ? `UPDATE project_ceilings SET reached = array_append(reached, $2) WHERE project_id = $1 AND NOT ($2 = ANY (reached))`
+        : `UPDATE project_ceilings SET reached = array_remove(reached, $2) WHERE project_id = $1`,
+      [projectId, limit],
+    );
+  }
+
   /** Whether another call holds this Idempotency-Key; a key older than the retention is first taken back from its call. */
   async idempotencyKeyTaken(m: EntityManager, accountId: string, key: string): Promise<boolean> {
     await m.query(`UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION}`, [
@@ -161,8 +211,8 @@ export class CallsRepository {
     const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
       `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
                           recording_enabled, variables, metadata, idempotency_key, seats, claimable, workflow_run_id,
-                          workflow_recipient_id, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now(), now())
+                          workflow_recipient_id, project_id, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, now(), now())
        RETURNING created_at`,
       [
         id,
@@ -182,6 +232,7 @@ export class CallsRepository {
         input.claimable ?? false,
         input.workflowRunId || null,
         input.workflowRecipientId || null,
+        input.projectId ?? null,
       ],
     );
     return Object.assign(new CallEntity(), {
@@ -191,6 +242,7 @@ export class CallsRepository {
       claimable: input.claimable ?? false,
       workflowRunId: input.workflowRunId || null,
       workflowRecipientId: input.workflowRecipientId || null,
+      projectId: input.projectId ?? null,
       claimedBy: null,
       claimedAt: null,
       id,
@@ -250,6 +302,9 @@ export class CallsRepository {
     if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
     if (filters.workflowRunId) qb.andWhere('c.workflow_run_id = :workflowRunId', { workflowRunId: filters.workflowRunId });
+    if (filters.projectId) {
+      qb.andWhere('coalesce(c.project_id, :defaultProject) = :projectId', { projectId: filters.projectId, defaultProject: defaultProjectId(accountId) });
+    }
     return keysetPage(qb, 'c', limit, after);
   }
 

@@ -17,6 +17,8 @@ export class CallEntity {
   @Column({ name: 'carrier_call_id', type: 'text', nullable: true }) carrierCallId: string | null;
   @Column({ type: 'jsonb' }) variables: Record<string, string>;
   @Column({ type: 'jsonb' }) metadata: Record<string, string>;
+  /** The project (prj_…) the call counts against: its agent's; null on calls stored before projects (the default project). */
+  @Column({ name: 'project_id', type: 'text', nullable: true }) projectId: string | null;
   @Column({ type: 'int' }) turns: number;
   @Column({ name: 'recording_available', type: 'boolean' }) recordingAvailable: boolean;
   @Column({ name: 'transcript_available', type: 'boolean' }) transcriptAvailable: boolean;

@@ -458,6 +458,33 @@ export class AddCallAnalytics1765300000470 implements MigrationInterface {
   }
 }
 
+/**
+ * Projects (docs/projects.md): a call counts against its agent's project (null on calls stored before projects: the
+ * account's default project), and the ceilings of each project the gateway puts here (it owns projects), with the
+ * limits already reported reached (`project.limit_reached` is sent once until the project is back under it).
+ */
+export class AddCallProjects1765500000490 implements MigrationInterface {
+  name = 'AddCallProjects1765500000490';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS project_id text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS calls_project ON calls (account_id, project_id, created_at DESC, id DESC)`);
+    await q.query(`CREATE TABLE IF NOT EXISTS project_ceilings (
+      project_id text PRIMARY KEY,
+      account_id text NOT NULL,
+      max_live_calls int NOT NULL DEFAULT 0 CHECK (max_live_calls >= 0),
+      reached text[] NOT NULL DEFAULT '{}',
+      updated_at timestamptz(3) NOT NULL DEFAULT now()
+    )`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS project_ceilings`);
+    await q.query(`DROP INDEX IF EXISTS calls_project`);
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS project_id`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -482,4 +509,5 @@ export const CALLS_MIGRATIONS = [
   AddCallWorkflow1765100000450,
   CreateCallRatings1765200000460,
   AddCallAnalytics1765300000470,
+  AddCallProjects1765500000490,
 ];

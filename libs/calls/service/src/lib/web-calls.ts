@@ -18,7 +18,7 @@ import { SignedTokens } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
-import { CallControl } from './call-control';
+import { AgentSettings, CallControl } from './call-control';
 import { isLive } from './call-state';
 import { awaitsClaim, CallsDomain } from './calls.domain';
 import { CallEntity, Seat } from './entities';
@@ -111,7 +111,7 @@ export class WebCalls {
       throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a browser can talk to conversation and keypad agents` }]);
     }
     // A `simple` agent's web call is answered by a person who claims it, as its inbound phone calls are.
-    const call = await this.record(accountId, input, agent.recordCalls, undefined, agent.answersByClaim);
+    const call = await this.record(accountId, input, agent, undefined, agent.answersByClaim);
     return { call, token: this.mintFor(call) };
   }
 
@@ -134,7 +134,7 @@ export class WebCalls {
     }
     const agent = await this.control.agentSettings(accountId, input.agentId, 'agent_id');
     if (agent.mode !== 'webrtc') throw AppError.validation([{ field: 'agent_id', message: `names a ${agent.mode} agent; a rendezvous needs a webrtc agent` }]);
-    return this.record(accountId, input, agent.recordCalls, names.map((name) => ({ name, taken: false })));
+    return this.record(accountId, input, agent, names.map((name) => ({ name, taken: false })));
   }
 
   /**
@@ -154,7 +154,7 @@ export class WebCalls {
   }
 
   /** Admission first, as for a phone call: a platform that cannot carry one more call refuses (503) before it is recorded. */
-  private async record(accountId: string, input: NewWebCall, recordingEnabled: boolean, seats?: Seat[], answeredByClaim = false): Promise<CallEntity> {
+  private async record(accountId: string, input: NewWebCall, agent: AgentSettings, seats?: Seat[], answeredByClaim = false): Promise<CallEntity> {
     // Answered well within the gateway's deadline, so a refusal still reaches the browser's server.
     const ticket = await this.admission.admit(Date.now() + (this.config.RPC_TIMEOUT_MS * 3) / 4);
     try {
@@ -167,13 +167,14 @@ export class WebCalls {
         status: 'queued',
         carrier: WEB_CARRIER,
         carrierCallId: null,
-        recordingEnabled,
+        recordingEnabled: agent.recordCalls,
         variables: input.variables ?? {},
         metadata: input.metadata ?? {},
         idempotencyKey: input.idempotencyKey || null,
         seats: seats ?? null,
         // A rendezvous' second end may be a person who claims it from the ringing list.
         claimable: seats !== undefined || answeredByClaim,
+        projectId: agent.projectId,
       });
       ticket.recorded();
       return call;

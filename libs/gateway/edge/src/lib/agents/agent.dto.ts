@@ -1148,6 +1148,8 @@ export class EffectiveConfigDto extends PickType(AgentInputDto, INHERITABLE_FIEL
 export class AgentDto extends OmitType(AgentInputDto, ['tool_configs'] as const) implements AgentDocument {
   @ApiProperty({ example: 'agt_3xQ9…' }) id: string;
   @ApiProperty({ enum: ['agent'] }) object: 'agent';
+  @ApiProperty({ example: 'prj_…', readOnly: true, description: 'The project the agent belongs to, chosen when it was created (docs/projects.md).' })
+  project_id: string;
 
   @ApiPropertyOptional({
     type: [ToolConfigOutputDto],

@@ -14,6 +14,7 @@ const AGT_POISON = `agt_${'P'.repeat(22)}`;
 const agent = (account: string, id: string): agentsV1.Agent => ({
   id,
   account_id: account,
+  project_id: '',
   spec_json: '{}',
   effective_json: '{}',
   created_at: '2026-11-22T00:00:00.000Z',

@@ -23,7 +23,7 @@ import { ResourceId } from '../http/resource-id';
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
   if (!a) throw new Error('agents service answered without an agent');
   const { spec, effective } = readAgent(a);
-  return { id: a.id, object: 'agent', ...spec, effective, created_at: a.created_at, updated_at: a.updated_at };
+  return { id: a.id, object: 'agent', project_id: a.project_id, ...spec, effective, created_at: a.created_at, updated_at: a.updated_at };
 }
 
 @ApiTags('Agents')
@@ -40,7 +40,7 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<AgentDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('agents', who.accountId, c));
-    const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after }, md));
+    const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after, project_id: '' }, md));
     return {
       object: 'list',
       data: page.data.map(presentAgent),
@@ -60,7 +60,7 @@ export class AgentsController {
   @UseInterceptors(AgentRuleProblemsInterceptor)
   async create(@CurrentPrincipal() who: Principal, @Body() body: AgentInputDto): Promise<AgentDto> {
     const res = await this.agents.call('createAgent', (s, md) =>
-      s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(body) }, md),
+      s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(body), project_id: '', max_agents: 0 }, md),
     );
     return presentAgent(res.agent);
   }

@@ -9,6 +9,7 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     id: c.id,
     object: 'call',
     agent_id: c.agent_id,
+    project_id: c.project_id,
     direction: c.direction,
     to: c.to,
     from: c.from,

@@ -52,6 +52,7 @@ export class CallDto {
   @ApiProperty({ example: 'call_…' }) id: string;
   @ApiProperty({ enum: ['call'] }) object: 'call';
   @ApiProperty() agent_id: string;
+  @ApiProperty({ example: 'prj_…', description: 'The project the call counts against: its agent’s project (docs/projects.md).' }) project_id: string;
   @ApiProperty({ enum: ['outbound', 'inbound', 'web'] }) direction: string;
   @ApiProperty() to: string;
   @ApiProperty() from: string;

@@ -19,10 +19,13 @@ import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
 import { ResourceId } from '../http/resource-id';
 
-const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before', 'workflow_run_id'];
+const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before', 'workflow_run_id', 'project_id'];
 
 /** Filters that name an object by id: a value not of the form its service gives (prefix, 22 letters and digits) is refused. */
-const ID_FILTERS: Record<string, { prefix: string; what: string }> = { workflow_run_id: { prefix: 'wfr', what: 'a workflow run id' } };
+const ID_FILTERS: Record<string, { prefix: string; what: string }> = {
+  workflow_run_id: { prefix: 'wfr', what: 'a workflow run id' },
+  project_id: { prefix: 'prj', what: 'a project id' },
+};
 
 /** RFC 3339 date-time: a four-digit year, so every value is one PostgreSQL's timestamps hold (Date.parse alone took -004713-…). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -62,6 +65,12 @@ export class CallsController {
     description: 'Only the calls placed by this workflow run. A value that is not a run id (`wfr_…`) is refused with 400 `invalid_request`.',
     schema: { type: 'string', pattern: '^wfr_[0-9A-Za-z]{22}$' },
   })
+  @ApiQuery({
+    name: 'project_id',
+    required: false,
+    description: 'Only the calls of this project (a call belongs to its agent’s project). A value that is not a project id (`prj_…`) is refused with 400 `invalid_request`.',
+    schema: { type: 'string', pattern: '^prj_[0-9A-Za-z]{22}$' },
+  })
   @ApiOkResponse({ type: CallListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<CallDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('calls', who.accountId, c));
@@ -75,6 +84,7 @@ export class CallsController {
       created_after: callListFilter(query, 'created_after'),
       created_before: callListFilter(query, 'created_before'),
       workflow_run_id: callListFilter(query, 'workflow_run_id'),
+      project_id: callListFilter(query, 'project_id'),
     };
     const page = await this.calls.call('listCalls', (s, md) => s.listCalls(request, md));
     return {

@@ -19,11 +19,24 @@ export interface Agent {
   /** RFC 3339, UTC, millisecond precision. */
   created_at: string;
   updated_at: string;
+  /**
+   * The project (prj_…) the agent belongs to, fixed at creation; the account's default project (defaultProjectId)
+   * for agents created before projects existed.
+   */
+  project_id: string;
 }
 
 export interface CreateAgentRequest {
   account_id: string;
   spec_json: string;
+  /** The project the agent is created in (prj_…); empty: the account's default project. The gateway resolves it. */
+  project_id: string;
+  /**
+   * The project's ceiling on its live (not deleted) agents, sent by the gateway (which owns projects) with each
+   * create; the service refuses the create (plan_limit_reached, limit max_agents) once the project holds this many.
+   * 0: no ceiling.
+   */
+  max_agents: number;
 }
 
 export interface CreateAgentResponse {
@@ -111,6 +124,8 @@ export interface ListAgentsRequest {
   account_id: string;
   limit: number;
   after: string;
+  /** Only the agents of this project (prj_…); empty = any. */
+  project_id: string;
 }
 
 export interface ListAgentsResponse {

@@ -56,6 +56,8 @@ export interface Call {
    */
   workflow_run_id: string;
   workflow_recipient_id: string;
+  /** The project (prj_…) the call counts against: its agent's project when the call was created. */
+  project_id: string;
 }
 
 export interface Call_VariablesEntry {
@@ -292,6 +294,8 @@ export interface ListCallsRequest {
   created_before: string;
   /** Only the calls placed by this workflow run (wfr_…); empty = any call. */
   workflow_run_id: string;
+  /** Only the calls of this project (prj_…); empty = any call. */
+  project_id: string;
 }
 
 export interface ListCallsResponse {
@@ -759,6 +763,21 @@ export interface GetCallTimeseriesResponse {
   buckets: CallTimeseriesBucket[];
 }
 
+/**
+ * The gateway owns projects and their ceilings; the calls service keeps its own copy of the ceilings it enforces
+ * when a call is created (any way: the API, a workflow, a web call, an inbound call), under the account's lock.
+ * The gateway puts the whole set with every create and change of a project (replacing what was stored).
+ */
+export interface PutProjectCeilingsRequest {
+  account_id: string;
+  project_id: string;
+  /** The most live calls (queued, ringing, in progress) the project may have; 0: no ceiling. */
+  max_live_calls: number;
+}
+
+export interface PutProjectCeilingsResponse {
+}
+
 export interface CallsServiceClient {
   createCall(request: CreateCallRequest, metadata?: Metadata): Observable<CreateCallResponse>;
 
@@ -823,6 +842,8 @@ export interface CallsServiceClient {
   getCallAnalytics(request: GetCallAnalyticsRequest, metadata?: Metadata): Observable<GetCallAnalyticsResponse>;
 
   getCallTimeseries(request: GetCallTimeseriesRequest, metadata?: Metadata): Observable<GetCallTimeseriesResponse>;
+
+  putProjectCeilings(request: PutProjectCeilingsRequest, metadata?: Metadata): Observable<PutProjectCeilingsResponse>;
 }
 
 export interface CallsServiceController {
@@ -970,6 +991,11 @@ export interface CallsServiceController {
     request: GetCallTimeseriesRequest,
     metadata?: Metadata,
   ): Promise<GetCallTimeseriesResponse> | Observable<GetCallTimeseriesResponse> | GetCallTimeseriesResponse;
+
+  putProjectCeilings(
+    request: PutProjectCeilingsRequest,
+    metadata?: Metadata,
+  ): Promise<PutProjectCeilingsResponse> | Observable<PutProjectCeilingsResponse> | PutProjectCeilingsResponse;
 }
 
 export function CallsServiceControllerMethods() {
@@ -1004,6 +1030,7 @@ export function CallsServiceControllerMethods() {
       "recordRating",
       "getCallAnalytics",
       "getCallTimeseries",
+      "putProjectCeilings",
     ];
     for (const method of grpcMethods) {
       const descriptor: any = Reflect.getOwnPropertyDescriptor(constructor.prototype, method);
