@@ -30,10 +30,19 @@ describe('metricFamilies', () => {
 
 describe('dashboardQueries and prometheusRuleQueries', () => {
   it('lists the queries of panels, nested rows included, and of alerting and recording rules', () => {
-    const dashboard = { panels: [{ title: 'A', targets: [{ expr: 'up' }] }, { title: 'Row', panels: [{ title: 'B', targets: [{ expr: 'x' }, {}] }] }] };
+    const dashboard = {
+      panels: [{ title: 'A', targets: [{ expr: 'up' }] }, { title: 'Row', panels: [{ title: 'B', targets: [{ expr: 'x' }, {}] }] }],
+      templating: {
+        list: [
+          { name: 'datasource', type: 'datasource', query: 'prometheus' },
+          { name: 'namespace', type: 'query', query: { query: 'label_values(p_start_time{job="j"}, namespace)' } },
+        ],
+      },
+    };
     expect(dashboardQueries(dashboard)).toEqual([
       { where: 'panel "A"', expr: 'up' },
       { where: 'panel "B"', expr: 'x' },
+      { where: 'variable namespace', expr: 'p_start_time{job="j"}' },
     ]);
     const rules = 'apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nspec:\n  groups:\n    - name: g\n      rules:\n        - alert: High\n          expr: y > 1\n        - record: r\n          expr: sum(z)\n';
     expect(prometheusRuleQueries(rules)).toEqual([

@@ -49,14 +49,26 @@ interface GrafanaPanel {
   panels?: GrafanaPanel[];
 }
 
-/** Every PromQL query of a Grafana dashboard (panels in rows included), with the panel it belongs to. */
-export function dashboardQueries(dashboard: { panels?: GrafanaPanel[] }): { where: string; expr: string }[] {
+interface GrafanaDashboard {
+  panels?: GrafanaPanel[];
+  templating?: { list?: { name: string; type: string; query?: string | { query?: string } }[] };
+}
+
+/**
+ * Every PromQL query of a Grafana dashboard, with where it is: panels' targets (panels in rows included) and the
+ * selectors of query variables (`label_values(selector, label)`).
+ */
+export function dashboardQueries(dashboard: GrafanaDashboard): { where: string; expr: string }[] {
   const walk = (panels: GrafanaPanel[] = []): { where: string; expr: string }[] =>
     panels.flatMap((p) => [
       ...(p.targets ?? []).filter((t) => t.expr).map((t) => ({ where: `panel "${p.title ?? '?'}"`, expr: t.expr as string })),
       ...walk(p.panels),
     ]);
-  return walk(dashboard.panels);
+  const variables = (dashboard.templating?.list ?? [])
+    .filter((v) => v.type === 'query')
+    .map((v) => ({ where: `variable ${v.name}`, query: typeof v.query === 'string' ? v.query : (v.query?.query ?? '') }))
+    .map(({ where, query }) => ({ where, expr: /^\s*label_values\((.+),\s*\w+\s*\)\s*$/.exec(query)?.[1] ?? query }));
+  return [...walk(dashboard.panels), ...variables];
 }
 
 /** Every rule's expression of a PrometheusRule (monitoring.coreos.com/v1) document, with the rule it belongs to. */

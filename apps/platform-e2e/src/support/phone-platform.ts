@@ -4,9 +4,9 @@ import { FakeDeepgramServer } from '@parley/speech';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 
 /**
- * The running platform (standalone) with what a phone conversation needs, each on its real protocol: Twilio
- * (FakeTwilioServer places calls and opens their Media Streams), Deepgram and an OpenAI-compatible model; the voice
- * is the offline one. `env` adds to (or overrides) the platform's environment.
+ * The running platform (standalone unless `mode` says distributed) with what a phone conversation needs, each on
+ * its real protocol: Twilio (FakeTwilioServer places calls and opens their Media Streams), Deepgram and an
+ * OpenAI-compatible model; the voice is the offline one. `env` adds to (or overrides) the platform's environment.
  */
 export interface PhonePlatform {
   platform: RunningPlatform;
@@ -18,11 +18,16 @@ export interface PhonePlatform {
   stop(): Promise<void>;
 }
 
-export async function startPhonePlatform(key: string, env: Record<string, string> = {}): Promise<PhonePlatform> {
+export async function startPhonePlatform(
+  key: string,
+  env: Record<string, string> = {},
+  mode: 'standalone' | 'distributed' = 'standalone',
+): Promise<PhonePlatform> {
   const twilio = new FakeTwilioServer();
   const deepgram = new FakeDeepgramServer({ apiKey: 'dg-key' });
   const llm = new FakeOpenAiServer();
   const platform = await RunningPlatform.start({
+    mode,
     bootstrapKeys: [`acme:owner:${key}`],
     env: {
       EGRESS_ALLOWLIST: '127.0.0.1',
