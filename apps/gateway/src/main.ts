@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { GatewayConfig } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { ServiceConfig } from '@parley/config';
 import { runServiceProcess } from '@parley/runtime';

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { join } from 'node:path';
 import { agentsService } from '@parley/agents-service';

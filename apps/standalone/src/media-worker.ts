@@ -1,3 +1,4 @@
+import './media-worker-tracing';
 import 'reflect-metadata';
 import { ServiceConfig } from '@parley/config';
 import { mediaWorkerService } from '@parley/media-service';

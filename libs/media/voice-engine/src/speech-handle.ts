@@ -5,6 +5,7 @@ import { FrameCutter } from './frame-cutter';
 import { engineMetrics } from './metrics';
 import { Playout } from './playout';
 import { SentenceChunker } from './sentences';
+import { TurnTrace } from './turn-trace';
 
 /** Ends a sentence early in a spoken stream: what is pending is synthesized now (before a tool runs). */
 export const FLUSH = Symbol('flush');
@@ -42,6 +43,8 @@ export class SpeechHandle {
     readonly startMs: number,
     /** The caller's end of speech this turn answers, for the response latency. */
     private readonly endOfSpeechAt?: number,
+    /** The spans of the caller's turn this answers (an answer, not a greeting or a fixed line on its own). */
+    readonly trace?: TurnTrace,
   ) {}
 
   get signal(): AbortSignal {
@@ -128,6 +131,7 @@ export class SpeechHandle {
             this.firstAudioAt = clock.now();
             if (this.endOfSpeechAt !== undefined) engineMetrics.stageLatency.observe({ stage: 'response' }, (this.firstAudioAt - this.endOfSpeechAt) / 1000);
           }
+      this.trace?.synthesisStarted();
           playout.push(id, frame);
         }
         // Backpressure: a vendor faster than real time is read only as playback makes room (see Playout.room).
@@ -135,6 +139,7 @@ export class SpeechHandle {
       }
       const last = frames.flush();
       if (last && !signal.aborted) playout.push(id, last);
+            this.trace?.firstAudio(this.firstAudioAt);
     } catch (error) {
       if (!signal.aborted) this.deps.log('sentence not synthesized', { err: String(error) });
     }

@@ -17,6 +17,7 @@ import { AudioSink, Playout } from './playout';
 import { Prefetch } from './prefetch';
 import { SilenceMonitor } from './silence-monitor';
 import { FLUSH, SpeechHandle, Spoken } from './speech-handle';
+import { TurnTrace } from './turn-trace';
 import { FallbackSpeechToText } from './stt-fallback';
 import { ToolCallReport, ToolNetwork, ToolRunner } from './tool-runner';
 import { offeredTools, OfferedTool, parseArguments, ToolOutcome } from './tools';
@@ -79,9 +80,11 @@ export interface EngineOptions {
   marksEchoed?: boolean;
   /** Give up on a synthesizer that has produced no audio after this long and try the next. */
   ttsFirstAudioTimeoutMs?: number;
-  /** The call's id, sent to transfer webhooks. */
+  /** The call's id, sent to transfer webhooks and set on the turns' spans. */
   callId?: string;
   /** Outbound requests of tools (see ToolNetwork). */
+  /** The agent's id, set on the turns' spans. */
+  agentId?: string;
   tools?: ToolNetwork;
   /**
    * Clock time the call's timeline starts at: the media stream's start, so turn offsets and the recording share one
@@ -378,7 +381,9 @@ export class VoiceEngine {
     const startMs = turn.startedAt !== undefined ? turn.startedAt - this.startedAt : endMs;
     this.host.onTurn({ role: 'user', text: turn.text, language: this.language.code, startMs, endMs, interrupted: false });
     this.history.push({ role: 'user', content: turn.text });
-    void this.reply(turn.endOfSpeech);
+    const clock = this.host.clock;
+    const trace = new TurnTrace(clock, { callId: this.options.callId, agentId: this.options.agentId }, { startedAt: turn.startedAt ?? turn.endOfSpeech, endOfSpeech: turn.endOfSpeech, finalAt: clock.now() });
+    void this.reply(turn.endOfSpeech, trace);
   }
 
   /**
@@ -387,11 +392,11 @@ export class VoiceEngine {
    * asked again, at most `maxToolRounds` times per turn (the last time with tool_choice none). The whole answer
    * is one agent turn: its handle's AbortController stops the model, the tools' requests and the speech together.
    */
-  private async reply(endOfSpeech: number): Promise<void> {
+  private async reply(endOfSpeech: number, trace: TurnTrace): Promise<void> {
     const state: TurnState = { endCall: false };
     const result = await this.speak(
       (handle) => (this.flow ? this.flowTurn(this.flow, state, endOfSpeech, handle) : this.groundedAnswer(state, endOfSpeech, handle)),
-      { interruptible: true, endOfSpeechAt: endOfSpeech },
+      { interruptible: true, endOfSpeechAt: endOfSpeech, trace },
       () => state.sources,
     );
     this.afterTurn(state, result.interrupted);
@@ -531,10 +536,12 @@ export class VoiceEngine {
       let said = '';
       let calls: ToolCall[] = [];
       try {
+      handle.trace?.llmStarted(round);
         for await (const event of (round === 0 && early) || this.providers.llm.stream(this.modelRequest(prompt, exchange, round, signal))) {
           if (event.type === 'text' && event.delta) {
             if (first && endOfSpeech !== undefined) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (this.host.clock.now() - endOfSpeech) / 1000);
             first = false;
+            handle.trace?.llmFirstToken();
             said += event.delta;
             yield event.delta;
           } else if (event.type === 'tool_calls') {
@@ -544,11 +551,13 @@ export class VoiceEngine {
       } catch (error) {
         if (signal.aborted) return;
         this.log('model failed', { err: String(error) });
+        handle.trace?.llmEnded(error);
         yield BUILT_IN.trouble;
         return;
       }
       if (signal.aborted) return;
       const ending = calls.filter((c) => c.name === 'end_call' && tools.some((t) => t.kind === 'end_call'));
+      handle.trace?.llmEnded();
       if (ending.length) {
         state.endCall = true;
         this.tools.report({ name: 'end_call', kind: 'end_call', arguments: ending[0].arguments || '{}', ok: true });
@@ -588,10 +597,13 @@ export class VoiceEngine {
    */
   private async speak(
     source: (handle: SpeechHandle) => AsyncIterable<Spoken>,
-    options: { interruptible: boolean; endOfSpeechAt?: number },
+    options: { interruptible: boolean; endOfSpeechAt?: number; trace?: TurnTrace },
     sources?: () => KnowledgeHit[] | undefined,
   ): Promise<{ interrupted: boolean }> {
-    if (this.ended) return { interrupted: true };
+    if (this.ended) {
+      options.trace?.end(true);
+      return { interrupted: true };
+    }
     this.cut();
     const handle = new SpeechHandle(
       {
@@ -605,12 +617,14 @@ export class VoiceEngine {
       this.offset(),
       options.endOfSpeechAt,
     );
+      options.trace,
     this.speech = handle;
     this.toolSources = [];
     await handle.run(source(handle));
     if (this.speech === handle) this.speech = undefined;
     const interrupted = handle.interrupted;
     const text = handle.heardText();
+    options.trace?.end(interrupted);
     handle.release();
     if (text) {
       const grounding = groundingOf([...(sources?.() ?? []), ...this.toolSources]);

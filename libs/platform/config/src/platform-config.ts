@@ -14,6 +14,7 @@ import {
   ValidationArguments,
 } from 'class-validator';
 import { parseBootstrapKeys } from './bootstrap-keys';
+import { TracingConfig } from './tracing-config';
 
 const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$/;
 
@@ -119,9 +120,9 @@ function IsEgressAllowlist() {
 
 /**
  * Settings every service reads. Each environment variable appears once here, with its default; README's table
- * lists the same names (a unit test keeps them in step).
+ * lists the same names (a unit test keeps them in step). The OpenTelemetry settings are TracingConfig's.
  */
-export class ServiceConfig {
+export class ServiceConfig extends TracingConfig {
   @IsIn(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
   LOG_LEVEL: string = 'info';
 

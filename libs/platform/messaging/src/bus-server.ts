@@ -4,6 +4,7 @@ import { CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microse
 import { isObservable, lastValueFrom, Observable, tap } from 'rxjs';
 import { REQUEST_ID_HEADER } from '@parley/contracts';
 import { acceptRequestId, busHandlerDuration, runWithRequestId, serviceLogger } from '@parley/observability';
+import { inConsumerSpan } from '@parley/tracing';
 import { Bus, BusMessage, SubscribeOptions } from './bus';
 import { DeadLetter, DeadLetterStore } from './dead-letters';
 
@@ -104,10 +105,12 @@ export class BusServer extends Server implements CustomTransportStrategy {
   private async dispatch(pattern: string, handler: MessageHandler, message: BusMessage): Promise<void> {
     const end = busHandlerDuration.startTimer({ service: this.service, subject: pattern });
     try {
-      await runWithRequestId(acceptRequestId(message.headers[REQUEST_ID_HEADER]), async () => {
-        const result = await handler(message.payload, message);
-        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-      });
+      await inConsumerSpan(message, () =>
+        runWithRequestId(acceptRequestId(message.headers[REQUEST_ID_HEADER]), async () => {
+          const result = await handler(message.payload, message);
+          if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        }),
+      );
       end({ outcome: 'ok' });
     } catch (error) {
       end({ outcome: 'error' });

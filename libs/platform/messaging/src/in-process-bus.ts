@@ -1,3 +1,4 @@
+import { traceHeaders } from '@parley/tracing';
 import { Bus, BusHandler, PublishOptions, subjectMatches } from './bus';
 
 interface Subscription {
@@ -34,13 +35,14 @@ export class InProcessBus implements Bus {
     }
     // Payloads cross a JSON boundary exactly as they would over NATS, so no handler can mutate a shared object.
     const wire = JSON.stringify(payload);
+    const headers = { ...traceHeaders(), ...options.headers };
     await Promise.all(
       [...byDurable.values()].map((s) =>
         s.handler({
           id: options.id,
           subject,
           payload: JSON.parse(wire),
-          headers: { ...options.headers },
+          headers: { ...headers },
           deliveryCount: options.deliveryCount ?? 1,
         }),
       ),

@@ -1,3 +1,4 @@
+import { traceHeaders } from '@parley/tracing';
 import { Bus, BusHandler, BusMessage, PublishOptions, SubscribeOptions } from './bus';
 import { IpcPeer } from './ipc-peer';
 
@@ -32,7 +33,7 @@ export class IpcBus implements Bus {
 
   async publish(subject: string, payload: unknown, options: PublishOptions): Promise<void> {
     if (this.closed) throw new Error('bus closed');
-    await this.peer.request('bus.publish', { subject, payload, options });
+    await this.peer.request('bus.publish', { subject, payload, options: { ...options, headers: { ...traceHeaders(), ...options.headers } } });
   }
 
   async subscribe(subject: string, durable: string, handler: BusHandler, options?: SubscribeOptions): Promise<void> {

@@ -15,6 +15,7 @@ import {
 } from 'nats';
 import { StreamDef, STREAMS } from '@parley/contracts';
 import { serviceLogger } from '@parley/observability';
+import { traceHeaders } from '@parley/tracing';
 import { Bus, BusHandler, PublishOptions, subjectMatches, SubscribeOptions } from './bus';
 
 const codec = JSONCodec();
@@ -58,7 +59,7 @@ export class JetStreamBus implements Bus {
 
   async publish(subject: string, payload: unknown, options: PublishOptions): Promise<void> {
     const h = natsHeaders();
-    for (const [k, v] of Object.entries(options.headers ?? {})) h.set(k, v);
+    for (const [k, v] of Object.entries({ ...traceHeaders(), ...options.headers })) h.set(k, v);
     await this.js.publish(this.ns.subject(subject), codec.encode(payload), { msgID: options.id, headers: h });
   }
 

@@ -1,6 +1,7 @@
 import { Column, CreateDateColumn, DataSource, Entity, EntityManager, Index, MigrationInterface, PrimaryGeneratedColumn, QueryRunner } from 'typeorm';
 import { REQUEST_ID_HEADER, Subject } from '@parley/contracts';
 import { currentRequestId, serviceLogger } from '@parley/observability';
+import { traceHeaders } from '@parley/tracing';
 import { Bus } from './bus';
 import { DeadLetter, DeadLetterStore, OUTBOX_CONSUMER } from './dead-letters';
 
@@ -76,7 +77,8 @@ export async function enqueueOutbox<P>(manager: EntityManager, subject: Subject<
     messageId,
     subject: subject.name,
     payload: payload as object,
-    headers: requestId ? { [REQUEST_ID_HEADER]: requestId } : {},
+    // The writer's trace context is stored with the row: published later by the relay, the message still joins it.
+    headers: { ...traceHeaders(), ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}) },
   });
 }
 

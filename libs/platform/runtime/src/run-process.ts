@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, ServiceConfig } from '@parley/config';
 import { rootLogger } from '@parley/observability';
 import { stopEmbeddedDatabase } from '@parley/persistence';
+import { stopTracing } from '@parley/tracing';
 import { ServiceDefinition } from './service-definition';
 import { startService } from './start-service';
 import { unsupportedNodeReason } from './node-version';
@@ -49,6 +50,8 @@ export async function runProcess<C extends ServiceConfig>(
       await s.stop().catch((e) => log.error({ err: e }, `stopping ${s.name}`));
     }
     await stopEmbeddedDatabase().catch((e) => log.error({ err: e }, 'stopping embedded PostgreSQL'));
+    // Last: the spans of the shutdown itself are exported too.
+    await stopTracing().catch((e) => log.error({ err: e }, 'flushing traces'));
     clearTimeout(timer);
     process.exit(0);
   };
@@ -59,6 +62,7 @@ export async function runProcess<C extends ServiceConfig>(
   } catch (error) {
     log.fatal({ err: error }, 'start-up failed');
     await stopEmbeddedDatabase().catch(() => undefined);
+    await stopTracing().catch(() => undefined);
     process.exit(1);
   }
 }

@@ -686,6 +686,7 @@ export class CallSession {
     clearInterval(this.heartbeat);
     const call = this.call;
     if (!call) return;
+        agentId: call.agent_id,
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
     clearTimeout(this.ringTimer);

@@ -1,0 +1,5 @@
+module.exports = {
+  displayName: 'tracing',
+  preset: '../../../jest.preset.js',
+  rootDir: __dirname,
+};
