@@ -123,6 +123,7 @@ export class SpeechHandle {
     const frames = new FrameCutter(playout.frameSize);
     let resampler: Resampler | undefined;
     try {
+      this.trace?.synthesisStarted();
       for await (const chunk of this.deps.synthesize(text, signal, fixed)) {
         if (signal.aborted) break;
         resampler ??= new Resampler(chunk.sampleRate, sampleRate);
@@ -130,8 +131,8 @@ export class SpeechHandle {
           if (this.firstAudioAt === undefined) {
             this.firstAudioAt = clock.now();
             if (this.endOfSpeechAt !== undefined) engineMetrics.stageLatency.observe({ stage: 'response' }, (this.firstAudioAt - this.endOfSpeechAt) / 1000);
+            this.trace?.firstAudio(this.firstAudioAt);
           }
-      this.trace?.synthesisStarted();
           playout.push(id, frame);
         }
         // Backpressure: a vendor faster than real time is read only as playback makes room (see Playout.room).
@@ -139,7 +140,6 @@ export class SpeechHandle {
       }
       const last = frames.flush();
       if (last && !signal.aborted) playout.push(id, last);
-            this.trace?.firstAudio(this.firstAudioAt);
     } catch (error) {
       if (!signal.aborted) this.deps.log('sentence not synthesized', { err: String(error) });
     }
