@@ -10,7 +10,7 @@
 // --skip-build uses dist/ as it is (CI: `npm test` has just built it). Needs PostgreSQL (DATABASE_ADMIN_URL,
 // default postgres://postgres@127.0.0.1:5432/postgres) and NATS (NATS_URL, default nats://127.0.0.1:4222).
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, matchesGlob, posix, relative, resolve } from 'node:path';
@@ -69,6 +69,7 @@ function parseDockerfile(text) {
       stage.copies.push({ from: flags.from, sources: paths.slice(0, -1), dest: posix.resolve(stage.workdir, dest), intoDir: /(^|\/)\.?\/?$/.test(dest) });
     }
     if (op === 'ENTRYPOINT' || op === 'CMD') stage[op.toLowerCase()] = JSON.parse(rest);
+    if (op === 'USER') stage.user = rest;
   }
   return stages;
 }
@@ -166,7 +167,7 @@ async function main() {
 
   // The layout is a small root filesystem: the image's absolute paths (/app, /data) live under it.
   const root = mkdtempSync(join(tmpdir(), 'parley-image-'));
-  // Embedded PostgreSQL runs as the `postgres` user when we are root: it must traverse the layout.
+  // The image's user (and embedded PostgreSQL under it) must traverse the layout; mkdtemp makes it 0700.
   chmodSync(root, 0o755);
   const inLayout = (p) => join(root, p);
   const logs = join(root, 'logs');
@@ -222,6 +223,15 @@ async function main() {
     const dataDir = env.DATA_DIR ?? inLayout('/data');
     mkdirSync(join(dataDir, 'tmp'), { recursive: true });
     mkdirSync(join(dataDir, 'home'), { recursive: true });
+    // As root, the services run as the image's USER (numeric uid:gid), owning only DATA_DIR as the image's chown
+    // makes it: a write elsewhere in the layout fails as it would in the image.
+    let user = {};
+    if (process.getuid?.() === 0) {
+      const [uid, gid] = String(runtime.user ?? '').split(':').map(Number);
+      if (!Number.isInteger(uid) || uid === 0) throw new Error(`the runtime stage's USER (${runtime.user}) must be a numeric non-root uid:gid`);
+      user = { uid, gid: Number.isInteger(gid) ? gid : uid };
+      for (const path of [dataDir, join(dataDir, 'tmp'), join(dataDir, 'home')]) chownSync(path, user.uid, user.gid);
+    }
     // The image's command without tini (PID 1 in a container); run-service execs node, so signals reach it.
     const command = runtime.entrypoint.filter((w) => !/tini$/.test(w) && w !== '--').map((w) => (w.startsWith('/') ? inLayout(w) : w));
     const before = listing(app);
@@ -234,6 +244,7 @@ async function main() {
         cwd: app,
         env: { ...baseEnv, ...extra },
         stdio: ['ignore', 'pipe', 'pipe'],
+        ...user,
       });
       const chunks = [];
       child.stdout.on('data', (d) => chunks.push(d));
@@ -300,7 +311,7 @@ async function main() {
 
     // Lazily loaded at a call's start, so not proven by a boot: the Silero VAD model on onnxruntime-node.
     const vadModule = findBuilt(app, 'libs/media/voice-engine/src/silero-vad.js');
-    const vad = spawnSync(join(bin, 'node'), ['-e', `require(${JSON.stringify(vadModule)}).openSileroSession().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })`], { cwd: app, env: baseEnv, encoding: 'utf8' });
+    const vad = spawnSync(join(bin, 'node'), ['-e', `require(${JSON.stringify(vadModule)}).openSileroSession().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })`], { cwd: app, env: baseEnv, encoding: 'utf8', ...user });
     record('media worker: the Silero VAD model loads from the layout', vad.status === 0, vad.stderr?.slice(-500));
 
     // The read-only root promise: nothing written under the application (only DATA_DIR and TMPDIR, outside it).
