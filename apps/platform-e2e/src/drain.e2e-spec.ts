@@ -42,6 +42,8 @@ describeWithNats('a media worker drained behind a load balancer (distributed)', 
       },
     });
     started = true;
+    // Its ops port opens just after its media port: the balancer routes to it once its /readyz answers.
+    await eventually(async () => (balancer.isReady('media-worker') ? true : undefined), 10_000, 'the first worker to be ready');
     // The second worker starts now but joins the balancer only once the first carries the live calls.
     replica = await platform.addReplica('media-worker');
   }, 120_000);

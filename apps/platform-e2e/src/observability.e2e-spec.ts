@@ -34,6 +34,8 @@ describe(`dashboard and alert rules against the running platform's /metrics (${M
 
     exported = new Map();
     for (const name of PROCESSES) {
+      // The gateway may be ready before another service has opened its ops port.
+      await eventually(async () => ((await fetch(`${phone.platform.opsUrl(name)}/readyz`)).ok ? true : undefined), 30_000, `${name} to be ready`);
       const res = await fetch(`${phone.platform.opsUrl(name)}/metrics`);
       expect(res.status).toBe(200);
       for (const family of exposedFamilies(await res.text())) exported.set(family, [...(exported.get(family) ?? []), name]);
