@@ -83,11 +83,8 @@ describe('API conventions and security', () => {
       expect((await platform.api().get('/docs/redoc.standalone.js')).status).toBe(200);
     });
 
-    it('answers routes whose resource is not built yet with 501 problem+json, after authentication', async () => {
-      expect((await platform.api().get('/v1/projects')).status).toBe(401);
-      const res = await owner.get('/v1/projects');
-      expect(res.status).toBe(501);
-      expect(res.body.code).toBe('not_implemented');
+    it('publishes no route that answers 501: every route of the interface is built', () => {
+      for (const { path, method, op } of versionedOperations()) expect({ path, method, answers501: '501' in op.responses }).toEqual({ path, method, answers501: false });
     });
   });
 
@@ -102,6 +99,18 @@ describe('API conventions and security', () => {
       expect((await member.patch(`/v1/agents/${agent.id}`, { name: 'renamed' })).status).toBe(200);
       expect((await member.delete(`/v1/agents/${agent.id}`)).status).toBe(403);
       expect((await admin.delete(`/v1/agents/${agent.id}`)).status).toBe(200);
+    });
+
+    it('lets owners change projects and budgets (billing:write), admins read them (billing:read), members neither', async () => {
+      expect((await owner.get('/v1/projects')).status).toBe(200);
+      expect((await admin.get('/v1/projects')).status).toBe(200);
+      const adminCreate = await admin.post('/v1/projects', { name: 'by admin' });
+      expect(adminCreate.status).toBe(403);
+      expect(adminCreate.body.detail).toContain('billing:write');
+      const memberRead = await member.get('/v1/projects');
+      expect(memberRead.status).toBe(403);
+      expect(memberRead.body.detail).toContain('billing:read');
+      expect((await owner.post('/v1/projects', { name: 'by owner' })).status).toBe(201);
     });
 
     it('keeps API keys away from members', async () => {

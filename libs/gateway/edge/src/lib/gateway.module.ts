@@ -40,7 +40,9 @@ import { NoBodyGuard } from './http/no-body';
 import { QueryGuard } from './http/query.guard';
 import { KnowledgeBasesController } from './knowledge/knowledge-bases.controller';
 import { KnowledgeClient, KNOWLEDGE_GRPC } from './knowledge/knowledge.client';
-import { PLANNED_CONTROLLERS } from './planned/planned.controllers';
+import { ProjectsController } from './projects/projects.controller';
+import { ProjectsRepository } from './projects/projects.repository';
+import { ProjectsService } from './projects/projects.service';
 import { WebhookEndpointsController } from './webhooks/webhook-endpoints.controller';
 import { WebhooksClient, WEBHOOKS_GRPC } from './webhooks/webhooks.client';
 import { WorkflowsController } from './workflows/workflows.controller';
@@ -99,10 +101,12 @@ import { WorkflowsClient, WORKFLOWS_GRPC } from './workflows/workflows.client';
     ApiKeysController,
     DocsController,
     EmbedController,
-    ...PLANNED_CONTROLLERS,
+    ProjectsController,
   ],
   providers: [
     ApiKeysRepository,
+    ProjectsRepository,
+    ProjectsService,
     AgentsClient,
     CallsClient,
     WebhooksClient,

@@ -141,6 +141,7 @@ async function runCase(metatype: Metatype, fixture: () => Record<string, unknown
 
 /** An agent using every field (and every nested block) at least once. */
 const fullAgent = (): Record<string, unknown> => ({
+  project_id: `prj_${'7'.repeat(22)}`,
   name: 'Front desk',
   description: 'Answers the phone for the clinic.',
   mode: 'conversation',

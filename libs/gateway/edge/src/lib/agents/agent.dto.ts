@@ -823,6 +823,16 @@ export class ToolConfigDto implements ToolConfigInput {
 // ---------------------------------------------------------------------------------------------------------------
 
 export class AgentInputDto implements AgentInput {
+  @ApiPropertyOptional({
+    example: 'prj_…',
+    description:
+      'Create only: the project the agent belongs to (fixed once created; PATCH refuses it); absent: the account’s default project. ' +
+      'Its `max_agents` ceiling applies (402 `plan_limit_reached`).',
+  })
+  @Optional()
+  @IsText(30, { pattern: /^prj_[0-9A-Za-z]{22}$/, patternHint: 'a project id (prj_…)' })
+  project_id?: string;
+
   @ApiProperty({ description: 'Human label.', minLength: 1, maxLength: 200, example: 'Front desk' })
   @IsText(200, { min: 1 })
   name: string;
@@ -1108,7 +1118,7 @@ export class AgentInputDto implements AgentInput {
 }
 
 /** PATCH: every field optional (absent leaves it alone; `null` is refused); scalars merge, lists and blocks replace. */
-export class AgentPatchDto extends PartialType(AgentInputDto, { skipNullProperties: false }) implements Partial<AgentInput> {}
+export class AgentPatchDto extends PartialType(OmitType(AgentInputDto, ['project_id'] as const), { skipNullProperties: false }) implements Partial<AgentInput> {}
 
 /** Names the controller imported before the full agent model; same classes. */
 export { AgentInputDto as CreateAgentDto, AgentPatchDto as UpdateAgentDto };
@@ -1145,7 +1155,7 @@ export class ToolConfigOutputDto extends OmitType(ToolConfigDto, ['calendar', 'r
 /** The inheritable fields as calls use them. */
 export class EffectiveConfigDto extends PickType(AgentInputDto, INHERITABLE_FIELDS) implements EffectiveConfig {}
 
-export class AgentDto extends OmitType(AgentInputDto, ['tool_configs'] as const) implements AgentDocument {
+export class AgentDto extends OmitType(AgentInputDto, ['tool_configs', 'project_id'] as const) implements AgentDocument {
   @ApiProperty({ example: 'agt_3xQ9…' }) id: string;
   @ApiProperty({ enum: ['agent'] }) object: 'agent';
   @ApiProperty({ example: 'prj_…', readOnly: true, description: 'The project the agent belongs to, chosen when it was created (docs/projects.md).' })

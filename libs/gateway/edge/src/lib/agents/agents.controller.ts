@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseInterceptors } from '@nestjs/common';
-import { ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { agentsV1, readAgent } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
@@ -18,6 +18,8 @@ import {
 import { AgentsClient } from './agents.client';
 import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
 import { ResourceId } from '../http/resource-id';
+import { callListFilter } from '../calls/calls.controller';
+import { ProjectsService } from '../projects/projects.service';
 
 /** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
@@ -33,14 +35,22 @@ export class AgentsController {
   constructor(
     private readonly agents: AgentsClient,
     private readonly cursors: CursorCodec,
+    private readonly projects: ProjectsService,
   ) {}
 
   @Get()
-  @Operation({ summary: 'List agents, newest first', permission: 'agents:read', list: true })
+  @Operation({ summary: 'List agents, newest first', permission: 'agents:read', list: true, query: ['project_id'] })
+  @ApiQuery({
+    name: 'project_id',
+    required: false,
+    description: 'Only the agents of this project. A value that is not a project id (`prj_…`) is refused with 400 `invalid_request`.',
+    schema: { type: 'string', pattern: '^prj_[0-9A-Za-z]{22}$' },
+  })
   @ApiOkResponse({ type: AgentListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<AgentDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('agents', who.accountId, c));
-    const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after, project_id: '' }, md));
+    const project = callListFilter(query, 'project_id');
+    const page = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: who.accountId, limit, after, project_id: project }, md));
     return {
       object: 'list',
       data: page.data.map(presentAgent),
@@ -59,8 +69,12 @@ export class AgentsController {
   @ApiCreatedResponse({ type: AgentDto })
   @UseInterceptors(AgentRuleProblemsInterceptor)
   async create(@CurrentPrincipal() who: Principal, @Body() body: AgentInputDto): Promise<AgentDto> {
-    const res = await this.agents.call('createAgent', (s, md) =>
-      s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(body), project_id: '', max_agents: 0 }, md),
+    const { project_id: projectId, ...spec } = body;
+    // Created under the project's share lock: its max_agents holds still and it cannot be deleted meanwhile.
+    const res = await this.projects.within(who.accountId, projectId, 'project_id', (project) =>
+      this.agents.call('createAgent', (s, md) =>
+        s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(spec), project_id: project.id, max_agents: project.max_agents ?? 0 }, md),
+      ),
     );
     return presentAgent(res.agent);
   }

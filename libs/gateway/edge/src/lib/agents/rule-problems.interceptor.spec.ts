@@ -15,6 +15,9 @@ import { BodyValidationPipe } from '../http/validation';
 import { AgentGroupsController } from './agent-groups.controller';
 import { AgentsClient } from './agents.client';
 import { AgentsController } from './agents.controller';
+import { ProjectsService } from '../projects/projects.service';
+
+const DEFAULT_PROJECT = `prj_${'0'.repeat(22)}`;
 
 type Service = agentsV1.AgentsServiceClient;
 
@@ -45,6 +48,8 @@ describe('agent and group bodies: the shape’s and the service’s problems in 
         { provide: AgentsClient, useValue: client },
         { provide: CursorCodec, useValue: new CursorCodec('unit-test-secret-key-0000000000000001') },
         { provide: IdempotencyStore, useValue: {} },
+        // Every agent goes into the default project, without a ceiling.
+        { provide: ProjectsService, useValue: { within: (_a: string, _id: string, _f: string, work: (p: object) => unknown) => work({ id: DEFAULT_PROJECT, max_agents: null }) } },
         { provide: APP_GUARD, useClass: AcmeGuard },
         { provide: APP_PIPE, useClass: BodyValidationPipe },
         { provide: APP_FILTER, useClass: ProblemFilter },

@@ -32,7 +32,8 @@ export class AgentRuleProblemsInterceptor implements NestInterceptor {
     const write = {
       account_id: request.principal.accountId,
       id: request.params.id ?? '',
-      spec_json: JSON.stringify(Object.fromEntries(Object.entries(body).filter(([field]) => !refused.has(field)))),
+      // project_id is the gateway's (the project the agent goes into), not part of the agent's document.
+      spec_json: JSON.stringify(Object.fromEntries(Object.entries(body).filter(([field]) => !refused.has(field) && field !== 'project_id'))),
     };
     let problems: FieldProblem[];
     try {

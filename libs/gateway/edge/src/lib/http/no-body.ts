@@ -1,15 +1,10 @@
-import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Reflector } from '@nestjs/core';
 import { ApiBody } from '@nestjs/swagger';
 import { FastifyRequest } from 'fastify';
 import { AppError } from '@parley/rpc';
-
-const BODY_UNDEFINED_YET = 'parley:body-undefined-yet';
-
-/** Marks an operation whose body is not defined yet (planned routes answer 501 whatever they are sent). */
-export const BodyUndefinedYet = () => SetMetadata(BODY_UNDEFINED_YET, true);
 
 /** Whether the handler reads a body: it has a @Body() parameter. */
 function takesBody(context: ExecutionContext): boolean {
@@ -28,7 +23,7 @@ export class NoBodyGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (context.getType() !== 'http' || takesBody(context) || this.reflector.get(BODY_UNDEFINED_YET, context.getHandler())) return true;
+    if (context.getType() !== 'http' || takesBody(context)) return true;
     const body = context.switchToHttp().getRequest<FastifyRequest>().body;
     if (body === undefined) return true;
     if (!body || typeof body !== 'object' || Array.isArray(body)) {

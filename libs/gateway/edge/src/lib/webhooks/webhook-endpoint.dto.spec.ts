@@ -40,7 +40,7 @@ const list = <T>(n: number, item: (i: number) => T) => Array.from({ length: n },
 
 describe('webhook event filters', () => {
   it('derives every family from the event catalogue', () => {
-    expect([...WEBHOOK_EVENT_FAMILIES].sort()).toEqual(['call.*', 'call.recording.*', 'call.tool.*', 'call.transcript.*', 'csat.*', 'workflow_run.*', 'workflow_run.recipient.*']);
+    expect([...WEBHOOK_EVENT_FAMILIES].sort()).toEqual(['call.*', 'call.recording.*', 'call.tool.*', 'call.transcript.*', 'csat.*', 'project.*', 'workflow_run.*', 'workflow_run.recipient.*']);
     expect(WEBHOOK_EVENT_FILTERS).toEqual(expect.arrayContaining(['*', ...WEBHOOK_EVENT_TYPES]));
   });
 
