@@ -7,23 +7,15 @@
 // ConfigMap and env together, passing Parley's own boot-time validation (libs/platform/config, loadConfig).
 //
 //   node deploy/kubernetes/validate.mjs        (needs kubectl with Kustomize v5: kubectl ≥ 1.27)
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import checks from './checks.cjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 const require = createRequire(import.meta.url);
-
-/** The Secret every overlay reads and the operator creates (docs/deploy.md, Secrets); not in the manifests. */
-const OPERATOR_SECRET = 'parley-secrets';
-/** Stand-ins for the secret's required values, so a container's whole configuration can be validated. */
-const SECRET_STAND_INS = { SECRET_KEY: 'stand-in-secret-key-of-at-least-32-characters', DATABASE_URL: 'postgres://parley@postgres:5432/parley' };
-/** Which configuration class each deployable loads (apps/<service>/src/main.ts). */
-const CONFIG_CLASS = { standalone: 'GatewayConfig', gateway: 'GatewayConfig' };
 
 /** libs/platform/config compiled on the fly with SWC (decorator metadata on, as the build does), then loaded. */
 function loadConfigLibrary() {
@@ -47,13 +39,6 @@ function loadConfigLibrary() {
   }
 }
 
-/** Every variable a configuration class reads (the same list loadConfig builds). */
-function knownNames(cls) {
-  const { getMetadataStorage } = require('class-validator');
-  const declared = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false).map((m) => m.propertyName);
-  return new Set([...Object.keys(new cls()), ...declared]);
-}
-
 async function modelClass(apiVersion, kind) {
   try {
     return (await import(`kubernetes-models/${apiVersion}/${kind}`))[kind];
@@ -62,150 +47,7 @@ async function modelClass(apiVersion, kind) {
   }
 }
 
-function render(overlay) {
-  const r = spawnSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' });
-  if (r.error) throw new Error(`kubectl: ${r.error.message} (install kubectl: .ci/run does)`);
-  if (r.status !== 0) throw new Error(`kubectl kustomize ${overlay}: ${r.stderr}`);
-  return parseAllDocuments(r.stdout).map((d) => {
-    if (d.errors.length) throw new Error(`${overlay}: ${d.errors.join('; ')}`);
-    return d.toJS();
-  });
-}
-
-const matches = (selector = {}, labels = {}) => Object.keys(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels[k] === v);
-
-function labelSelectorMatches(selector, labels = {}) {
-  if (!selector) return false;
-  const plain = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
-  const expressions = (selector.matchExpressions ?? []).every((e) =>
-    e.operator === 'In' ? e.values.includes(labels[e.key]) : e.operator === 'NotIn' ? !e.values.includes(labels[e.key]) : e.operator === 'Exists' ? e.key in labels : !(e.key in labels),
-  );
-  return plain && expressions;
-}
-
-/** Problems of one rendered overlay, beyond the schemas. */
-function crossCheck(objects, config) {
-  const problems = [];
-  const of = (kind) => objects.filter((o) => o.kind === kind);
-  const named = (kind, name) => of(kind).find((o) => o.metadata.name === name);
-  const deployments = of('Deployment');
-  const configMaps = new Map(of('ConfigMap').map((c) => [c.metadata.name, c.data ?? {}]));
-  const allNames = knownNames(config.GatewayConfig);
-
-  for (const [name, data] of configMaps) {
-    for (const key of Object.keys(data)) if (!allNames.has(key)) problems.push(`ConfigMap ${name}: ${key} is not a Parley configuration variable`);
-  }
-
-  for (const d of deployments) {
-    const where = `Deployment ${d.metadata.name}`;
-    const pod = d.spec.template.spec;
-    if (!labelSelectorMatches(d.spec.selector, d.spec.template.metadata?.labels)) problems.push(`${where}: its selector does not match its pod labels`);
-    if (pod.securityContext?.runAsNonRoot !== true) problems.push(`${where}: pod securityContext.runAsNonRoot is not true`);
-    if (pod.securityContext?.seccompProfile?.type !== 'RuntimeDefault') problems.push(`${where}: pod seccompProfile is not RuntimeDefault`);
-    if (!of('PodDisruptionBudget').some((p) => labelSelectorMatches(p.spec.selector, d.spec.template.metadata?.labels))) problems.push(`${where}: no PodDisruptionBudget selects it`);
-    for (const c of pod.containers) {
-      const at = `${where} container ${c.name}`;
-      const sc = c.securityContext ?? {};
-      if (sc.readOnlyRootFilesystem !== true) problems.push(`${at}: readOnlyRootFilesystem is not true`);
-      if (sc.allowPrivilegeEscalation !== false) problems.push(`${at}: allowPrivilegeEscalation is not false`);
-      if (!(sc.capabilities?.drop ?? []).includes('ALL')) problems.push(`${at}: capabilities do not drop ALL`);
-      if (!c.resources?.requests?.cpu || !c.resources?.requests?.memory || !c.resources?.limits?.memory) problems.push(`${at}: resources need cpu and memory requests and a memory limit`);
-      const ports = new Map((c.ports ?? []).map((p) => [p.name, p.containerPort]));
-      for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']]) {
-        const get = c[probe]?.httpGet;
-        if (!get || get.path !== path) problems.push(`${at}: ${probe} must be an HTTP GET of ${path}`);
-        else if (typeof get.port === 'string' && !ports.has(get.port)) problems.push(`${at}: ${probe} names port ${get.port}, which the container does not declare`);
-      }
-
-      // The container's environment as Kubernetes builds it: envFrom first, then env in order, $(VAR) expanded.
-      const env = {};
-      const secretRefs = [];
-      for (const from of c.envFrom ?? []) {
-        if (from.configMapRef) {
-          const data = configMaps.get(from.configMapRef.name);
-          if (!data) problems.push(`${at}: envFrom names ConfigMap ${from.configMapRef.name}, which is not rendered`);
-          Object.assign(env, data ?? {});
-        }
-        if (from.secretRef) problems.push(`${at}: envFrom a whole Secret hides which variables it sets; name each with secretKeyRef`);
-      }
-      for (const e of c.env ?? []) {
-        if (!allNames.has(e.name) && !(c.env ?? []).some((o) => String(o.value ?? '').includes(`$(${e.name})`))) problems.push(`${at}: env ${e.name} is not a Parley configuration variable`);
-        if (e.value !== undefined) env[e.name] = e.value.replace(/\$\((\w+)\)/g, (whole, ref) => (ref in env ? env[ref] : (problems.push(`${at}: ${e.name} refers to $(${ref}), not defined before it`), whole)));
-        const cm = e.valueFrom?.configMapKeyRef;
-        if (cm) {
-          if (!(configMaps.get(cm.name) ?? {})[cm.key] && !cm.optional) problems.push(`${at}: ${e.name} refers to ConfigMap ${cm.name} key ${cm.key}, which does not exist`);
-          env[e.name] = (configMaps.get(cm.name) ?? {})[cm.key];
-        }
-        const secret = e.valueFrom?.secretKeyRef;
-        if (secret) {
-          if (secret.name !== OPERATOR_SECRET) problems.push(`${at}: ${e.name} reads Secret ${secret.name}; the operator's secret is ${OPERATOR_SECRET}`);
-          if (secret.key !== e.name) problems.push(`${at}: ${e.name} reads key ${secret.key}; the secret's keys are the variables' names`);
-          secretRefs.push(e.name);
-          if (!secret.optional && SECRET_STAND_INS[e.name]) env[e.name] = SECRET_STAND_INS[e.name];
-          else if (!secret.optional) problems.push(`${at}: ${e.name} is a required secret key validate.mjs has no stand-in for`);
-        }
-        if (e.valueFrom?.fieldRef) env[e.name] = '10.0.0.1';
-      }
-      if (!secretRefs.includes('SECRET_KEY') || c.env.find((e) => e.name === 'SECRET_KEY').valueFrom.secretKeyRef.optional) {
-        problems.push(`${at}: SECRET_KEY must come from the secret, required (replicas must share it; a generated one would not survive the read-only root)`);
-      }
-
-      const service = c.args?.[0];
-      const cls = config[CONFIG_CLASS[service] ?? 'ServiceConfig'];
-      for (const name of Object.keys(env)) if (env[name] === undefined) delete env[name];
-      try {
-        const loaded = config.loadConfig(cls, env);
-        // The drain's arithmetic (docs/deploy.md): preStop, then the process's own deadline, within the grace period.
-        const preStop = c.lifecycle?.preStop?.exec?.command;
-        const preStopSeconds = preStop?.[0] === 'sleep' ? Number(preStop[1]) : c.lifecycle?.preStop?.sleep?.seconds ?? 0;
-        const needed = preStopSeconds + loaded.CALL_DRAIN_SECONDS + Math.ceil(loaded.SHUTDOWN_GRACE_MS / 1000);
-        const grace = pod.terminationGracePeriodSeconds ?? 30;
-        if (grace <= needed) problems.push(`${where}: terminationGracePeriodSeconds ${grace} must exceed preStop ${preStopSeconds} s + CALL_DRAIN_SECONDS ${loaded.CALL_DRAIN_SECONDS} s + SHUTDOWN_GRACE_MS ${loaded.SHUTDOWN_GRACE_MS / 1000} s`);
-        if (service !== 'gateway' && service !== 'standalone' && !loaded.OPS_PORT) problems.push(`${at}: ${service} needs OPS_PORT for its probes`);
-        const probePort = (p) => (typeof p === 'string' ? ports.get(p) : p);
-        const opsPort = service === 'gateway' || service === 'standalone' ? loaded.PORT : loaded.OPS_PORT;
-        if (c.readinessProbe?.httpGet && probePort(c.readinessProbe.httpGet.port) !== opsPort) problems.push(`${at}: readinessProbe port is not the port ${service} serves /readyz on (${opsPort})`);
-        if (service === 'media-worker' || service === 'standalone') {
-          if ([...ports.values()].every((p) => p !== loaded.MEDIA_PORT)) problems.push(`${at}: MEDIA_PORT ${loaded.MEDIA_PORT} is not a container port`);
-        }
-      } catch (error) {
-        problems.push(`${at}: configuration refused at boot: ${error.message.replace(/\n\s*/g, ' ')}`);
-      }
-    }
-  }
-
-  for (const s of of('Service')) {
-    const target = deployments.find((d) => matches(s.spec.selector, d.spec.template.metadata?.labels));
-    if (!target) {
-      problems.push(`Service ${s.metadata.name}: its selector matches no Deployment`);
-      continue;
-    }
-    const ports = new Set(target.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).flatMap((p) => [p.name, p.containerPort])));
-    for (const p of s.spec.ports) if (!ports.has(p.targetPort ?? p.port)) problems.push(`Service ${s.metadata.name}: targetPort ${p.targetPort} is no port of Deployment ${target.metadata.name}`);
-  }
-  for (const ing of of('Ingress')) {
-    for (const rule of ing.spec.rules ?? []) {
-      for (const path of rule.http?.paths ?? []) {
-        const { name, port } = path.backend.service;
-        const svc = named('Service', name);
-        if (!svc) problems.push(`Ingress ${ing.metadata.name}: backend Service ${name} is not rendered`);
-        else if (!svc.spec.ports.some((p) => p.name === port.name || p.port === port.number)) problems.push(`Ingress ${ing.metadata.name}: Service ${name} has no port ${port.name ?? port.number}`);
-      }
-    }
-    const tlsHosts = new Set((ing.spec.tls ?? []).flatMap((t) => t.hosts ?? []));
-    for (const rule of ing.spec.rules ?? []) if (!tlsHosts.has(rule.host)) problems.push(`Ingress ${ing.metadata.name}: host ${rule.host} is served without TLS`);
-  }
-  for (const hpa of of('HorizontalPodAutoscaler')) {
-    const ref = hpa.spec.scaleTargetRef;
-    const target = named(ref.kind, ref.name);
-    if (!target) problems.push(`HorizontalPodAutoscaler ${hpa.metadata.name}: scales ${ref.kind} ${ref.name}, which is not rendered`);
-    if (target && target.spec.replicas > hpa.spec.maxReplicas) problems.push(`HorizontalPodAutoscaler ${hpa.metadata.name}: replicas above maxReplicas`);
-  }
-  for (const pdb of of('PodDisruptionBudget')) {
-    if (!deployments.some((d) => labelSelectorMatches(pdb.spec.selector, d.spec.template.metadata?.labels))) problems.push(`PodDisruptionBudget ${pdb.metadata.name}: selects no Deployment`);
-  }
-  return problems;
-}
+const { render, crossCheck } = checks;
 
 async function main() {
   const config = loadConfigLibrary();
