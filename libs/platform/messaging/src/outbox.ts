@@ -1,7 +1,7 @@
 import { Column, CreateDateColumn, DataSource, Entity, EntityManager, Index, MigrationInterface, PrimaryGeneratedColumn, QueryRunner } from 'typeorm';
 import { REQUEST_ID_HEADER, Subject } from '@parley/contracts';
 import { currentRequestId, serviceLogger } from '@parley/observability';
-import { traceHeaders } from '@parley/tracing';
+import { traceHeaders, untraced } from '@parley/tracing';
 import { Bus } from './bus';
 import { DeadLetter, DeadLetterStore, OUTBOX_CONSUMER } from './dead-letters';
 
@@ -146,7 +146,8 @@ export class OutboxRelay {
   private schedule(ms: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    // Untraced: a nudge from a request would otherwise put this pass and every later one in the request's trace.
+    this.timer = setTimeout(untraced(() => {
       this.running = this.pass()
         .then(() => undefined)
         .catch((error) => this.log.warn({ err: error }, 'outbox pass failed'))
@@ -156,7 +157,7 @@ export class OutboxRelay {
           this.again = false;
           this.schedule(more ? 0 : (this.options.pollMs ?? 250));
         });
-    }, ms);
+    }), ms);
   }
 
   /** Publishes one batch; returns how many records were handled. */

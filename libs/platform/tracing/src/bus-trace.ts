@@ -14,6 +14,14 @@ export function traceHeaders(): Record<string, string> {
 }
 
 /**
+ * `fn` bound to no trace: for a background loop's timer, which would otherwise carry on in the trace of whatever
+ * request last woke it (AsyncLocalStorage follows a setTimeout), putting every later poll in that request's trace.
+ */
+export function untraced<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return context.bind(ROOT_CONTEXT, fn);
+}
+
+/**
  * Runs a bus handler in a consumer span `parley.bus.<subject>` whose parent is the context the message's headers
  * carry (the producer's trace, even when the message was stored in an outbox and published later). The span records
  * the handler's failure. With tracing off this is a non-recording span around the call.

@@ -21,8 +21,9 @@ export function startSdk(serviceName: string): NodeSDK {
       new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has((request.url ?? '').split('?')[0]) }),
       new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false }),
       new GrpcInstrumentation(),
-      // Only queries inside a traced operation: the relays' and runners' polling would otherwise be a trace per poll.
-      new PgInstrumentation({ requireParentSpan: true }),
+      // Only queries inside a traced operation (the relays' and runners' polling would otherwise be a trace per poll),
+      // and no span per pool checkout.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
     ],
   });
   sdk.start();
