@@ -1,5 +1,6 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { serviceLogger } from '@parley/observability';
+import { untraced } from '@parley/tracing';
 import { DeliveryEngine } from './delivery.engine';
 
 /** How long the loop waits after a pass that claimed nothing, unless work arrives meanwhile. */
@@ -42,7 +43,8 @@ export class DeliveryRunner implements OnApplicationBootstrap, OnApplicationShut
   private schedule(ms: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    // Untraced: woken by a consumer's fan-out, the loop would otherwise run every later pass in that event's trace.
+    this.timer = setTimeout(untraced(() => {
       // The loop does not wait for attempts: the next pass claims more while they run (leases and the
       // per-endpoint limit keep it bounded), so one slow receiver does not hold up the others.
       this.running = this.engine
@@ -57,6 +59,6 @@ export class DeliveryRunner implements OnApplicationBootstrap, OnApplicationShut
           this.again = false;
           this.schedule(more ? 0 : IDLE_MS);
         });
-    }, ms);
+    }), ms);
   }
 }
