@@ -124,6 +124,14 @@ function crossCheck(objects, config) {
         if (service === 'media-worker' || service === 'standalone') {
           if ([...ports.values()].every((p) => p !== loaded.MEDIA_PORT)) problems.push(`${at}: MEDIA_PORT ${loaded.MEDIA_PORT} is not a container port`);
         }
+        // The root filesystem is read-only: whatever this configuration writes must be on a writable volume.
+        const volumes = new Set((pod.volumes ?? []).map((v) => v.name));
+        for (const m of c.volumeMounts ?? []) if (!volumes.has(m.name)) problems.push(`${at}: mounts volume ${m.name}, which the pod does not have`);
+        const writable = (path) => (c.volumeMounts ?? []).some((m) => !m.readOnly && (path === m.mountPath || path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`)));
+        const writes = [['/tmp', 'scratch files (the embedded PostgreSQL\'s socket, temporary files)']];
+        if (!loaded.DATABASE_URL) writes.push([loaded.DATA_DIR, 'DATA_DIR (the embedded PostgreSQL, without DATABASE_URL)']);
+        if (loaded.RECORDINGS_STORE === 'local') writes.push([loaded.RECORDINGS_DIR ?? `${loaded.DATA_DIR}/recordings`, 'recordings (RECORDINGS_STORE local)']);
+        for (const [path, what] of writes) if (!writable(path)) problems.push(`${at}: ${path}, where it writes ${what}, is not on a writable volume`);
       } catch (error) {
         problems.push(`${at}: configuration refused at boot: ${error.message.replace(/\n\s*/g, ' ')}`);
       }

@@ -46,6 +46,23 @@ describe('the Kubernetes overlays', () => {
     );
   });
 
+  it('reports what a configuration writes outside the volumes of a read-only root', () => {
+    const objects = overlay('distributed');
+    find(objects, 'ConfigMap', 'parley-config').data.RECORDINGS_STORE = 'local';
+    const standalone = overlay('standalone');
+    const pod = find(standalone, 'Deployment', 'parley').spec.template.spec;
+    pod.containers[0].volumeMounts = pod.containers[0].volumeMounts.filter((m: Yaml) => m.mountPath !== '/data');
+    expect(crossCheck(objects, config)).toContain(
+      'Deployment parley-media-worker container parley: /data/recordings, where it writes recordings (RECORDINGS_STORE local), is not on a writable volume',
+    );
+    expect(crossCheck(standalone, config)).toEqual(
+      expect.arrayContaining([
+        'Deployment parley container parley: /data, where it writes DATA_DIR (the embedded PostgreSQL, without DATABASE_URL), is not on a writable volume',
+        'Deployment parley container parley: /data/recordings, where it writes recordings (RECORDINGS_STORE local), is not on a writable volume',
+      ]),
+    );
+  });
+
   it('reports a container without its probes, resources or hardened security context', () => {
     const objects = overlay('standalone');
     const c = container(objects, 'parley');
