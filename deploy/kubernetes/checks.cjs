@@ -118,6 +118,8 @@ function crossCheck(objects, config) {
         const grace = pod.terminationGracePeriodSeconds ?? 30;
         if (grace <= needed) problems.push(`${where}: terminationGracePeriodSeconds ${grace} must exceed preStop ${preStopSeconds} s + CALL_DRAIN_SECONDS ${loaded.CALL_DRAIN_SECONDS} s + SHUTDOWN_GRACE_MS ${loaded.SHUTDOWN_GRACE_MS / 1000} s`);
         if (service !== 'gateway' && service !== 'standalone' && !loaded.OPS_PORT) problems.push(`${at}: ${service} needs OPS_PORT for its probes`);
+        // Standalone hosts several services in one process, each of which would open OPS_PORT: the second fails.
+        if (service === 'standalone' && loaded.OPS_PORT) problems.push(`${at}: OPS_PORT is set; standalone serves /healthz, /readyz and /metrics on PORT, and its services would each open OPS_PORT`);
         const probePort = (p) => (typeof p === 'string' ? ports.get(p) : p);
         const opsPort = service === 'gateway' || service === 'standalone' ? loaded.PORT : loaded.OPS_PORT;
         if (c.readinessProbe?.httpGet && probePort(c.readinessProbe.httpGet.port) !== opsPort) problems.push(`${at}: readinessProbe port is not the port ${service} serves /readyz on (${opsPort})`);

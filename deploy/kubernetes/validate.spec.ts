@@ -84,6 +84,14 @@ describe('the Kubernetes overlays', () => {
     );
   });
 
+  it('reports OPS_PORT in the standalone pod, where each service of the one process would open it', () => {
+    const objects = overlay('standalone');
+    find(objects, 'ConfigMap', 'parley-config').data.OPS_PORT = '9090';
+    expect(crossCheck(objects, config)).toContain(
+      'Deployment parley container parley: OPS_PORT is set; standalone serves /healthz, /readyz and /metrics on PORT, and its services would each open OPS_PORT',
+    );
+  });
+
   it('reports a readiness probe on another port than the service serves /readyz on', () => {
     const objects = overlay('distributed');
     const c = container(objects, 'parley-agents');
