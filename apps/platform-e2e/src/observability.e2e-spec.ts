@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { dashboardQueries, eventually, exposedFamilies, metricFamilies, prometheusRuleQueries } from '@parley/testing';
 import { PhonePlatform, startPhonePlatform } from './support/phone-platform';
 
@@ -9,10 +10,54 @@ const OBSERVABILITY = join(__dirname, '..', '..', '..', 'deploy', 'observability
 const MODE = process.env['NATS_URL'] ? 'distributed' : 'standalone';
 const PROCESSES = MODE === 'distributed' ? ['gateway', 'agents', 'calls', 'media-worker', 'webhook-dispatcher'] : ['standalone'];
 
-const queries = [
-  ...dashboardQueries(JSON.parse(readFileSync(join(OBSERVABILITY, 'grafana', 'parley-overview.json'), 'utf8'))),
-  ...prometheusRuleQueries(readFileSync(join(OBSERVABILITY, 'prometheus-rules.yaml'), 'utf8')),
-];
+const dashboard = JSON.parse(readFileSync(join(OBSERVABILITY, 'grafana', 'parley-overview.json'), 'utf8'));
+const rulesYaml = readFileSync(join(OBSERVABILITY, 'prometheus-rules.yaml'), 'utf8');
+const queries = [...dashboardQueries(dashboard), ...prometheusRuleQueries(rulesYaml)];
+
+describe('the alert rules and the dashboard as files', () => {
+  const doc = parseYaml(rulesYaml);
+  const rules: { alert: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }[] = doc.spec.groups.flatMap(
+    (g: { rules: unknown[] }) => g.rules,
+  );
+
+  it('is a PrometheusRule whose every alert has a severity, a summary and a runbook section that exists', () => {
+    expect(doc).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule' });
+    // GitHub's anchors of docs/observability.md's headings.
+    const anchors = new Set(
+      [...readFileSync(join(__dirname, '..', '..', '..', 'docs', 'observability.md'), 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) =>
+        m[1].toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-'),
+      ),
+    );
+    expect(rules.length).toBeGreaterThanOrEqual(5);
+    for (const rule of rules) {
+      expect({ alert: rule.alert, severity: rule.labels.severity }).toEqual({ alert: rule.alert, severity: expect.stringMatching(/^(critical|warning|info)$/) });
+      expect(rule.annotations.summary).toBeTruthy();
+      const [file, anchor] = rule.annotations.runbook_url.split('#');
+      expect({ alert: rule.alert, file, anchor: anchors.has(anchor) }).toEqual({ alert: rule.alert, file: 'docs/observability.md', anchor: true });
+      if (rule.for !== undefined) expect(rule.for).toMatch(/^\d+[smh]$/);
+    }
+  });
+
+  it('alerts on what the issue names: voice-to-voice, pacing, webhook backlog age, disabled endpoints, provider fallbacks', () => {
+    const named = (metric: string) => prometheusRuleQueries(rulesYaml).some((q) => metricFamilies(q.expr).includes(metric));
+    for (const metric of [
+      'parley_engine_stage_latency_seconds',
+      'parley_engine_frames_late_total',
+      'parley_webhook_queue_oldest_age_seconds',
+      'parley_webhook_disabled_endpoints',
+      'parley_engine_provider_fallbacks_total',
+    ]) {
+      expect({ metric, alerted: named(metric) }).toEqual({ metric, alerted: true });
+    }
+  });
+
+  it('has panels with unique ids that query the dashboard’s own datasource variable', () => {
+    const panels: { id: number; type: string; datasource?: { uid: string } }[] = dashboard.panels;
+    expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toContain('datasource');
+    for (const panel of panels.filter((p) => p.type !== 'row')) expect(panel.datasource).toEqual({ type: 'prometheus', uid: '${datasource}' });
+  });
+});
 
 /**
  * The Grafana dashboard and the Prometheus alert rules (deploy/observability) read only metrics that the running
