@@ -82,9 +82,9 @@ export interface EngineOptions {
   ttsFirstAudioTimeoutMs?: number;
   /** The call's id, sent to transfer webhooks and set on the turns' spans. */
   callId?: string;
-  /** Outbound requests of tools (see ToolNetwork). */
   /** The agent's id, set on the turns' spans. */
   agentId?: string;
+  /** Outbound requests of tools (see ToolNetwork). */
   tools?: ToolNetwork;
   /**
    * Clock time the call's timeline starts at: the media stream's start, so turn offsets and the recording share one
@@ -535,13 +535,13 @@ export class VoiceEngine {
       const last = round >= maxRounds;
       let said = '';
       let calls: ToolCall[] = [];
-      try {
       handle.trace?.llmStarted(round);
+      try {
         for await (const event of (round === 0 && early) || this.providers.llm.stream(this.modelRequest(prompt, exchange, round, signal))) {
           if (event.type === 'text' && event.delta) {
             if (first && endOfSpeech !== undefined) engineMetrics.stageLatency.observe({ stage: 'llm_first_token' }, (this.host.clock.now() - endOfSpeech) / 1000);
-            first = false;
             handle.trace?.llmFirstToken();
+            first = false;
             said += event.delta;
             yield event.delta;
           } else if (event.type === 'tool_calls') {
@@ -550,14 +550,14 @@ export class VoiceEngine {
         }
       } catch (error) {
         if (signal.aborted) return;
-        this.log('model failed', { err: String(error) });
         handle.trace?.llmEnded(error);
+        this.log('model failed', { err: String(error) });
         yield BUILT_IN.trouble;
         return;
       }
       if (signal.aborted) return;
-      const ending = calls.filter((c) => c.name === 'end_call' && tools.some((t) => t.kind === 'end_call'));
       handle.trace?.llmEnded();
+      const ending = calls.filter((c) => c.name === 'end_call' && tools.some((t) => t.kind === 'end_call'));
       if (ending.length) {
         state.endCall = true;
         this.tools.report({ name: 'end_call', kind: 'end_call', arguments: ending[0].arguments || '{}', ok: true });
@@ -616,15 +616,15 @@ export class VoiceEngine {
       options.interruptible,
       this.offset(),
       options.endOfSpeechAt,
-    );
       options.trace,
+    );
     this.speech = handle;
     this.toolSources = [];
     await handle.run(source(handle));
     if (this.speech === handle) this.speech = undefined;
     const interrupted = handle.interrupted;
-    const text = handle.heardText();
     options.trace?.end(interrupted);
+    const text = handle.heardText();
     handle.release();
     if (text) {
       const grounding = groundingOf([...(sources?.() ?? []), ...this.toolSources]);

@@ -636,6 +636,7 @@ export class CallSession {
         marksEchoed: true,
         startedAt: this.streamStartedAt,
         callId: call.id,
+        agentId: call.agent_id,
         tools: this.deps.tools,
         voicemailMessage,
         retrievalTimeoutMs: this.deps.retrievalTimeoutMs,
@@ -686,7 +687,6 @@ export class CallSession {
     clearInterval(this.heartbeat);
     const call = this.call;
     if (!call) return;
-        agentId: call.agent_id,
     mediaStreamsActive.dec({ carrier: this.deps.protocol.carrier });
     this.log.info({ callId: call.id, streamId: this.streamId, why }, 'media stream finished');
     clearTimeout(this.ringTimer);
