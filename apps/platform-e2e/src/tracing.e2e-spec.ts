@@ -1,7 +1,11 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { SUBJECTS } from '@parley/contracts';
+import { FakeChatCompletionBody } from '@parley/llm';
 import { RunningPlatform } from '@parley/testing';
+import { say } from './support/caller-speech';
+import { PhonePlatform, startPhonePlatform } from './support/phone-platform';
+import { until } from './support/until';
 
 const KEY = 'vsk_e2e_tracing_key_000000001';
 
@@ -50,34 +54,24 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; clo
   return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const eventually = <T>(probe: () => T | undefined, what: string) => until(probe, what, 20_000);
 
-describe('traces: OpenTelemetry over OTLP', () => {
+describe('traces: OpenTelemetry over OTLP (standalone, the media worker in its child process)', () => {
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>;
+  let phone: PhonePlatform;
   let platform: RunningPlatform;
 
   beforeAll(async () => {
     receiver = await otlpReceiver();
-    platform = await RunningPlatform.start({
-      mode: 'standalone',
-      bootstrapKeys: [`acme:owner:${KEY}`],
-      // OTLP/JSON so the test reads it without protobuf; spans leave every 200 ms instead of every 5 s.
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200' },
-    });
-  });
+    // OTLP/JSON so the test reads it without protobuf; spans leave every 200 ms instead of every 5 s.
+    phone = await startPhonePlatform(KEY, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200' });
+    platform = phone.platform;
+  }, 120_000);
 
   afterAll(async () => {
-    await platform?.stop();
+    await phone?.stop();
     await receiver?.close();
-  });
+  }, 60_000);
 
   it('follows one request in one trace: the HTTP server span, the gRPC call both ways and the PostgreSQL query it made', async () => {
     const created = await platform.api(KEY).post('/v1/agents', { name: 'Traced desk', languages: [{ code: 'en-US' }] });
@@ -125,6 +119,29 @@ describe('traces: OpenTelemetry over OTLP', () => {
     expect(consumer.parentSpanId).toBe(grpcServer?.spanId);
     expect(consumer.kind).toBe(5); // consumer
   });
+
+  it('records a call’s answered turn in the media worker as parley.turn with its call and agent ids, and its stt, llm and tts spans', async () => {
+    const greeting = 'Hello, this is the front desk.';
+    const question = 'When do you open tomorrow?';
+    const answer = 'We open at nine tomorrow.';
+    const agent = (await phone.api.post('/v1/agents', { name: 'Front desk', languages: [{ code: 'en-US', greeting, stt_provider: 'deepgram' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } })).body;
+    phone.deepgram.utterances(question);
+    phone.llm.reply((body: FakeChatCompletionBody) => (body.stream ? answer : '{}'));
+    const call = (await phone.api.post('/v1/calls', { agent_id: agent.id, to: '+15550100231' })).body as { id: string; carrier_call_id: string };
+    expect(await phone.twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    const media = await phone.twilio.connectMediaStream(call.carrier_call_id);
+    const turns = async () => (await phone.api.get(`/v1/calls/${call.id}/transcript`)).body.turns as { role: string; text: string }[];
+    await until(async () => (await turns()).some((t) => t.text === greeting), 'the greeting', 20_000);
+    await say(media, question);
+    await until(async () => (await turns()).some((t) => t.role === 'assistant' && t.text === answer), 'the answer', 20_000);
+
+    const turn = await eventually(() => receiver.spans.find((s) => s.name === 'parley.turn' && s.attributes['parley.call_id'] === call.id), 'the turn span');
+    expect(turn.service).toBe('parley-media-worker');
+    expect(turn.attributes).toMatchObject({ 'parley.agent_id': agent.id, 'parley.interrupted': false });
+    const children = receiver.spans.filter((s) => s.traceId === turn.traceId && s.parentSpanId === turn.spanId);
+    expect(children.map((s) => s.name).sort()).toEqual(['llm', 'stt', 'tts']);
+    await media.stop();
+  }, 60_000);
 
   it('leaves probes and scrapes untraced', async () => {
     await platform.api().get('/healthz');
