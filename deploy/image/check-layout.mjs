@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, matchesGlob, posix, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { connect } from 'nats';
 import pg from 'pg';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -174,6 +175,7 @@ async function main() {
   mkdirSync(logs);
   const pool = new pg.Pool({ connectionString: adminUrl, max: 1 });
   const database = `image_layout_${process.pid}`;
+  const namespace = `imagelayout${process.pid}`;
   const children = new Set();
   try {
     const missing = [];
@@ -263,7 +265,7 @@ async function main() {
     for (const key of ['AGENTS_GRPC_URL', 'CALLS_GRPC_URL', 'MEDIA_GRPC_URL', 'WEBHOOKS_GRPC_URL']) grpc[key] = `127.0.0.1:${await freePort()}`;
     const gatewayPort = await freePort();
     const mediaPort = await freePort();
-    const shared = { ...grpc, DATABASE_URL: db.toString(), NATS_URL: natsUrl, NATS_NAMESPACE: `imagelayout${process.pid}` };
+    const shared = { ...grpc, DATABASE_URL: db.toString(), NATS_URL: natsUrl, NATS_NAMESPACE: namespace };
     const running = [];
     for (const service of SERVICES) {
       const port = await freePort();
@@ -322,8 +324,22 @@ async function main() {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await pool.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
     await pool.end();
+    await dropStreams(namespace).catch((e) => process.stdout.write(`(streams of ${namespace} not deleted: ${e.message})\n`));
     if (args.has('--keep')) process.stdout.write(`layout kept in ${root}\n`);
     else rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The JetStream streams the services created under this run's NATS_NAMESPACE (named `<namespace>_<stream>`). */
+async function dropStreams(prefix) {
+  const nc = await connect({ servers: natsUrl.split(','), timeout: 5000 });
+  try {
+    const jsm = await nc.jetstreamManager();
+    for await (const stream of jsm.streams.list()) {
+      if (stream.config.name.startsWith(`${prefix}_`)) await jsm.streams.delete(stream.config.name);
+    }
+  } finally {
+    await nc.close();
   }
 }
 

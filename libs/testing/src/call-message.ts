@@ -35,6 +35,8 @@ export function callMessage(over: Partial<callsV1.Call> & Pick<callsV1.Call, 'id
     claimed_at: '',
     workflow_run_id: '',
     workflow_recipient_id: '',
+    usage: undefined,
+    cost: undefined,
     ...over,
   };
 }

@@ -55,6 +55,14 @@ export class SpeechHandle {
     return this.controller.signal.aborted;
   }
 
+  /**
+   * The caller's end of speech to the turn's first audio, ms (the `response` stage latency); undefined when the
+   * turn answers no caller speech (a greeting, a fixed line) or produced no audio.
+   */
+  get responseLatencyMs(): number | undefined {
+    return this.firstAudioAt !== undefined && this.endOfSpeechAt !== undefined ? Math.max(0, this.firstAudioAt - this.endOfSpeechAt) : undefined;
+  }
+
   /** Stops every stage at once; the carrier drops what it buffered. */
   interrupt(): void {
     this.controller.abort();

@@ -252,6 +252,14 @@ export class ServiceConfig extends TracingConfig {
   @IsString()
   FUNCTIONS_FILE?: string;
 
+  /**
+   * JSON file of the operator's unit prices (carrier per minute, STT per minute, LLM per 1M tokens, TTS per 1M
+   * characters; docs/analytics.md, Cost) that calls' costs are computed with; unset = every price 0 (USD).
+   */
+  @IsOptional()
+  @IsString()
+  PRICES_FILE?: string;
+
   /** OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp server) for models. */
   @Matches(/^https?:\/\/\S+$/, { message: 'LLM_BASE_URL must be an http(s) URL' })
   LLM_BASE_URL: string = 'https://api.openai.com/v1';

@@ -81,7 +81,13 @@ export interface StreamRequest extends CompletionRequest {
 export type LlmStreamEvent =
   | { type: 'text'; delta: string }
   | { type: 'tool_calls'; calls: ToolCall[] }
-  | { type: 'done'; finishReason: string; model: string };
+  | { type: 'done'; finishReason: string; model: string; usage?: LlmUsage };
+
+/** The tokens an answer used, as the provider reported them (absent when it reported none). */
+export interface LlmUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
 
 export interface LlmProvider {
   readonly name: string;

@@ -244,12 +244,12 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
         { type: 'text', delta: 'Hel' },
         { type: 'text', delta: 'lo ' },
         { type: 'text', delta: 'there.' },
-        { type: 'done', finishReason: 'stop', model: 'm-0001' },
+        { type: 'done', finishReason: 'stop', model: 'm-0001', usage: { inputTokens: 1, outputTokens: 3 } },
       ]);
       expect(await server.requests[0].ended).toBe('finished');
     });
 
-    it('sends stream, tools, tool_choice, temperature and max_tokens, and no stream_options', async () => {
+    it('sends stream (asking for the usage chunk), tools, tool_choice, temperature and max_tokens', async () => {
       await collect(llm().stream(ask({ tools: [weather], toolChoice: 'auto', temperature: 0.3, maxTokens: 200 })));
       await collect(llm().stream(ask({ tools: [], toolChoice: 'required' })));
 
@@ -258,6 +258,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
         model: 'm',
         messages: [{ role: 'user', content: 'x' }],
         stream: true,
+        stream_options: { include_usage: true },
         temperature: 0.3,
         max_tokens: 200,
         tools: [{ type: 'function', function: weather }],
@@ -282,7 +283,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
 
       expect(events).toEqual([
         { type: 'tool_calls', calls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
-        { type: 'done', finishReason: 'tool_calls', model: 'm' },
+        { type: 'done', finishReason: 'tool_calls', model: 'm', usage: { inputTokens: 1, outputTokens: 0 } },
       ]);
     });
 
@@ -306,7 +307,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
             { id: 'call_b', name: 'get_weather', arguments: '{"city":"Zürich 🌧"}' },
           ],
         },
-        { type: 'done', finishReason: 'tool_calls', model: 'm' },
+        { type: 'done', finishReason: 'tool_calls', model: 'm', usage: { inputTokens: 1, outputTokens: 4 } },
       ]);
     });
 

@@ -7,6 +7,7 @@ import {
   LlmError,
   LlmProvider,
   LlmStreamEvent,
+  LlmUsage,
   StreamRequest,
   ToolCall,
   ToolChoice,
@@ -69,15 +70,17 @@ export class OpenAiCompatibleLlm implements LlmProvider {
   }
 
   /**
-   * Lazy: the request is sent when iteration starts. No `stream_options`: nothing here reports usage, and not
-   * every version of every compatible server knows the field. Tool calls are assembled by `index` and emitted when
-   * the finish reason arrives (or the stream ends).
+   * Lazy: the request is sent when iteration starts. Asks for the usage chunk (`stream_options.include_usage`,
+   * which OpenAI, vLLM, Ollama and llama.cpp's server send after the finish reason) and reports it on `done`;
+   * a server that sends none leaves `usage` out. Tool calls are assembled by `index` and emitted when the finish
+   * reason arrives (or the stream ends).
    */
   async *stream(request: StreamRequest): AsyncGenerator<LlmStreamEvent, void, undefined> {
     const tools = request.tools?.length ? request.tools : undefined;
     const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming = {
       ...requestBody(request),
       stream: true,
+      stream_options: { include_usage: true },
       // Both only with tools: OpenAI rejects an empty `tools` and a `tool_choice` without tools.
       ...(tools ? { tools: tools.map(toWireTool) } : {}),
       ...(tools && request.toolChoice ? { tool_choice: toWireToolChoice(request.toolChoice) } : {}),
@@ -94,14 +97,16 @@ export class OpenAiCompatibleLlm implements LlmProvider {
     const calls = new ToolCallAssembler();
     let finishReason: string | undefined;
     let model = '';
+    let usage: LlmUsage | undefined;
     try {
       // Leaving this loop (break, abort, a consumer's early return) makes the SDK abort the HTTP request.
       for await (const chunk of chunks) {
         // The SDK may still hand out events it had buffered before the abort.
         if (signal?.aborted) break;
         model ||= chunk.model ?? '';
+        if (chunk.usage) usage = { inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 };
         const choice = chunk.choices?.[0];
-        if (!choice) continue; // e.g. a usage-only chunk
+        if (!choice) continue; // the usage-only chunk
         if (choice.delta?.tool_calls) calls.add(choice.delta.tool_calls);
         const text = choice.delta?.content;
         if (typeof text === 'string' && text !== '') {
@@ -122,7 +127,7 @@ export class OpenAiCompatibleLlm implements LlmProvider {
         code: 'invalid_response',
       });
     }
-    yield { type: 'done', finishReason, model: model || request.model };
+    yield { type: 'done', finishReason, model: model || request.model, ...(usage ? { usage } : {}) };
   }
 
   private toLlmError(error: unknown, request: CompletionRequest, phase: 'request' | 'stream' = 'request'): LlmError {

@@ -107,6 +107,13 @@ describe('call analytics (real PostgreSQL)', () => {
         csatCount: 3,
         // 5, 4 and 7 of 10 (3.67).
         csatAverage: expect.closeTo((5 + 4 + 3.67) / 3, 9),
+        // No usage or turns recorded on these calls (call-usage.int-spec.ts has them).
+        cost: '0',
+        agentTurns: 0,
+        bargeIns: 0,
+        latencyTurns: 0,
+        latencyP50: null,
+        latencyP95: null,
       });
     });
 
@@ -135,6 +142,12 @@ describe('call analytics (real PostgreSQL)', () => {
         durationAvg: null,
         durationP50: null,
         durationP95: null,
+        cost: '0',
+        agentTurns: 0,
+        bargeIns: 0,
+        latencyTurns: 0,
+        latencyP50: null,
+        latencyP95: null,
         csatCount: 0,
         csatAverage: null,
       });

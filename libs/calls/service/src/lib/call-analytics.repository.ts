@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { END_REASONS, EndReason } from '@parley/contracts';
+import { decimal } from './price-table';
 
 /** The calls an analytics query covers: the account's calls created in [from, to), optionally of one agent or direction. */
 export interface AnalyticsFilter {
@@ -21,6 +22,11 @@ export interface CallCounts {
   csatCount: number;
   /** Average rating (each brought to 1..5); null without ratings. */
   csatAverage: number | null;
+  /** Sum of the calls' costs: an exact decimal string (numeric's text, trailing zeros removed). */
+  cost: string;
+  /** Agent turns stored, and of them the ones the caller cut off. */
+  agentTurns: number;
+  bargeIns: number;
 }
 
 export interface CallOverview extends CallCounts {
@@ -32,6 +38,10 @@ export interface CallOverview extends CallCounts {
   durationAvg: number | null;
   durationP50: number | null;
   durationP95: number | null;
+  /** Agent turns with a measured response latency, and the latencies' percentiles in ms (null without). */
+  latencyTurns: number;
+  latencyP50: number | null;
+  latencyP95: number | null;
 }
 
 export type BucketUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
@@ -59,6 +69,8 @@ interface CountsRow {
   transferred: number;
   timed: number;
   answered_seconds: number;
+  agent_turns: number;
+  barge_ins: number;
 }
 
 /**
@@ -74,19 +86,22 @@ export class CallAnalyticsRepository {
 
   async overview(f: AnalyticsFilter): Promise<CallOverview> {
     const calls = conditions(f);
-    const [byReason, durations, ratings] = await Promise.all([
+    const [byReason, durations, ratings, latency] = await Promise.all([
       this.statement(
         `SELECT c.end_reason,
                 count(*)::int AS calls,
                 count(c.answered_at)::int AS answered,
                 count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
                 count(${DURATION})::int AS timed,
-                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds
+                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds,
+                coalesce(sum(c.agent_turns), 0)::int AS agent_turns,
+                coalesce(sum(c.barge_ins), 0)::int AS barge_ins,
+                (sum(sum(c.cost)) OVER ())::text AS cost
            FROM calls c
           WHERE ${calls.where}
           GROUP BY 1`,
         calls.params,
-      ) as Promise<(CountsRow & { end_reason: string | null })[]>,
+      ) as Promise<(CountsRow & { end_reason: string | null; cost: string })[]>,
       this.statement(
         `SELECT avg(s)::float8 AS avg, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY s) AS p95
            FROM (SELECT ${DURATION} AS s FROM calls c WHERE ${calls.where} AND c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL) d`,
@@ -94,15 +109,18 @@ export class CallAnalyticsRepository {
         PERCENTILE_WORK_MEM,
       ) as Promise<{ avg: number | null; p50: number | null; p95: number | null }[]>,
       this.ratings(f, null),
+      this.latencyPercentiles(f),
     ]);
     const endReasons: Partial<Record<EndReason, number>> = {};
-    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0 };
+    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0, agentTurns: 0, bargeIns: 0, cost: decimal(byReason[0]?.cost ?? '0') };
     for (const row of byReason) {
       total.calls += Number(row.calls);
       total.answered += Number(row.answered);
       total.transferred += Number(row.transferred);
       total.timed += Number(row.timed);
       total.answeredSeconds += Number(row.answered_seconds);
+      total.agentTurns += Number(row.agent_turns);
+      total.bargeIns += Number(row.barge_ins);
       if (row.end_reason && (END_REASONS as readonly string[]).includes(row.end_reason)) endReasons[row.end_reason as EndReason] = Number(row.calls);
     }
     const [d] = durations;
@@ -115,7 +133,36 @@ export class CallAnalyticsRepository {
       durationAvg: nullable(d?.avg),
       durationP50: nullable(d?.p50),
       durationP95: nullable(d?.p95),
+      ...latency,
     };
+  }
+
+  /**
+   * Percentiles (continuous, as percentile_cont) of the agent turns' response latencies of the filter's calls.
+   * The latencies are whole milliseconds, so they are counted per value (a parallel hash aggregate over the calls'
+   * index) rather than sorted; each percentile is then read off the cumulative counts: rank h = p × (n - 1), the
+   * values at ranks floor(h) and ceil(h), interpolated. Same result as percentile_cont over every latency.
+   */
+  private async latencyPercentiles(f: AnalyticsFilter): Promise<{ latencyTurns: number; latencyP50: number | null; latencyP95: number | null }> {
+    const calls = conditions(f);
+    const rows = (await this.statement(
+      `WITH l AS (SELECT v, count(*) AS n FROM calls c CROSS JOIN LATERAL unnest(c.response_latencies_ms) v
+                   WHERE ${calls.where} AND c.response_latencies_ms IS NOT NULL GROUP BY v),
+            cum AS (SELECT v, sum(n) OVER (ORDER BY v) AS upto, sum(n) OVER () AS total FROM l),
+            q AS (SELECT p, t.total, p * (t.total - 1) AS h FROM (VALUES (0.5), (0.95)) ps(p), (SELECT max(total) AS total FROM cum) t WHERE t.total > 0)
+       SELECT q.p::float8 AS p, q.total::int AS total, q.h::float8 AS h,
+              (SELECT v FROM cum WHERE cum.upto > floor(q.h) ORDER BY v LIMIT 1) AS lo,
+              (SELECT v FROM cum WHERE cum.upto > ceil(q.h) ORDER BY v LIMIT 1) AS hi
+         FROM q`,
+      calls.params,
+    )) as { p: number; total: number; h: number; lo: number; hi: number }[];
+    const at = (p: number): number | null => {
+      const r = rows.find((x) => Number(x.p) === p);
+      if (!r) return null;
+      const h = Number(r.h);
+      return Number(r.lo) + (h - Math.floor(h)) * (Number(r.hi) - Number(r.lo));
+    };
+    return { latencyTurns: Number(rows[0]?.total ?? 0), latencyP50: at(0.5), latencyP95: at(0.95) };
   }
 
   /**
@@ -153,22 +200,43 @@ export class CallAnalyticsRepository {
                 count(*)::int AS calls,
                 count(c.answered_at)::int AS answered,
                 count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
-                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds
+                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds,
+                coalesce(sum(c.agent_turns), 0)::int AS agent_turns,
+                coalesce(sum(c.barge_ins), 0)::int AS barge_ins,
+                sum(c.cost)::text AS cost
            FROM calls c
           WHERE ${calls.where}
           GROUP BY 1`,
         [...calls.params, bounds],
-      ) as Promise<(CountsRow & { i: number })[]>,
+      ) as Promise<(CountsRow & { i: number; cost: string })[]>,
       this.ratings(f, bounds),
     ]);
     const counts: CallCounts[] = starts.map((_, i) => {
       const csat = ratings.get(i + 1);
-      return { calls: 0, answered: 0, answeredSeconds: 0, transferred: 0, csatCount: csat?.count ?? 0, csatAverage: csat?.average ?? null };
+      return {
+        calls: 0,
+        answered: 0,
+        answeredSeconds: 0,
+        transferred: 0,
+        csatCount: csat?.count ?? 0,
+        csatAverage: csat?.average ?? null,
+        cost: '0',
+        agentTurns: 0,
+        bargeIns: 0,
+      };
     });
     for (const row of rows) {
       const bucket = counts[Number(row.i) - 1];
       if (!bucket) continue;
-      Object.assign(bucket, { calls: Number(row.calls), answered: Number(row.answered), answeredSeconds: Number(row.answered_seconds), transferred: Number(row.transferred) });
+      Object.assign(bucket, {
+        calls: Number(row.calls),
+        answered: Number(row.answered),
+        answeredSeconds: Number(row.answered_seconds),
+        transferred: Number(row.transferred),
+        cost: decimal(row.cost ?? '0'),
+        agentTurns: Number(row.agent_turns),
+        bargeIns: Number(row.barge_ins),
+      });
     }
     return counts;
   }

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
@@ -9,7 +9,9 @@ import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { canMove, CallStatus, isLive } from './call-state';
 import { AnalysisClaim, CallFilters, CallRating, CallsRepository, NewCall } from './calls.repository';
+import { CallUsage } from './call-usage';
 import { CallEntity, CallTurnEntity } from './entities';
+import { decimal } from './price-table';
 import { CommandOutcome, MediaCommands } from './media-commands';
 import { stuckCallTransition } from './stuck-calls';
 
@@ -24,6 +26,8 @@ export interface TurnInput extends TranscriptTurn {
   speaker?: string;
   /** The media stream the turn was spoken on and its number there (from 1); absent: an unnumbered turn. */
   stream?: { id: string; seq: number };
+  /** An agent turn that answered the caller: end of their speech to its first audio, ms; absent: not measured. */
+  responseLatencyMs?: number;
 }
 
 /**
@@ -64,6 +68,8 @@ export class CallsDomain {
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: ServiceConfig,
     private readonly media: MediaCommands,
+    /** Prices the carrier's minutes as a call ends; absent (some tests): costs are left as recorded. */
+    @Optional() private readonly usage?: CallUsage,
   ) {}
 
   /**
@@ -190,6 +196,7 @@ export class CallsDomain {
         if (wantsAnalysis(current)) current.analysisDueAt = this.mediaAttached(current, now) ? new Date(now.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS) : now;
       }
       await this.repository.save(m, current);
+      if (!isLive(current.status)) await this.usage?.settleCarrier(m, current);
       events.push(...(await this.emitFor(m, current)));
       return { call: current, changed: true };
     });
@@ -291,7 +298,7 @@ export class CallsDomain {
    * still takes turns (the ones being spoken as it ended); after that its transcript is closed (409).
    */
   async appendTurn(accountId: string, id: string, turn: TurnInput, now = new Date()): Promise<number> {
-    const { stream, speaker, grounding, ...fields } = turn;
+    const { stream, speaker, grounding, responseLatencyMs, ...fields } = turn;
     const call = await this.amend(accountId, id, async (current, m) => {
       if (!isLive(current.status) && (!current.endedAt || now.getTime() - current.endedAt.getTime() > TRANSCRIPT_GRACE_MS)) {
         throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
@@ -300,7 +307,23 @@ export class CallsDomain {
       if (numbered.streamId !== null && (await this.repository.hasTurn(m, id, numbered.streamId, numbered.streamSeq))) return [];
       current.turns += 1;
       current.transcriptAvailable = true;
-      await this.repository.insertTurn(m, { callId: id, accountId, seq: current.turns, ...fields, ...numbered, speaker: speaker || null, grounding: grounding ?? [] });
+      const latency = turn.role === 'assistant' && responseLatencyMs && responseLatencyMs > 0 ? Math.round(responseLatencyMs) : null;
+      // The call's own turn measures, which the analytics read from the calls' index (docs/analytics.md).
+      if (turn.role === 'assistant') {
+        current.agentTurns += 1;
+        if (turn.interrupted) current.bargeIns += 1;
+        if (latency !== null) current.responseLatenciesMs = [...(current.responseLatenciesMs ?? []), latency];
+      }
+      await this.repository.insertTurn(m, {
+        callId: id,
+        accountId,
+        seq: current.turns,
+        ...fields,
+        ...numbered,
+        speaker: speaker || null,
+        grounding: grounding ?? [],
+        responseLatencyMs: latency,
+      });
       return [
         await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined, ...(speaker ? { speaker } : {}) }),
       ];
@@ -636,6 +659,11 @@ function durationSeconds(c: CallEntity): number {
   return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
 }
 
+/** The carrier's billed minutes: each started minute of the answered time counts (docs/calls.md, Usage and cost). */
+export function billedMinutes(c: CallEntity): number {
+  return Math.ceil(durationSeconds(c) / 60);
+}
+
 const iso = (d: Date | null) => (d ? d.toISOString() : '');
 
 /** The call as it crosses gRPC and the live subjects. */
@@ -674,5 +702,21 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     workflow_run_id: c.workflowRunId ?? '',
     workflow_recipient_id: c.workflowRecipientId ?? '',
     project_id: c.projectId ?? defaultProjectId(c.accountId),
+    usage: {
+      carrier_seconds: durationSeconds(c),
+      carrier_minutes: billedMinutes(c),
+      stt_seconds: c.usageSttMs / 1000,
+      llm_input_tokens: c.usageLlmInputTokens,
+      llm_output_tokens: c.usageLlmOutputTokens,
+      tts_characters: c.usageTtsCharacters,
+    },
+    cost: {
+      amount: decimal(c.cost),
+      currency: c.costCurrency ?? '',
+      carrier: decimal(c.costCarrier),
+      stt: decimal(c.costStt),
+      llm: decimal(c.costLlm),
+      tts: decimal(c.costTts),
+    },
   };
 }

@@ -4,6 +4,8 @@ import { AppError, pageLimit } from '@parley/rpc';
 import { CallAnalytics } from './call-analytics';
 import { CallOverview } from './call-analytics.repository';
 import { CallControl } from './call-control';
+import { CallUsage } from './call-usage';
+import { ZERO_PRICES } from './price-table';
 import { MEDIA_END_REASONS } from './call-state';
 import { CallsDomain, toCallMessage } from './calls.domain';
 import { CallRating } from './calls.repository';
@@ -23,6 +25,7 @@ const toTurn = (t: CallTurnEntity): callsV1.Turn => ({
   interrupted: t.interrupted,
   speaker: t.speaker ?? '',
   grounding: t.grounding ?? [],
+  response_latency_ms: t.responseLatencyMs ?? 0,
 });
 
 /** A grounding source as the worker sent it, with only its fields (a score that is not a number: 0). */
@@ -69,7 +72,7 @@ const analyticsQuery = (f: callsV1.CallAnalyticsFilter | undefined) => ({
   direction: f?.direction || undefined,
 });
 
-const toAnalyticsMessage = (o: CallOverview): callsV1.CallAnalytics => ({
+const toAnalyticsMessage = (o: CallOverview, currency: string): callsV1.CallAnalytics => ({
   calls: o.calls,
   answered: o.answered,
   answered_seconds: o.answeredSeconds,
@@ -81,6 +84,13 @@ const toAnalyticsMessage = (o: CallOverview): callsV1.CallAnalytics => ({
   duration_p95_seconds: o.durationP95 ?? 0,
   csat_count: o.csatCount,
   csat_average: o.csatAverage ?? 0,
+  cost: o.cost,
+  cost_currency: currency,
+  latency_turns: o.latencyTurns,
+  response_latency_p50_ms: o.latencyP50 ?? 0,
+  response_latency_p95_ms: o.latencyP95 ?? 0,
+  agent_turns: o.agentTurns,
+  barge_ins: o.bargeIns,
 });
 
 const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
@@ -93,6 +103,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
     private readonly control: CallControl,
     private readonly web: WebCalls,
     @Optional() private readonly analytics?: CallAnalytics,
+    @Optional() private readonly usage?: CallUsage,
   ) {}
 
   async createCall(req: callsV1.CreateCallRequest): Promise<callsV1.CreateCallResponse> {
@@ -214,8 +225,19 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       // The documents an answer was grounded in, best first; none on other turns.
       ...(turn.grounding?.length ? { grounding: turn.grounding.map(toGroundingSource) } : {}),
       stream: req.seq > 0 ? { id: req.stream_id, seq: req.seq } : undefined,
+      ...(turn.response_latency_ms > 0 ? { responseLatencyMs: turn.response_latency_ms } : {}),
     });
     return { turns };
+  }
+
+  async recordUsage(req: callsV1.RecordUsageRequest): Promise<callsV1.RecordUsageResponse> {
+    await this.usageOf().record(
+      req.account_id,
+      req.call_id,
+      req.stream_id,
+      (req.items ?? []).map((i) => ({ kind: i.kind, provider: i.provider, model: i.model, quantity: Number(i.quantity) })),
+    );
+    return {};
   }
 
   async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.GetTranscriptResponse> {
@@ -263,7 +285,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async getCallAnalytics(req: callsV1.GetCallAnalyticsRequest): Promise<callsV1.GetCallAnalyticsResponse> {
-    return { analytics: toAnalyticsMessage(await this.analyticsOf().overview(analyticsQuery(req.filter))) };
+    return { analytics: toAnalyticsMessage(await this.analyticsOf().overview(analyticsQuery(req.filter)), this.usage?.prices.currency ?? ZERO_PRICES.currency) };
   }
 
   async putProjectCeilings(req: callsV1.PutProjectCeilingsRequest): Promise<callsV1.PutProjectCeilingsResponse> {
@@ -283,8 +305,16 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
         transferred: b.transferred,
         csat_count: b.csatCount,
         csat_average: b.csatAverage ?? 0,
+        cost: b.cost,
+        agent_turns: b.agentTurns,
+        barge_ins: b.bargeIns,
       })),
     };
+  }
+
+  private usageOf(): CallUsage {
+    if (!this.usage) throw new AppError('internal_error', 'Usage is not recorded in this process.');
+    return this.usage;
   }
 
   private analyticsOf(): CallAnalytics {

@@ -8,6 +8,9 @@ import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
 import { CallAnalytics } from './call-analytics';
 import { CallAnalyticsRepository } from './call-analytics.repository';
+import { CallUsage, PRICES } from './call-usage';
+import { CallUsageRepository } from './call-usage.repository';
+import { loadPrices } from './price-table';
 import { AGENTS_GRPC, CallControl } from './call-control';
 import { WebCalls } from './web-calls';
 import { CallsDomain } from './calls.domain';
@@ -32,6 +35,9 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
     CallsDomain,
     CallAnalyticsRepository,
     CallAnalytics,
+    CallUsageRepository,
+    CallUsage,
+    { provide: PRICES, inject: [CONFIG], useFactory: (c: ServiceConfig) => loadPrices(c.PRICES_FILE) },
     CallControl,
     WebCalls,
     CallAdmission,

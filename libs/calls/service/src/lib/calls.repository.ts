@@ -269,6 +269,7 @@ export class CallsRepository {
       analysisAttempts: 0,
       analysisError: null,
       analysisDueAt: null,
+      ...NO_USAGE,
     });
   }
 
@@ -581,3 +582,20 @@ export class CallsRepository {
     return pending;
   }
 }
+
+/** A new call's usage, costs and turn measures (the columns' defaults). */
+const NO_USAGE = {
+  usageSttMs: 0,
+  usageLlmInputTokens: 0,
+  usageLlmOutputTokens: 0,
+  usageTtsCharacters: 0,
+  costCarrier: '0',
+  costStt: '0',
+  costLlm: '0',
+  costTts: '0',
+  cost: '0',
+  costCurrency: null,
+  agentTurns: 0,
+  bargeIns: 0,
+  responseLatenciesMs: null,
+} satisfies Partial<CallEntity>;

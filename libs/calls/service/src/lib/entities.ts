@@ -2,6 +2,9 @@ import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { GroundingSource } from '@parley/contracts';
 import { CallStatus } from './call-state';
 
+/** A bigint column read as a number (counts well below 2^53). */
+const BIGINT = { to: (v: number) => v, from: (v: string | null) => (v === null ? 0 : Number(v)) };
+
 @Entity({ name: 'calls' })
 export class CallEntity {
   @PrimaryColumn({ type: 'text' }) id: string;
@@ -66,6 +69,24 @@ export class CallEntity {
   /** The workflow run (wfr_…) that placed the call and the run's recipient it called; null on any other call. */
   @Column({ name: 'workflow_run_id', type: 'text', nullable: true }) workflowRunId: string | null;
   @Column({ name: 'workflow_recipient_id', type: 'text', nullable: true }) workflowRecipientId: string | null;
+  /** Usage totals: the sums of the call's `call_usage` lines (each a stream's running total). */
+  @Column({ name: 'usage_stt_ms', type: 'bigint', default: 0, transformer: BIGINT }) usageSttMs: number;
+  @Column({ name: 'usage_llm_input_tokens', type: 'bigint', default: 0, transformer: BIGINT }) usageLlmInputTokens: number;
+  @Column({ name: 'usage_llm_output_tokens', type: 'bigint', default: 0, transformer: BIGINT }) usageLlmOutputTokens: number;
+  @Column({ name: 'usage_tts_characters', type: 'bigint', default: 0, transformer: BIGINT }) usageTtsCharacters: number;
+  /** Costs in the price table's currency, exact decimals (numeric, read as strings); `cost` is their sum. */
+  @Column({ name: 'cost_carrier', type: 'numeric', default: 0 }) costCarrier: string;
+  @Column({ name: 'cost_stt', type: 'numeric', default: 0 }) costStt: string;
+  @Column({ name: 'cost_llm', type: 'numeric', default: 0 }) costLlm: string;
+  @Column({ name: 'cost_tts', type: 'numeric', default: 0 }) costTts: string;
+  @Column({ type: 'numeric', default: 0 }) cost: string;
+  /** The price table's currency when a cost was first written (usage, or the carrier's at the end); null before. */
+  @Column({ name: 'cost_currency', type: 'text', nullable: true }) costCurrency: string | null;
+  /** Agent turns stored, and of them the ones the caller cut off. */
+  @Column({ name: 'agent_turns', type: 'int', default: 0 }) agentTurns: number;
+  @Column({ name: 'barge_ins', type: 'int', default: 0 }) bargeIns: number;
+  /** The measured response latencies of the call's agent turns, in the order stored; null: none yet. */
+  @Column({ name: 'response_latencies_ms', type: 'int', array: true, nullable: true }) responseLatenciesMs: number[] | null;
 }
 
 export interface Seat {
@@ -93,4 +114,6 @@ export class CallTurnEntity {
   @Column({ type: 'text', nullable: true }) speaker: string | null;
   /** The knowledge-base documents an agent's answer was grounded in, best first; [] on turns without. */
   @Column({ type: 'jsonb' }) grounding: GroundingSource[];
+  /** An agent turn that answered the caller: end of their speech to the first audio, ms; null when not measured. */
+  @Column({ name: 'response_latency_ms', type: 'int', nullable: true }) responseLatencyMs: number | null;
 }

@@ -485,6 +485,68 @@ export class AddCallProjects1765500000490 implements MigrationInterface {
   }
 }
 
+/**
+ * Usage and cost (issue 22, part 2) and the analytics of latency and barge-ins. Every column is added with a
+ * constant default or none, so no table is rewritten. A call keeps its usage totals and costs (the sums of its
+ * `call_usage` lines, plus the carrier's cost once it ended), its agent turns and barge-ins, and the response
+ * latencies of its turns (also kept on each turn), so the analytics read them from the calls' index alone:
+ * `calls_analytics` is rebuilt with them in its INCLUDE list (built before the old one is dropped).
+ */
+export class AddCallUsage1765600000500 implements MigrationInterface {
+  name = 'AddCallUsage1765600000500';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE calls
+        ADD COLUMN IF NOT EXISTS usage_stt_ms bigint NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS usage_llm_input_tokens bigint NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS usage_llm_output_tokens bigint NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS usage_tts_characters bigint NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost_carrier numeric NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost_stt numeric NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost_llm numeric NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost_tts numeric NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost numeric NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS cost_currency text,
+        ADD COLUMN IF NOT EXISTS agent_turns int NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS barge_ins int NOT NULL DEFAULT 0,
+        ADD COLUMN IF NOT EXISTS response_latencies_ms int[]`);
+    await q.query(`ALTER TABLE call_turns ADD COLUMN IF NOT EXISTS response_latency_ms int`);
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS call_usage (
+        call_id text NOT NULL REFERENCES calls(id) ON DELETE CASCADE,
+        stream_id text NOT NULL,
+        kind text NOT NULL,
+        provider text NOT NULL,
+        model text NOT NULL,
+        account_id text NOT NULL,
+        quantity bigint NOT NULL,
+        cost numeric NOT NULL,
+        updated_at timestamptz(3) NOT NULL DEFAULT now(),
+        PRIMARY KEY (call_id, stream_id, kind, provider, model)
+      )`);
+    await q.query(
+      `CREATE INDEX IF NOT EXISTS calls_analytics_usage ON calls (account_id, created_at) INCLUDE (agent_id, direction, project_id, answered_at, ended_at, end_reason, transferred_to, carrier, cost, agent_turns, barge_ins, response_latencies_ms)`,
+    );
+    await q.query(`DROP INDEX IF EXISTS calls_analytics`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(
+      `CREATE INDEX IF NOT EXISTS calls_analytics ON calls (account_id, created_at) INCLUDE (agent_id, direction, answered_at, ended_at, end_reason, transferred_to)`,
+    );
+    await q.query(`DROP INDEX IF EXISTS calls_analytics_usage`);
+    await q.query(`DROP TABLE IF EXISTS call_usage`);
+    await q.query(`ALTER TABLE call_turns DROP COLUMN IF EXISTS response_latency_ms`);
+    await q.query(`
+      ALTER TABLE calls
+        DROP COLUMN IF EXISTS usage_stt_ms, DROP COLUMN IF EXISTS usage_llm_input_tokens, DROP COLUMN IF EXISTS usage_llm_output_tokens,
+        DROP COLUMN IF EXISTS usage_tts_characters, DROP COLUMN IF EXISTS cost_carrier, DROP COLUMN IF EXISTS cost_stt,
+        DROP COLUMN IF EXISTS cost_llm, DROP COLUMN IF EXISTS cost_tts, DROP COLUMN IF EXISTS cost, DROP COLUMN IF EXISTS cost_currency, DROP COLUMN IF EXISTS agent_turns,
+        DROP COLUMN IF EXISTS barge_ins, DROP COLUMN IF EXISTS response_latencies_ms`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -510,4 +572,5 @@ export const CALLS_MIGRATIONS = [
   CreateCallRatings1765200000460,
   AddCallAnalytics1765300000470,
   AddCallProjects1765500000490,
+  AddCallUsage1765600000500,
 ];

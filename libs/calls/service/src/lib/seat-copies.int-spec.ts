@@ -26,7 +26,7 @@ describe('what a rendezvous’ record says of its seats’ copies: who said each
     await calls.transition('acc_1', placed.id, () => ({ status: 'in_progress' }));
     return placed;
   };
-  const turn = (text: string, speaker: string) => ({ role: 'user', text, language: 'en-US', start_ms: 0, end_ms: 900, interrupted: false, speaker, grounding: [] });
+  const turn = (text: string, speaker: string) => ({ role: 'user', text, language: 'en-US', start_ms: 0, end_ms: 900, interrupted: false, speaker, grounding: [], response_latency_ms: 0 });
 
   it('stores each rendezvous seat as the speaker of its turns, reads it back, and puts it on call.transcript.updated', async () => {
     const call = await answered({ agentId: 'agt_meet', direction: 'web', to: '', from: '', carrier: 'web' });

@@ -27,6 +27,7 @@ describe('which knowledge-base documents grounded an answer, kept with its turn 
     interrupted: false,
     speaker: '',
     grounding,
+    response_latency_ms: 0,
   });
 
   it('gives back a turn appended with grounding with its documents, best first, and a turn without with none', async () => {

@@ -32,6 +32,8 @@ export interface CallsPort {
   recordFlowTransition(req: callsV1.RecordFlowTransitionRequest): Promise<void>;
   /** The end-of-call survey took a rating (csat.received, source `keypad`); idempotent per call and source. */
   recordRating?(req: callsV1.RecordRatingRequest): Promise<void>;
+  /** The stream's usage of its vendors so far (running totals; RecordUsage keeps the largest of each line). */
+  recordUsage?(req: callsV1.RecordUsageRequest): Promise<void>;
 }
 
 /**

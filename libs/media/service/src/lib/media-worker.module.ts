@@ -91,6 +91,10 @@ class GrpcCallsPort implements CallsPort {
   async recordRating(req: callsV1.RecordRatingRequest): Promise<void> {
     await this.client.call('recordRating', (s, md) => s.recordRating(req, md));
   }
+
+  async recordUsage(req: callsV1.RecordUsageRequest): Promise<void> {
+    await this.client.call('recordUsage', (s, md) => s.recordUsage(req, md));
+  }
 }
 
 /**

@@ -8,7 +8,7 @@ export const TRANSCRIPT_BACKOFF_MS = 200;
 export const TRANSCRIPT_MAX_BACKOFF_MS = 5_000;
 
 /** What the session reports to the calls service through the writer. */
-export type TranscriptEntryKind = 'turn' | 'tool_call' | 'flow_transition' | 'rating';
+export type TranscriptEntryKind = 'turn' | 'tool_call' | 'flow_transition' | 'rating' | 'usage';
 
 export interface TranscriptWriterOptions {
   /** Logs a failure (a refused entry, the first retry of one, what a flush gave up). */

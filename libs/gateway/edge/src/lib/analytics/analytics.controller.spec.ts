@@ -26,6 +26,13 @@ const analytics = (over: Partial<callsV1.CallAnalytics> = {}): callsV1.CallAnaly
   duration_p95_seconds: 272.99999999,
   csat_count: 3,
   csat_average: 4.223333,
+  cost: '1.2345678901',
+  cost_currency: 'EUR',
+  latency_turns: 40,
+  response_latency_p50_ms: 812.25,
+  response_latency_p95_ms: 1690.3333,
+  agent_turns: 52,
+  barge_ins: 5,
   ...over,
 });
 
@@ -35,7 +42,7 @@ function controller(answers: Partial<Record<keyof Service, unknown>>) {
 }
 
 describe('AnalyticsController', () => {
-  it('overview: asks the calls service for the last 30 days by default and presents rates, minutes, durations and CSAT', async () => {
+  it('overview: asks the calls service for the last 30 days by default and presents rates, minutes, durations, CSAT, cost, latency and barge-ins', async () => {
     const { c, requests } = controller({ getCallAnalytics: { analytics: analytics() } });
     const before = Date.now();
     const res = await c.overview(who, {});
@@ -58,11 +65,32 @@ describe('AnalyticsController', () => {
       transferred: 1,
       transfer_rate: 0.2,
       csat: { count: 3, average: 4.22 },
+      cost: { currency: 'EUR', total: 1.234568, average_per_call: 0.176367 },
+      response_latency: { turns: 40, p50_ms: 812.3, p95_ms: 1690.3 },
+      barge_in: { agent_turns: 52, count: 5, rate: 0.0962 },
     });
   });
 
   it('overview: null rates and figures when there is nothing to compute them from', async () => {
-    const none = analytics({ calls: 0, answered: 0, answered_seconds: 0, transferred: 0, end_reasons: [], timed: 0, duration_avg_seconds: 0, duration_p50_seconds: 0, duration_p95_seconds: 0, csat_count: 0, csat_average: 0 });
+    const none = analytics({
+      calls: 0,
+      answered: 0,
+      answered_seconds: 0,
+      transferred: 0,
+      end_reasons: [],
+      timed: 0,
+      duration_avg_seconds: 0,
+      duration_p50_seconds: 0,
+      duration_p95_seconds: 0,
+      csat_count: 0,
+      csat_average: 0,
+      cost: '0',
+      latency_turns: 0,
+      response_latency_p50_ms: 0,
+      response_latency_p95_ms: 0,
+      agent_turns: 0,
+      barge_ins: 0,
+    });
     const { c } = controller({ getCallAnalytics: { analytics: none } });
     expect(await c.overview(who, { from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z' })).toMatchObject({
       answer_rate: null,
@@ -71,6 +99,9 @@ describe('AnalyticsController', () => {
       end_reasons: {},
       duration: { calls: 0, average_seconds: null, p50_seconds: null, p95_seconds: null },
       csat: { count: 0, average: null },
+      cost: { currency: 'EUR', total: 0, average_per_call: null },
+      response_latency: { turns: 0, p50_ms: null, p95_ms: null },
+      barge_in: { agent_turns: 0, count: 0, rate: null },
     });
   });
 
@@ -106,6 +137,9 @@ describe('AnalyticsController', () => {
       transferred: 0,
       csat_count: csat,
       csat_average: csat ? 3.333333 : 0,
+      cost: calls ? '0.0300000000' : '0',
+      agent_turns: calls * 4,
+      barge_ins: calls,
     });
     const { c, requests } = controller({
       getCallTimeseries: { buckets: [bucket('2026-03-08T00:00:00-05:00', 3, 2, 90, 3), bucket('2026-03-09T00:00:00-04:00', 0, 0, 0)] },
@@ -114,8 +148,8 @@ describe('AnalyticsController', () => {
     expect(requests.getCallTimeseries).toMatchObject({ bucket: 'day', timezone: 'America/New_York', filter: { account_id: 'acme' } });
     expect(res).toMatchObject({ object: 'analytics_timeseries', bucket: 'day', timezone: 'America/New_York' });
     expect(res.data).toEqual([
-      { start: '2026-03-08T00:00:00-05:00', calls: 3, answered: 2, answer_rate: 0.6667, minutes: 1.5, transferred: 0, csat_count: 3, csat_average: 3.33 },
-      { start: '2026-03-09T00:00:00-04:00', calls: 0, answered: 0, answer_rate: null, minutes: 0, transferred: 0, csat_count: 0, csat_average: null },
+      { start: '2026-03-08T00:00:00-05:00', calls: 3, answered: 2, answer_rate: 0.6667, minutes: 1.5, transferred: 0, csat_count: 3, csat_average: 3.33, cost: 0.03, agent_turns: 12, barge_ins: 3 },
+      { start: '2026-03-09T00:00:00-04:00', calls: 0, answered: 0, answer_rate: null, minutes: 0, transferred: 0, csat_count: 0, csat_average: null, cost: 0, agent_turns: 0, barge_ins: 0 },
     ]);
     await c.timeseries(who, {});
     expect(requests.getCallTimeseries).toMatchObject({ bucket: 'day', timezone: 'UTC' });
@@ -146,7 +180,20 @@ describe('AnalyticsController', () => {
       expect(op.parameters.map((p) => p.name)).not.toContain('project_id');
     }
     const schemas = document.components?.schemas as Record<string, { properties: Record<string, unknown> }>;
-    expect(Object.keys(schemas['AnalyticsOverviewDto'].properties)).not.toContain('cost');
-    expect(Object.keys(schemas['AnalyticsBucketDto'].properties)).toEqual(['start', 'calls', 'answered', 'answer_rate', 'minutes', 'transferred', 'csat_count', 'csat_average']);
+    expect(Object.keys(schemas['AnalyticsOverviewDto'].properties)).toEqual(expect.arrayContaining(['cost', 'response_latency', 'barge_in']));
+    expect(Object.keys(schemas['AnalyticsBucketDto'].properties)).toEqual([
+      'start',
+      'calls',
+      'answered',
+      'answer_rate',
+      'minutes',
+      'transferred',
+      'csat_count',
+      'csat_average',
+      'cost',
+      'agent_turns',
+      'barge_ins',
+    ]);
+    expect(Object.keys(schemas['CallDto'].properties)).toEqual(expect.arrayContaining(['usage', 'cost']));
   });
 });

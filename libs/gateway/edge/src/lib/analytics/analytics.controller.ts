@@ -18,6 +18,8 @@ const IANA_ZONE = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
 const round = (n: number, places: number) => Math.round(n * 10 ** places) / 10 ** places;
 const ratio = (part: number, whole: number) => (whole ? round(part / whole, 4) : null);
+/** An exact decimal from the calls service as a JSON number, to 6 decimals. */
+const amount = (s: string) => round(Number(s || 0), 6);
 
 interface Period {
   filter: callsV1.CallAnalyticsFilter;
@@ -91,9 +93,9 @@ export class AnalyticsController {
     summary: 'Usage and quality overview',
     description: [
       'Figures over the calls created in the period (default: the last 30 days): calls, answered and answer rate, answered minutes,',
-      'end reasons, duration average/p50/p95 of answered calls, transfers and transfer rate, satisfaction ratings.',
+      'end reasons, duration average/p50/p95 of answered calls, transfers and transfer rate, satisfaction ratings,',
+      'cost (total and per call, by the operator’s price table), per-turn response latency p50/p95 and the barge-in rate.',
       'A bad query value is 400 `invalid_request`; an unknown query parameter is refused.',
-      'Cost, usage, response latency and barge-in are not measured yet (docs/analytics.md).',
     ].join(' '),
     permission: 'analytics:read',
     problems: ['invalid_request', 'validation_error'],
@@ -127,18 +129,24 @@ export class AnalyticsController {
       transferred: a.transferred,
       transfer_rate: ratio(a.transferred, a.answered),
       csat: { count: a.csat_count, average: a.csat_count ? round(a.csat_average, 2) : null },
+      cost: { currency: a.cost_currency, total: amount(a.cost), average_per_call: a.calls ? round(Number(a.cost || 0) / a.calls, 6) : null },
+      response_latency: {
+        turns: a.latency_turns,
+        p50_ms: a.latency_turns ? round(a.response_latency_p50_ms, 1) : null,
+        p95_ms: a.latency_turns ? round(a.response_latency_p95_ms, 1) : null,
+      },
+      barge_in: { agent_turns: a.agent_turns, count: a.barge_ins, rate: ratio(a.barge_ins, a.agent_turns) },
     };
   }
 
   @Get('timeseries')
   @Operation({
-    summary: 'Bucketed call volume',
+    summary: 'Bucketed call volume and cost',
     description: [
       'The overview’s count measures per `bucket` (minute, hour, day, week, month; default day) aligned in `timezone` (IANA, default UTC):',
       'every bucket present, zeros included, each starting at a local time given with the zone’s offset.',
       'Day, week (from Monday) and month buckets are local calendar units, so a day is 23 or 25 hours on a daylight-saving change;',
       'the hour a change skips has no bucket and the hour it repeats has two. At most 1000 buckets: more is 422 `validation_error` on `bucket`.',
-      'Cost is not measured yet (docs/analytics.md).',
     ].join(' '),
     permission: 'analytics:read',
     problems: ['invalid_request', 'validation_error'],
@@ -177,5 +185,8 @@ function presentBucket(b: callsV1.CallTimeseriesBucket): AnalyticsBucketDto {
     transferred: b.transferred,
     csat_count: b.csat_count,
     csat_average: b.csat_count ? round(b.csat_average, 2) : null,
+    cost: amount(b.cost),
+    agent_turns: b.agent_turns,
+    barge_ins: b.barge_ins,
   };
 }

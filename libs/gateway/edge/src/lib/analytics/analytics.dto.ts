@@ -27,6 +27,29 @@ export class AnalyticsCsatDto {
   average: number | null;
 }
 
+export class AnalyticsCostDto {
+  @ApiProperty({ example: 'USD', description: 'The price table’s currency (`PRICES_FILE`; USD when none is configured).' }) currency: string;
+  @ApiProperty({ example: 73.1042, description: 'Sum of the period’s calls’ costs (carrier, STT, LLM, TTS), to 6 decimals; live calls count with their cost so far.' })
+  total: number;
+  @ApiProperty({ type: 'number', nullable: true, example: 0.0731, description: '`total / calls`, to 6 decimals; null without calls.' })
+  average_per_call: number | null;
+}
+
+export class AnalyticsLatencyDto {
+  @ApiProperty({ type: 'integer', example: 5230, description: 'Agent turns with a measured response latency: answers to the caller’s speech (greetings and fixed lines are not).' })
+  turns: number;
+  @ApiProperty({ type: 'number', nullable: true, example: 780, description: 'Median of those turns’ latencies (end of the caller’s speech to the first agent audio), ms; null without turns.' })
+  p50_ms: number | null;
+  @ApiProperty({ type: 'number', nullable: true, example: 1420.5, description: '95th percentile (continuous, interpolated), ms; null without turns.' })
+  p95_ms: number | null;
+}
+
+export class AnalyticsBargeInDto {
+  @ApiProperty({ type: 'integer', example: 6100, description: 'Agent turns stored in the period’s calls’ transcripts.' }) agent_turns: number;
+  @ApiProperty({ type: 'integer', example: 410, description: 'Of them, the turns the caller cut off (barge-ins; the turn is `interrupted`).' }) count: number;
+  @ApiProperty({ type: 'number', nullable: true, example: 0.0672, description: '`count / agent_turns`, to four decimals; null without agent turns.' }) rate: number | null;
+}
+
 export class AnalyticsOverviewDto {
   @ApiProperty({ enum: ['analytics_overview'] }) object: 'analytics_overview';
   @ApiProperty({ format: 'date-time', example: '2026-01-01T00:00:00.000Z', description: 'Start of the period (inclusive), on `created_at`.' }) from: string;
@@ -51,6 +74,10 @@ export class AnalyticsOverviewDto {
   @ApiProperty({ type: 'number', nullable: true, example: 0.0361, description: '`transferred / answered`, to four decimals; null without answered calls.' })
   transfer_rate: number | null;
   @ApiProperty({ type: AnalyticsCsatDto, description: 'Satisfaction ratings of the period’s calls (`POST /v1/analytics/csat`, the keypad survey).' }) csat: AnalyticsCsatDto;
+  @ApiProperty({ type: AnalyticsCostDto, description: 'What the period’s calls cost by the operator’s price table (docs/analytics.md, Cost).' }) cost: AnalyticsCostDto;
+  @ApiProperty({ type: AnalyticsLatencyDto, description: 'Per-turn response latency: the engine’s voice-to-voice measurement, stored with each agent turn.' })
+  response_latency: AnalyticsLatencyDto;
+  @ApiProperty({ type: AnalyticsBargeInDto, description: 'How often callers cut the agent off.' }) barge_in: AnalyticsBargeInDto;
 }
 
 export class AnalyticsBucketDto {
@@ -63,6 +90,9 @@ export class AnalyticsBucketDto {
   @ApiProperty({ type: 'integer', example: 1 }) transferred: number;
   @ApiProperty({ type: 'integer', example: 3, description: 'Ratings of the bucket’s calls.' }) csat_count: number;
   @ApiProperty({ type: 'number', nullable: true, example: 4.33, description: 'Null without ratings.' }) csat_average: number | null;
+  @ApiProperty({ example: 2.2174, description: 'Sum of the bucket’s calls’ costs, to 6 decimals (the overview’s currency).' }) cost: number;
+  @ApiProperty({ type: 'integer', example: 180, description: 'Agent turns of the bucket’s calls.' }) agent_turns: number;
+  @ApiProperty({ type: 'integer', example: 12, description: 'Of them, the turns the caller cut off.' }) barge_ins: number;
 }
 
 export class AnalyticsTimeseriesDto {

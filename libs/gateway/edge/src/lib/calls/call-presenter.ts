@@ -36,6 +36,31 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     claimed_at: orNull(c.claimed_at),
     workflow_run_id: orNull(c.workflow_run_id ?? ''),
     workflow_recipient_id: orNull(c.workflow_recipient_id ?? ''),
+    ...presentUsage(c),
+  };
+}
+
+/** An exact decimal from the calls service as a JSON number, to 6 decimals. */
+const amount = (s: string | undefined) => Math.round(Number(s || 0) * 1e6) / 1e6;
+
+/** The call's usage and cost (docs/analytics.md, Usage and cost). */
+function presentUsage(c: callsV1.Call): Pick<CallDto, 'usage' | 'cost'> {
+  const u = c.usage;
+  const k = c.cost;
+  return {
+    usage: {
+      carrier_seconds: u?.carrier_seconds ?? 0,
+      carrier_minutes: Number(u?.carrier_minutes ?? 0),
+      stt_seconds: Math.round((u?.stt_seconds ?? 0) * 1000) / 1000,
+      llm_input_tokens: Number(u?.llm_input_tokens ?? 0),
+      llm_output_tokens: Number(u?.llm_output_tokens ?? 0),
+      tts_characters: Number(u?.tts_characters ?? 0),
+    },
+    cost: {
+      amount: amount(k?.amount),
+      currency: k?.currency || null,
+      breakdown: { carrier: amount(k?.carrier), stt: amount(k?.stt), llm: amount(k?.llm), tts: amount(k?.tts) },
+    },
   };
 }
 

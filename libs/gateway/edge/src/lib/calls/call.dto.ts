@@ -48,6 +48,30 @@ export class CreateCallDto {
   metadata?: Record<string, string>;
 }
 
+export class CallUsageDto {
+  @ApiProperty({ example: 95.42, description: 'The carrier’s answered time (answer to end), seconds; 0 until the call ended.' }) carrier_seconds: number;
+  @ApiProperty({ type: 'integer', example: 2, description: 'The carrier’s billed minutes: each started minute of `carrier_seconds` counts.' }) carrier_minutes: number;
+  @ApiProperty({ example: 88.3, description: 'Audio sent to speech recognition, seconds.' }) stt_seconds: number;
+  @ApiProperty({ type: 'integer', example: 5120, description: 'Prompt tokens of the model’s answers (as the model reported them).' }) llm_input_tokens: number;
+  @ApiProperty({ type: 'integer', example: 310, description: 'Completion tokens of the model’s answers.' }) llm_output_tokens: number;
+  @ApiProperty({ type: 'integer', example: 1264, description: 'Characters sent to speech synthesis (fixed lines served from the worker’s cache are not sent).' })
+  tts_characters: number;
+}
+
+export class CallCostBreakdownDto {
+  @ApiProperty({ example: 0.028, description: 'Carrier: billed minutes × the carrier’s price per minute (set when the call ends).' }) carrier: number;
+  @ApiProperty({ example: 0.0063, description: 'Speech recognition: minutes of audio × the provider’s (model’s) price per minute.' }) stt: number;
+  @ApiProperty({ example: 0.0009, description: 'Model: tokens in and out × the model’s prices per million.' }) llm: number;
+  @ApiProperty({ example: 0.0379, description: 'Speech synthesis: characters × the provider’s price per million.' }) tts: number;
+}
+
+export class CallCostDto {
+  @ApiProperty({ example: 0.0731, description: 'The sum of the breakdown (rounded to 6 decimals; stored exactly).' }) amount: number;
+  @ApiProperty({ type: 'string', nullable: true, example: 'USD', description: 'The price table’s currency (ISO 4217); null until a cost was first recorded.' })
+  currency: string | null;
+  @ApiProperty({ type: CallCostBreakdownDto }) breakdown: CallCostBreakdownDto;
+}
+
 export class CallDto {
   @ApiProperty({ example: 'call_…' }) id: string;
   @ApiProperty({ enum: ['call'] }) object: 'call';
@@ -116,6 +140,10 @@ export class CallDto {
   workflow_run_id: string | null;
   @ApiProperty({ type: 'string', nullable: true, description: 'The run’s recipient the call was for; null when no workflow placed it.' })
   workflow_recipient_id: string | null;
+  @ApiProperty({ type: CallUsageDto, description: 'What the call used so far: recorded while it runs (docs/analytics.md, Usage and cost).' })
+  usage: CallUsageDto;
+  @ApiProperty({ type: CallCostDto, description: 'What that usage costs by the operator’s price table (`PRICES_FILE`), so far.' })
+  cost: CallCostDto;
 }
 
 /** A knowledge-base document an agent's answer was grounded in. */
@@ -147,6 +175,13 @@ export class TurnDto {
       'empty (`[]`) on turns without: the caller’s turns, and answers no knowledge base informed.',
   })
   grounding: GroundingSourceDto[];
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    example: 820,
+    description: 'An assistant turn that answered the caller: milliseconds from the end of the caller’s speech to the agent’s first audio. Null on other turns.',
+  })
+  response_latency_ms: number | null;
 }
 
 /** One move of a call's conversation flow: in the transcript, and on the call's event stream (`call.flow.transitioned`). */

@@ -88,7 +88,7 @@ describe('the call resource', () => {
 });
 
 describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
-  const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', grounding: [], ...over });
+  const turn = (over: Partial<callsV1.Turn>): callsV1.Turn => ({ role: 'user', text: 'Hi', language: 'en-US', start_ms: 1200, end_ms: 1800, interrupted: false, speaker: '', grounding: [], response_latency_ms: 0, ...over });
   const transcriptOf = (turns: callsV1.Turn[], transitions: callsV1.FlowTransition[] = []) => {
     const calls = { call: async () => ({ call: { status: 'ended' }, turns, transitions }) } as unknown as CallsClient;
     return new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).transcript({ accountId: 'acc_1' } as never, 'call_1');
@@ -113,6 +113,15 @@ describe('the transcript (GET /v1/calls/{id}/transcript)', () => {
     expect(transcript.turns.map((t) => [t.role, t.text, t.grounding])).toEqual([
       ['user', 'When do you open?', []],
       ['assistant', 'We open at nine.', sources],
+    ]);
+  });
+
+  it('shows an answer’s response latency in ms, and null on turns without a measurement', async () => {
+    const transcript = await transcriptOf([turn({ text: 'Hi' }), turn({ role: 'assistant', text: 'Hello!', response_latency_ms: 742 })]);
+
+    expect(transcript.turns.map((t) => [t.role, t.response_latency_ms])).toEqual([
+      ['user', null],
+      ['assistant', 742],
     ]);
   });
 

@@ -192,6 +192,7 @@ export class CallsController {
         interrupted: t.interrupted,
         speaker: t.speaker || null,
         grounding: presentGrounding(t.grounding),
+        response_latency_ms: t.response_latency_ms || null,
       })),
       flow_transitions: res.transitions.map((t) => presentFlowTransition(id, flowTransitionOfMessage(t))),
     };

@@ -58,6 +58,9 @@ export interface Call {
   workflow_recipient_id: string;
   /** The project (prj_…) the call counts against: its agent's project when the call was created. */
   project_id: string;
+  /** What the call used so far (recorded as it runs) and what that costs by the operator's price table. */
+  usage: CallUsage | undefined;
+  cost: CallCost | undefined;
 }
 
 export interface Call_VariablesEntry {
@@ -68,6 +71,29 @@ export interface Call_VariablesEntry {
 export interface Call_MetadataEntry {
   key: string;
   value: string;
+}
+
+/**
+ * A call's usage: the carrier's answered time (and the minutes billed for it, each started minute counted), the
+ * audio sent to speech recognition, the model's tokens, the characters sent to speech synthesis.
+ */
+export interface CallUsage {
+  carrier_seconds: number;
+  carrier_minutes: number;
+  stt_seconds: number;
+  llm_input_tokens: number;
+  llm_output_tokens: number;
+  tts_characters: number;
+}
+
+/** Amounts are exact decimals (strings) in `currency`; amount is the sum of the four parts. */
+export interface CallCost {
+  amount: string;
+  currency: string;
+  carrier: string;
+  stt: string;
+  llm: string;
+  tts: string;
 }
 
 /** One end of a rendezvous: taken once a browser joined with its token. */
@@ -431,6 +457,11 @@ export interface Turn {
    * search_knowledge_base call), best first. Empty on turns without.
    */
   grounding: GroundingSource[];
+  /**
+   * An agent turn that answered the caller: end of the caller's speech to the agent's first audio (the engine's
+   * voice-to-voice latency), in milliseconds. 0: not measured (greetings, fixed lines, user turns).
+   */
+  response_latency_ms: number;
 }
 
 /** A knowledge-base document an answer was grounded in (GroundingSource in @parley/contracts). */
@@ -459,6 +490,32 @@ export interface AppendTurnRequest {
 
 export interface AppendTurnResponse {
   turns: number;
+}
+
+/**
+ * One line of a stream's usage: what it is (stt_ms, llm_input_tokens, llm_output_tokens, tts_characters), which
+ * vendor and model used it, and how much, counted from the stream's start (a running total, not an increment).
+ */
+export interface UsageItem {
+  kind: string;
+  provider: string;
+  model: string;
+  quantity: number;
+}
+
+/**
+ * A media stream's usage so far, sent as the call runs (after its turns) and once more as the stream finishes. Each
+ * item is a running total: the calls service keeps the largest it was told per (stream, kind, provider, model), so
+ * a retried or reordered report changes nothing.
+ */
+export interface RecordUsageRequest {
+  account_id: string;
+  call_id: string;
+  stream_id: string;
+  items: UsageItem[];
+}
+
+export interface RecordUsageResponse {
 }
 
 export interface GetTranscriptRequest {
@@ -722,6 +779,16 @@ export interface CallAnalytics {
   /** Ratings of these calls (any source), each brought to 1..5; csat_count 0: no average. */
   csat_count: number;
   csat_average: number;
+  /** Sum of the calls' costs (exact decimal, in cost_currency). */
+  cost: string;
+  cost_currency: string;
+  /** Agent turns with a measured response latency; 0: the percentiles are 0 and mean nothing. */
+  latency_turns: number;
+  response_latency_p50_ms: number;
+  response_latency_p95_ms: number;
+  /** Agent turns spoken, and of them the ones the caller cut off (barge-ins). */
+  agent_turns: number;
+  barge_ins: number;
 }
 
 export interface GetCallAnalyticsRequest {
@@ -743,6 +810,10 @@ export interface CallTimeseriesBucket {
   csat_count: number;
   /** 0 when csat_count is 0. */
   csat_average: number;
+  /** Sum of the bucket's calls' costs (exact decimal). */
+  cost: string;
+  agent_turns: number;
+  barge_ins: number;
 }
 
 /**
@@ -815,6 +886,8 @@ export interface CallsServiceClient {
   appendTurn(request: AppendTurnRequest, metadata?: Metadata): Observable<AppendTurnResponse>;
 
   getTranscript(request: GetTranscriptRequest, metadata?: Metadata): Observable<GetTranscriptResponse>;
+
+  recordUsage(request: RecordUsageRequest, metadata?: Metadata): Observable<RecordUsageResponse>;
 
   recordingReady(request: RecordingReadyRequest, metadata?: Metadata): Observable<RecordingReadyResponse>;
 
@@ -932,6 +1005,11 @@ export interface CallsServiceController {
     metadata?: Metadata,
   ): Promise<GetTranscriptResponse> | Observable<GetTranscriptResponse> | GetTranscriptResponse;
 
+  recordUsage(
+    request: RecordUsageRequest,
+    metadata?: Metadata,
+  ): Promise<RecordUsageResponse> | Observable<RecordUsageResponse> | RecordUsageResponse;
+
   recordingReady(
     request: RecordingReadyRequest,
     metadata?: Metadata,
@@ -1018,6 +1096,7 @@ export function CallsServiceControllerMethods() {
       "mediaHeartbeat",
       "appendTurn",
       "getTranscript",
+      "recordUsage",
       "recordingReady",
       "reportSeatCopy",
       "getRecording",

@@ -1,0 +1,94 @@
+import type { callsV1 } from '@parley/contracts';
+import type { LlmProvider, LlmStreamEvent, StreamRequest } from '@parley/llm';
+import type { SpeechChunk, SpeechToText, SttOptions, SttStream, SttStreamHandlers, SynthesisRequest, TextToSpeech } from '@parley/speech';
+
+/** What a usage line counts (UsageItem.kind, parley.calls.v1). */
+export type UsageKind = 'stt_ms' | 'llm_input_tokens' | 'llm_output_tokens' | 'tts_characters';
+
+/**
+ * One media stream's usage of its vendors, counted where the requests leave: audio written to each recognizer
+ * (ms, from the samples and the stream's rate), the tokens each model's streamed answers report (the usage the
+ * OpenAI-compatible API sends last), the characters sent to each synthesizer. Running totals per (kind, provider,
+ * model), reported as they stand (RecordUsage), so a report sent twice or late changes nothing.
+ */
+export class UsageMeter {
+  private readonly lines = new Map<string, callsV1.UsageItem>();
+  /** Samples written per recognizer line, kept exact (ms are derived from them). */
+  private readonly samples = new Map<string, { count: number; rate: number }>();
+
+  add(kind: UsageKind, provider: string, model: string, quantity: number): void {
+    if (!(quantity > 0)) return;
+    const key = `${kind}\u0000${provider}\u0000${model}`;
+    const line = this.lines.get(key) ?? { kind, provider, model, quantity: 0 };
+    line.quantity += quantity;
+    this.lines.set(key, line);
+  }
+
+  /** The running totals (a copy). */
+  items(): callsV1.UsageItem[] {
+    return [...this.lines.values()].map((l) => ({ ...l }));
+  }
+
+  /** Nothing counted yet. */
+  get empty(): boolean {
+    return this.lines.size === 0;
+  }
+
+  /** The recognizer, counting the audio written to each of its streams. */
+  stt(provider: SpeechToText): SpeechToText {
+    return {
+      name: provider.name,
+      open: async (options: SttOptions, handlers: SttStreamHandlers): Promise<SttStream> => {
+        const stream = await provider.open(options, handlers);
+        const model = options.model ?? '';
+        return {
+          write: (pcm) => {
+            this.audio(provider.name, model, pcm.length, options.sampleRate);
+            stream.write(pcm);
+          },
+          finalize: () => stream.finalize(),
+          close: () => stream.close(),
+        };
+      },
+    };
+  }
+
+  /** The synthesizer, counting the characters of each request sent. */
+  tts(provider: TextToSpeech): TextToSpeech {
+    return {
+      name: provider.name,
+      synthesize: (request: SynthesisRequest): AsyncIterable<SpeechChunk> => {
+        this.add('tts_characters', provider.name, request.model ?? '', request.text.length);
+        return provider.synthesize(request);
+      },
+    };
+  }
+
+  /** The model, counting the tokens its streamed answers report (an answer cut off reports none). */
+  llm(provider: LlmProvider): LlmProvider {
+    const count = (request: StreamRequest, event: LlmStreamEvent) => {
+      if (event.type !== 'done' || !event.usage) return;
+      this.add('llm_input_tokens', provider.name, request.model, event.usage.inputTokens);
+      this.add('llm_output_tokens', provider.name, request.model, event.usage.outputTokens);
+    };
+    return {
+      name: provider.name,
+      complete: (request) => provider.complete(request),
+      async *stream(request: StreamRequest): AsyncGenerator<LlmStreamEvent> {
+        for await (const event of provider.stream(request)) {
+          count(request, event);
+          yield event;
+        }
+      },
+    };
+  }
+
+  private audio(provider: string, model: string, samples: number, rate: number): void {
+    const key = `${provider}\u0000${model}`;
+    const total = this.samples.get(key) ?? { count: 0, rate };
+    const before = Math.floor((total.count * 1000) / total.rate);
+    total.count += samples;
+    this.samples.set(key, total);
+    this.add('stt_ms', provider, model, Math.floor((total.count * 1000) / total.rate) - before);
+  }
+}
