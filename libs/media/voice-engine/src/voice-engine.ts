@@ -25,7 +25,8 @@ import { FallbackTextToSpeech } from './tts-fallback';
 import { TurnDetector, UserTurn } from './turn-detector';
 import { VadFactory } from './vad';
 
-export type EngineTurn = TranscriptTurn;
+/** A turn as the engine reports it: an agent turn that answered the caller carries its response latency (ms). */
+export type EngineTurn = TranscriptTurn & { responseLatencyMs?: number };
 
 /** What an agent turn decided on the way: end the call after it (end_call), or the flow's step it carried out. */
 interface TurnState {
@@ -628,7 +629,17 @@ export class VoiceEngine {
     handle.release();
     if (text) {
       const grounding = groundingOf([...(sources?.() ?? []), ...this.toolSources]);
-      this.host.onTurn({ role: 'assistant', text, language: this.language.code, startMs: handle.startMs, endMs: this.offset(), interrupted, ...(grounding.length ? { grounding } : {}) });
+      const latency = handle.responseLatencyMs;
+      this.host.onTurn({
+        role: 'assistant',
+        text,
+        language: this.language.code,
+        startMs: handle.startMs,
+        endMs: this.offset(),
+        interrupted,
+        ...(grounding.length ? { grounding } : {}),
+        ...(latency !== undefined ? { responseLatencyMs: Math.round(latency) } : {}),
+      });
       this.history.push({ role: 'assistant', content: text });
     }
     return { interrupted };

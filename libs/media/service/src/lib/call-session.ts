@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { callsV1 } from '@parley/contracts';
 import { MediaStreamEvent, MediaStreamProtocol, StreamNotice } from '@parley/carrier-core';
 import { AudioEncoding, CallRecorder, decodeToPcm16, encodeFromPcm16, resamplePcm16 } from '@parley/audio';
@@ -14,6 +15,7 @@ import { isTransient, TranscriptWriter } from './transcript-writer';
 import { CallLinks } from './call-links';
 import { OperatorLine, PhoneLine } from './operator-line';
 import { SeatLine } from './seat-line';
+import { UsageMeter } from './usage-meter';
 import { SeatCopies, SpeakerTranscriber } from './seat-copies';
 
 /** The agent's transcribe_calls: calls between people (rendezvous, claimed calls) are transcribed only when it asks. */
@@ -112,6 +114,12 @@ export class CallSession {
    * RecordToolCallRequest.seq, RecordFlowTransitionRequest.seq: the calls service's dedupe key).
    */
   private reportSeq = 0;
+  /** The vendors' usage of this stream (recognizers, model, synthesizers), reported to the calls service as it grows. */
+  private readonly usage = new UsageMeter();
+  private meteredProviders: EngineProviders | undefined;
+  /** A usage report waits in the transcript writer: a newer one is not queued behind it (it sends the totals then). */
+  private usageQueued = false;
+  private usageStreamId: string | undefined;
 
   /** call-end was sent (a session is ended once, by a command, its peer leaving, or its ring running out). */
   private endSent = false;
@@ -278,6 +286,7 @@ export class CallSession {
     const call = this.call;
     if (call && !this.finished) {
       await this.engine?.stop();
+      this.reportUsage(this.transcript, call);
       await this.transcript?.flush(Math.max(0, deadline - Date.now()));
       await this.retried(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' })).then(
         () => (this.over = true),
@@ -301,6 +310,33 @@ export class CallSession {
   }
 
   /** The stream and number of the next report (unnumbered on a stream without an id to key it). */
+  /** The deployment's providers, each counting what this stream sends it (UsageMeter). */
+  private providers(): EngineProviders {
+    const p = this.deps.providers;
+    return (this.meteredProviders ??= {
+      ...p,
+      stt: (p.stt ?? []).map((x) => this.usage.stt(x)),
+      tts: (p.tts ?? []).map((x) => this.usage.tts(x)),
+      // Sessions of people (seats, operators) are given no model.
+      llm: p.llm && this.usage.llm(p.llm),
+    });
+  }
+
+  /**
+   * Queues the stream's usage totals behind what the writer holds (ordered and retried with the turns): after each
+   * turn and once as the stream finishes, so a call's cost grows while it runs. The totals are read when sent.
+   */
+  private reportUsage(writer: TranscriptWriter | undefined, call: callsV1.Call): void {
+    const record = this.deps.calls.recordUsage?.bind(this.deps.calls);
+    if (!writer || !record || this.usageQueued || this.usage.empty) return;
+    this.usageQueued = true;
+    const stream_id = (this.usageStreamId ??= this.streamId || randomUUID());
+    writer.add('usage', () => {
+      this.usageQueued = false;
+      return record({ account_id: call.account_id, call_id: call.id, stream_id, items: this.usage.items() });
+    });
+  }
+
   private nextReport(): { stream_id: string; seq: number } {
     return { stream_id: this.streamId, seq: this.streamId ? ++this.reportSeq : 0 };
   }
@@ -504,7 +540,7 @@ export class CallSession {
     who: { speaker: string; role: 'user' | 'assistant'; notify?: boolean },
   ): SpeakerTranscriber {
     const language = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime).languages[0];
-    const stt = this.deps.providers.stt ?? [];
+    const stt = this.providers().stt ?? [];
     const writer = (this.transcript ??= new TranscriptWriter({ warn: (fields, message) => this.log.warn({ callId: call.id, ...fields }, message), ...this.deps.transcript }));
     return new SpeakerTranscriber({
       sampleRate,
@@ -519,9 +555,20 @@ export class CallSession {
           account_id: call.account_id,
           call_id: call.id,
           ...this.nextReport(),
-          turn: { role: who.role, text: u.text, language: u.language, start_ms: u.startMs, end_ms: u.endMs, interrupted: false, speaker: who.speaker, grounding: [] },
+          turn: {
+            role: who.role,
+            text: u.text,
+            language: u.language,
+            start_ms: u.startMs,
+            end_ms: u.endMs,
+            interrupted: false,
+            speaker: who.speaker,
+            grounding: [],
+            response_latency_ms: 0,
+          },
         };
         writer.add('turn', () => this.deps.calls.appendTurn(req));
+        this.reportUsage(writer, call);
       },
     });
   }
@@ -566,7 +613,7 @@ export class CallSession {
     const knowledge = this.deps.knowledge?.(call.account_id);
     this.engine = new VoiceEngine(
       settings,
-      knowledge ? { ...this.deps.providers, knowledge } : this.deps.providers,
+      knowledge ? { ...this.providers(), knowledge } : this.providers(),
       {
         clock: realClock,
         sink: {
@@ -599,16 +646,20 @@ export class CallSession {
               speaker: '',
               // Which knowledge-base documents grounded an answer ([] on turns without).
               grounding: turn.grounding ?? [],
+              response_latency_ms: turn.responseLatencyMs ?? 0,
             },
           };
           transcript.add('turn', () => this.deps.calls.appendTurn(req));
+          this.reportUsage(transcript, call);
         },
         // The transcript is written before the call ends, so call.ended follows its last turn.
-        hangup: (reason) =>
+        hangup: (reason) => {
+          this.reportUsage(transcript, call);
           void transcript
             .flush()
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
-            .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed')),
+            .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed'));
+        },
         transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
         // Reported in order with the turns and numbered with them (call.tool.called once per report).
         recordToolCall: (report) => {
@@ -694,7 +745,8 @@ export class CallSession {
     await this.copies?.close();
     await Promise.all(this.transcribers.map((t) => t.close()));
     await this.engine?.stop();
-    // The turns the call ended on included (the calls service takes them for a while after the end).
+    // The turns the call ended on included (the calls service takes them for a while after the end), and the usage.
+    this.reportUsage(this.transcript, call);
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
     await this.saveRecording(call);
     await this.beat(true);
