@@ -29,7 +29,7 @@ describe('agents in projects: max_agents (real PostgreSQL)', () => {
   });
 
   beforeEach(async () => {
-    await dataSource.query(`TRUNCATE agents, outbox`);
+    await dataSource.query(`TRUNCATE agents, outbox, project_limits_reported`);
   });
 
   afterAll(async () => {
@@ -53,6 +53,23 @@ describe('agents in projects: max_agents (real PostgreSQL)', () => {
     expect((await agents.list(ACME, 10, undefined, SALES)).items.map((a) => a.name).sort()).toEqual(['a1', 'a2', 'a3']);
     // Another project of the account has its own count.
     expect((await agents.create(ACME, spec('s1'), { id: SUPPORT, maxAgents: 1 })).projectId).toBe(SUPPORT);
+  });
+
+  it('emits project.limit_reached once while the project stays at its ceiling, and again after an agent was created under it', async () => {
+    const events = async () =>
+      ((await dataSource.getRepository(OutboxRecord).find({ order: { seq: 'ASC' } })) as OutboxRecord[])
+        .filter((r) => r.subject === 'parley.events.project.limit_reached')
+        .map((r) => r.payload as { type: string; account_id: string; call_id: null; data: unknown });
+    const first = await agents.create(ACME, spec('a1'), { id: SALES, maxAgents: 1 });
+    for (let i = 0; i < 3; i++) await refusal(agents.create(ACME, spec('again'), { id: SALES, maxAgents: 1 }));
+
+    expect(await events()).toEqual([
+      expect.objectContaining({ type: 'project.limit_reached', account_id: ACME, call_id: null, data: { project_id: SALES, limit: 'max_agents', ceiling: 1 } }),
+    ]);
+    await agents.softDelete(ACME, first.id);
+    await agents.create(ACME, spec('a2'), { id: SALES, maxAgents: 1 });
+    await refusal(agents.create(ACME, spec('a3'), { id: SALES, maxAgents: 1 }));
+    expect(await events()).toHaveLength(2);
   });
 
   it('counts only live agents: a deleted one frees its place', async () => {

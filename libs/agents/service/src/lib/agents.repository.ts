@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { AgentChanged, SUBJECTS, Subject } from '@parley/contracts';
+import { AgentChanged, SUBJECTS, Subject, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
 import { defaultProjectId, isWellFormedId, keysetPage, newId, Page, Position } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
@@ -40,7 +40,8 @@ export class AgentsRepository {
   /**
    * Creates the agent in `project.id`; with `project.maxAgents` (0: none) refuses it (402 plan_limit_reached, limit
    * max_agents) when the project already holds that many live agents, counted under the account's lock so parallel
-   * creates cannot pass the ceiling together. Absent: the account's default project, no ceiling.
+   * creates cannot pass the ceiling together. The first refusal enqueues `project.limit_reached`; the next ones do
+   * not, until an agent is created under the ceiling again. Absent: the account's default project, no ceiling.
    */
   async create(accountId: string, spec: AgentSpec, project?: { id: string; maxAgents: number }): Promise<AgentEntity> {
     const now = new Date();
@@ -55,27 +56,53 @@ export class AgentsRepository {
       updatedAt: now,
       deletedAt: null,
     });
+    let refused: AppError | undefined;
     await this.transaction(async (m) => {
       if (project && project.maxAgents > 0) {
-        await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`agents:${accountId}`]);
-        const [{ live }]: { live: number }[] = await m.query(
-          `SELECT count(*)::int AS live FROM agents WHERE account_id = $1 AND deleted_at IS NULL AND coalesce(project_id, $3) = $2`,
-          [accountId, project.id, defaultProjectId(accountId)],
-        );
-        if (live >= project.maxAgents) {
-          throw new AppError(
-            'plan_limit_reached',
-            `Project ${project.id} already has ${live} agents, its ceiling (max_agents: ${project.maxAgents}).`,
-            undefined,
-            { limit: 'max_agents', project_id: project.id, ceiling: project.maxAgents },
-          );
-        }
+        refused = await this.refusalAtCeiling(m, accountId, project);
+        // Committed, not thrown: the refusal's project.limit_reached event (and its mark) must be kept.
+        if (refused) return;
       }
       // The document's open-ended `value` fields defeat TypeORM's deep-partial typing; the entity is complete.
       await m.insert(AgentEntity, agent as QueryDeepPartialEntity<AgentEntity>);
       await this.event(m, SUBJECTS.agentCreated, agent);
     });
+    if (refused) throw refused;
     return agent;
+  }
+
+  private async refusalAtCeiling(m: EntityManager, accountId: string, project: { id: string; maxAgents: number }): Promise<AppError | undefined> {
+    await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`agents:${accountId}`]);
+    const [{ live }]: { live: number }[] = await m.query(
+      `SELECT count(*)::int AS live FROM agents WHERE account_id = $1 AND deleted_at IS NULL AND coalesce(project_id, $3) = $2`,
+      [accountId, project.id, defaultProjectId(accountId)],
+    );
+    if (live < project.maxAgents) {
+      await m.query(`DELETE FROM project_limits_reported WHERE project_id = $1`, [project.id]);
+      return undefined;
+    }
+    const first: unknown[] = await m.query(
+      `INSERT INTO project_limits_reported (project_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING project_id`,
+      [project.id, accountId],
+    );
+    if (first.length) {
+      const event: WebhookEvent<'project.limit_reached'> = {
+        id: newId('evt'),
+        type: 'project.limit_reached',
+        call_id: null,
+        created_at: new Date().toISOString(),
+        data: { project_id: project.id, limit: 'max_agents', ceiling: project.maxAgents },
+        account_id: accountId,
+        agent_id: null,
+      };
+      await enqueueOutbox(m, webhookEventSubject(event.type), event, event.id);
+    }
+    return new AppError(
+      'plan_limit_reached',
+      `Project ${project.id} already has ${live} agents, its ceiling (max_agents: ${project.maxAgents}).`,
+      undefined,
+      { limit: 'max_agents', project_id: project.id, ceiling: project.maxAgents },
+    );
   }
 
   async find(accountId: string, id: string): Promise<AgentEntity | null> {

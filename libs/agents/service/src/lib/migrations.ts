@@ -74,4 +74,17 @@ export class AddAgentProjects1765500000003 implements MigrationInterface {
   }
 }
 
-export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002, BusDeadLetters1764200000000, AddAgentProjects1765500000003];
+/** The projects whose max_agents was reported reached (project.limit_reached), until an agent is created under it. */
+export class AddProjectLimitReports1765500000004 implements MigrationInterface {
+  name = 'AddProjectLimitReports1765500000004';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE TABLE IF NOT EXISTS project_limits_reported (project_id text PRIMARY KEY, account_id text NOT NULL, reported_at timestamptz(3) NOT NULL DEFAULT now())`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS project_limits_reported`);
+  }
+}
+
+export const AGENTS_MIGRATIONS = [CreateOutbox1763700000000, CreateAgents1763700000001, AgentDocumentsAndGroups1763700000002, BusDeadLetters1764200000000, AddAgentProjects1765500000003, AddProjectLimitReports1765500000004];
