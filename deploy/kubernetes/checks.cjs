@@ -18,6 +18,36 @@ function knownNames(cls) {
   return new Set([...Object.keys(new cls()), ...declared]);
 }
 
+/**
+ * A container's environment as Kubernetes builds it: envFrom ConfigMaps first, then env in order, `$(VAR)`
+ * expanded from what is defined before. `secret(secretKeyRef)` and `field(fieldPath)` give the values of secret keys
+ * and downward API fields (undefined: unset). Problems: references that do not resolve.
+ */
+function containerEnv(c, configMaps, { secret, field }) {
+  const env = {};
+  const problems = [];
+  for (const from of c.envFrom ?? []) {
+    if (!from.configMapRef) continue;
+    const data = configMaps.get(from.configMapRef.name);
+    if (!data) problems.push(`envFrom names ConfigMap ${from.configMapRef.name}, which is not rendered`);
+    Object.assign(env, data ?? {});
+  }
+  for (const e of c.env ?? []) {
+    let value;
+    if (e.value !== undefined) value = e.value.replace(/\$\((\w+)\)/g, (whole, ref) => (ref in env ? env[ref] : (problems.push(`${e.name} refers to $(${ref}), not defined before it`), whole)));
+    const cm = e.valueFrom?.configMapKeyRef;
+    if (cm) {
+      value = (configMaps.get(cm.name) ?? {})[cm.key];
+      if (value === undefined && !cm.optional) problems.push(`${e.name} refers to ConfigMap ${cm.name} key ${cm.key}, which does not exist`);
+    }
+    if (e.valueFrom?.secretKeyRef) value = secret(e.valueFrom.secretKeyRef);
+    if (e.valueFrom?.fieldRef) value = field(e.valueFrom.fieldRef.fieldPath);
+    if (value === undefined) delete env[e.name];
+    else env[e.name] = value;
+  }
+  return { env, problems };
+}
+
 function render(overlay) {
   const r = spawnSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' });
   if (r.error) throw new Error(`kubectl: ${r.error.message} (install kubectl: .ci/run does)`);
@@ -73,42 +103,28 @@ function crossCheck(objects, config) {
         else if (typeof get.port === 'string' && !ports.has(get.port)) problems.push(`${at}: ${probe} names port ${get.port}, which the container does not declare`);
       }
 
-      // The container's environment as Kubernetes builds it: envFrom first, then env in order, $(VAR) expanded.
-      const env = {};
-      const secretRefs = [];
       for (const from of c.envFrom ?? []) {
-        if (from.configMapRef) {
-          const data = configMaps.get(from.configMapRef.name);
-          if (!data) problems.push(`${at}: envFrom names ConfigMap ${from.configMapRef.name}, which is not rendered`);
-          Object.assign(env, data ?? {});
-        }
         if (from.secretRef) problems.push(`${at}: envFrom a whole Secret hides which variables it sets; name each with secretKeyRef`);
       }
       for (const e of c.env ?? []) {
         if (!allNames.has(e.name) && !(c.env ?? []).some((o) => String(o.value ?? '').includes(`$(${e.name})`))) problems.push(`${at}: env ${e.name} is not a Parley configuration variable`);
-        if (e.value !== undefined) env[e.name] = e.value.replace(/\$\((\w+)\)/g, (whole, ref) => (ref in env ? env[ref] : (problems.push(`${at}: ${e.name} refers to $(${ref}), not defined before it`), whole)));
-        const cm = e.valueFrom?.configMapKeyRef;
-        if (cm) {
-          if (!(configMaps.get(cm.name) ?? {})[cm.key] && !cm.optional) problems.push(`${at}: ${e.name} refers to ConfigMap ${cm.name} key ${cm.key}, which does not exist`);
-          env[e.name] = (configMaps.get(cm.name) ?? {})[cm.key];
-        }
         const secret = e.valueFrom?.secretKeyRef;
-        if (secret) {
-          if (secret.name !== OPERATOR_SECRET) problems.push(`${at}: ${e.name} reads Secret ${secret.name}; the operator's secret is ${OPERATOR_SECRET}`);
-          if (secret.key !== e.name) problems.push(`${at}: ${e.name} reads key ${secret.key}; the secret's keys are the variables' names`);
-          secretRefs.push(e.name);
-          if (!secret.optional && SECRET_STAND_INS[e.name]) env[e.name] = SECRET_STAND_INS[e.name];
-          else if (!secret.optional) problems.push(`${at}: ${e.name} is a required secret key validate.mjs has no stand-in for`);
-        }
-        if (e.valueFrom?.fieldRef) env[e.name] = '10.0.0.1';
+        if (secret?.name && secret.name !== OPERATOR_SECRET) problems.push(`${at}: ${e.name} reads Secret ${secret.name}; the operator's secret is ${OPERATOR_SECRET}`);
+        if (secret && secret.key !== e.name) problems.push(`${at}: ${e.name} reads key ${secret.key}; the secret's keys are the variables' names`);
       }
-      if (!secretRefs.includes('SECRET_KEY') || c.env.find((e) => e.name === 'SECRET_KEY').valueFrom.secretKeyRef.optional) {
+      const secretKey = (c.env ?? []).find((e) => e.name === 'SECRET_KEY')?.valueFrom?.secretKeyRef;
+      if (!secretKey || secretKey.optional) {
         problems.push(`${at}: SECRET_KEY must come from the secret, required (replicas must share it; a generated one would not survive the read-only root)`);
       }
+      const built = containerEnv(c, configMaps, {
+        secret: (ref) => (ref.optional ? undefined : SECRET_STAND_INS[ref.key] ?? (problems.push(`${at}: ${ref.key} is a required secret key validate.mjs has no stand-in for`), undefined)),
+        field: () => '10.0.0.1',
+      });
+      for (const p of built.problems) problems.push(`${at}: ${p}`);
+      const env = built.env;
 
       const service = c.args?.[0];
       const cls = config[CONFIG_CLASS[service] ?? 'ServiceConfig'];
-      for (const name of Object.keys(env)) if (env[name] === undefined) delete env[name];
       try {
         const loaded = config.loadConfig(cls, env);
         // The drain's arithmetic (docs/deploy.md): preStop, then the process's own deadline, within the grace period.
@@ -173,4 +189,4 @@ function crossCheck(objects, config) {
   return problems;
 }
 
-module.exports = { render, crossCheck };
+module.exports = { render, crossCheck, containerEnv };
