@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Analytics at scale: the WHOLE platform (standalone build, one process, as `npm start` runs it) on a fresh database
 // (DATABASE_URL's server, a database of its own, else the embedded PostgreSQL), whose calls service has created its
-// schema with its own migrations at start-up (CALLS_MIGRATIONS, index calls_analytics included); then --calls
+// schema with its own migrations at start-up (CALLS_MIGRATIONS, index calls_analytics_usage included); then --calls
 // synthetic calls of one account are written straight into calls.calls (and some ratings into calls.call_ratings)
 // with INSERT … SELECT generate_series, and the analytics routes are measured through the public HTTP API.
 //
@@ -15,7 +15,9 @@
 // The data: 8 agents; 60 % outbound, 30 % inbound, 10 % web; 75 % answered, lasting 10 s to 10 min; end reasons
 // completed, hangup, transferred (5 % of answered), silence, max_duration, no_answer, busy, canceled; a rating on 10 %
 // of the answered calls (3 to 5 of 5; a third of them 5 to 10 of 10), written as the calls service writes one (with
-// its call's creation time, agent and direction). After loading, VACUUM ANALYZE (what autovacuum does
+// its call's creation time, agent and direction). An answered call has a cost, an agent turn per 30 s (1 to 20), one
+// in 8 of them cut off, and the response latency of each turn but the greeting (400-2000 ms), as the calls service
+// keeps them on the call's row. After loading, VACUUM ANALYZE (what autovacuum does
 // after a bulk load; the index-only scans need the visibility map).
 //
 // What it prints: load time, then p50/p95/max latency of each request (sequential, one client):
@@ -64,7 +66,7 @@ async function insertCalls(db, account, n, days, prefix) {
     const end = Math.min(n, start + chunk - 1);
     await db.query(
       `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, end_reason, transferred_to,
-                                created_at, updated_at, answered_at, ended_at)
+                                created_at, updated_at, answered_at, ended_at, cost, agent_turns, barge_ins, response_latencies_ms)
        SELECT 'call_' || $1 || lpad(i::text, 18, '0'), $2, 'agt_bench' || (i % 8), d.direction, '+15550001111', '+15550002222', 'ended',
               CASE WHEN a.answered THEN (CASE WHEN k < 70 THEN 'completed' WHEN k < 90 THEN 'hangup' WHEN k < 95 THEN 'transferred'
                                               WHEN k < 98 THEN 'silence' ELSE 'max_duration' END)
@@ -72,11 +74,18 @@ async function insertCalls(db, account, n, days, prefix) {
               CASE WHEN a.answered AND k BETWEEN 90 AND 94 THEN '+15559990000' END,
               t.created, t.created + interval '1 minute',
               CASE WHEN a.answered THEN t.created + interval '5 seconds' END,
-              t.created + interval '5 seconds' + make_interval(secs => 10 + (h * 37) % 590)
+              t.created + interval '5 seconds' + make_interval(secs => u.seconds),
+              -- An answered call's cost (carrier minutes, STT, LLM, TTS at list-like prices), an agent turn per 30 s, one in
+              -- 8 cut off, and the response latency of each answer (400-2000 ms); an unanswered call costs nothing.
+              CASE WHEN a.answered THEN round(ceil(u.seconds / 60.0) * 0.014 + u.seconds * 0.0059 / 60 + u.turns * 0.0004 + u.turns * 0.0018, 10) ELSE 0 END,
+              CASE WHEN a.answered THEN u.turns ELSE 0 END,
+              CASE WHEN a.answered THEN u.turns / 8 ELSE 0 END,
+              CASE WHEN a.answered THEN ARRAY(SELECT (400 + (h + j * 7919) % 1600)::int FROM generate_series(1, u.turns - 1) j) END
          FROM generate_series($3::int, $4::int) i
          CROSS JOIN LATERAL (SELECT (i::bigint * 2654435761) % 1000003 AS h, ((i::bigint * 40503) % 65537) % 100 AS k) x
          CROSS JOIN LATERAL (SELECT now() - make_interval(secs => ($5::float8 * 86400) * i / $6) AS created) t
          CROSS JOIN LATERAL (SELECT (x.h % 100) < 75 AS answered) a
+         CROSS JOIN LATERAL (SELECT 10 + (x.h * 37) % 590 AS seconds, 1 + (10 + (x.h * 37) % 590) / 30 AS turns) u
          CROSS JOIN LATERAL (SELECT CASE WHEN i % 10 < 6 THEN 'outbound' WHEN i % 10 < 9 THEN 'inbound' ELSE 'web' END AS direction) d`,
       [prefix, account, start, end, days, n],
     );
@@ -126,8 +135,8 @@ async function main() {
     const t1 = performance.now();
     await db.query(`VACUUM (ANALYZE) calls.calls`);
     await db.query(`VACUUM (ANALYZE) calls.call_ratings`);
-    const [{ size }] = (await db.query(`SELECT pg_size_pretty(pg_relation_size('calls.calls_analytics')) AS size`)).rows;
-    console.log(`loaded in ${(loaded / 1000).toFixed(1)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(1)} s; index calls_analytics ${size}; load average ${load()}`);
+    const [{ size }] = (await db.query(`SELECT pg_size_pretty(pg_relation_size('calls.calls_analytics_usage')) AS size`)).rows;
+    console.log(`loaded in ${(loaded / 1000).toFixed(1)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(1)} s; index calls_analytics_usage ${size}; load average ${load()}`);
 
     const api = async (path) => {
       const res = await fetch(`${platform.baseUrl}${path}`, { headers: { authorization: `Bearer ${BENCH_KEY}` } });
@@ -139,9 +148,12 @@ async function main() {
     console.log(
       `    calls ${overview.calls}, answered ${overview.answered} (${overview.answer_rate}), ${overview.minutes} min, p50 ${overview.duration.p50_seconds} s, p95 ${overview.duration.p95_seconds} s, transfer rate ${overview.transfer_rate}, CSAT ${overview.csat.average} (${overview.csat.count})`,
     );
+    console.log(
+      `    cost ${overview.cost.total} ${overview.cost.currency} (${overview.cost.average_per_call} a call), response latency p50 ${overview.response_latency.p50_ms} ms p95 ${overview.response_latency.p95_ms} ms over ${overview.response_latency.turns} turns, barge-in rate ${overview.barge_in.rate} (${overview.barge_in.count} of ${overview.barge_in.agent_turns})`,
+    );
     await measure(api, 'overview 30 d, one agent', '/v1/analytics/overview?agent_id=agt_bench3', o.requests);
     const days = await measure(api, 'timeseries 30 d, day, New York', '/v1/analytics/timeseries?bucket=day&timezone=America/New_York', o.requests);
-    console.log(`    ${days.data.length} buckets, ${days.data.reduce((s, b) => s + b.calls, 0)} calls`);
+    console.log(`    ${days.data.length} buckets, ${days.data.reduce((s, b) => s + b.calls, 0)} calls, cost ${days.data.reduce((s, b) => s + b.cost, 0).toFixed(2)}`);
     const hours = await measure(api, 'timeseries 30 d, hour, UTC', '/v1/analytics/timeseries?bucket=hour', o.requests);
     console.log(`    ${hours.data.length} buckets, ${hours.data.reduce((s, b) => s + b.calls, 0)} calls`);
     console.log(`load average at the end ${load()}`);

@@ -659,7 +659,7 @@ function durationSeconds(c: CallEntity): number {
   return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
 }
 
-/** The carrier's billed minutes: each started minute of the answered time counts (docs/calls.md, Usage and cost). */
+/** The carrier's billed minutes: each started minute of the answered time counts (docs/analytics.md, Usage and cost). */
 export function billedMinutes(c: CallEntity): number {
   return Math.ceil(durationSeconds(c) / 60);
 }
