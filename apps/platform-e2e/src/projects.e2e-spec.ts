@@ -1,5 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FakeTwilioServer } from '@parley/carrier-twilio';
 import { ApiClient, RunningPlatform } from '@parley/testing';
 
@@ -26,6 +29,9 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     twilio = new FakeTwilioServer();
+    // Twilio's minutes cost 0.50 USD: an answered call has cost 0.50 from its first second.
+    const prices = join(mkdtempSync(join(tmpdir(), 'prices-')), 'prices.json');
+    writeFileSync(prices, JSON.stringify({ currency: 'USD', carrier: { twilio: '0.50' } }));
     platform = await RunningPlatform.start({
       bootstrapKeys: [`acme:owner:${OWNER}`, `umbrella:owner:${STRANGER}`],
       env: {
@@ -35,6 +41,7 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
         TWILIO_AUTH_TOKEN: twilio.authToken,
         TWILIO_API_BASE_URL: await twilio.start(),
         TWILIO_FROM_NUMBER: FROM,
+        PRICES_FILE: prices,
       },
     });
     owner = platform.api(OWNER);
@@ -67,7 +74,7 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ object: 'list', has_more: false });
     const fallback = first.body.data.find((p: { is_default: boolean }) => p.is_default);
-    expect(fallback).toMatchObject({ object: 'project', name: 'Default', budget: { max_live_calls: null, max_agents: null } });
+    expect(fallback).toMatchObject({ object: 'project', name: 'Default', budget: { max_live_calls: null, max_agents: null, spend: null } });
     expect(fallback.id).toMatch(/^prj_[0-9A-Za-z]{22}$/);
 
     const body = { name: 'Support', metadata: { team: 'care' }, budget: { max_live_calls: 5, max_agents: 10 } };
@@ -88,9 +95,17 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     const patched = await owner.patch(`/v1/projects/${id}`, { budget: { max_live_calls: 2 } });
     expect(patched.body).toMatchObject({ name: 'Support', metadata: { team: 'care' }, budget: { max_live_calls: 2, max_agents: null } });
 
-    const spend = await owner.post('/v1/projects', { name: 'Capped', budget: { spend: { amount: '10', currency: 'USD', period: 'month' } } });
-    expect(spend.status).toBe(422);
-    expect(spend.body.errors).toEqual([{ field: 'budget.spend', message: expect.stringContaining('not supported yet') }]);
+    const spend = { amount: '10.50', currency: 'USD', period: 'month' };
+    const capped = await owner.post('/v1/projects', { name: 'Capped', budget: { spend } });
+    expect(capped.body.budget).toEqual({ max_live_calls: null, max_agents: null, spend });
+    // Calls are priced in USD here: another currency could never be compared, and 0 is no ceiling.
+    const euros = await owner.post('/v1/projects', { name: 'Euros', budget: { spend: { ...spend, currency: 'EUR' } } });
+    expect(euros.status).toBe(422);
+    expect(euros.body.errors).toEqual([{ field: 'budget.spend.currency', message: expect.stringContaining('USD') }]);
+    const week = await owner.post('/v1/projects', { name: 'Weekly', budget: { spend: { ...spend, amount: '0', period: 'week' } } });
+    expect(week.status).toBe(422);
+    expect(week.body.errors.map((e: { field: string }) => e.field)).toEqual(['budget.spend.period']);
+    expect((await owner.get('/v1/projects?limit=100')).body.data.map((p: { name: string }) => p.name)).not.toContain('Euros');
     expect((await owner.post('/v1/projects', { name: 'x', budget: { max_live_calls: 0 } })).status).toBe(422);
     expect((await owner.post('/v1/projects', { name: 'x', colour: 'red' })).status).toBe(400);
 
@@ -152,6 +167,34 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     // Once the live call ends, the project is under its ceiling again.
     await owner.post(`/v1/calls/${placed.body.id}/end`);
     expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100004' })).status).toBe(201);
+    expect(received.filter((e) => e.type === 'project.limit_reached' && e.data['project_id'] === project.id)).toHaveLength(1);
+  });
+
+  it('refuses a call once the project’s calls of the month cost its spending ceiling, with 402 naming spend, and emits the event once', async () => {
+    const project = (await owner.post('/v1/projects', { name: 'Half a dollar', budget: { spend: { amount: '0.5', currency: 'USD', period: 'month' } } })).body;
+    const agent = (await owner.post('/v1/agents', { name: 'Spender', languages: [{ code: 'en' }], project_id: project.id })).body;
+
+    const first = await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100011' });
+    expect(first.status).toBe(201);
+    // Nothing spent yet: a second call is accepted too.
+    const second = await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100012' });
+    expect(second.status).toBe(201);
+    await owner.post(`/v1/calls/${second.body.id}/end`);
+    const sid = twilio.calls.find((c) => c.action === 'create' && c.form['To'] === '+15550100011')?.callSid as string;
+    expect(await twilio.sendStatusCallback(sid, 'in-progress')).toBe(204);
+
+    // Answered, the first call has cost one started minute: 0.50, the ceiling.
+    const refused = await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100013' });
+    expect(refused.status).toBe(402);
+    expect(refused.body).toMatchObject({ code: 'plan_limit_reached', limit: 'spend', project_id: project.id, ceiling: '0.5', currency: 'USD', period: 'month', spent: '0.5' });
+    expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100014' })).status).toBe(402);
+    expect((await owner.get(`/v1/calls/${first.body.id}`)).body.status).toBe('in_progress');
+
+    const event = await waitFor(() => received.find((e) => e.type === 'project.limit_reached' && e.data['project_id'] === project.id));
+    expect(event.data).toEqual({ project_id: project.id, limit: 'spend', ceiling: '0.5', currency: 'USD', period: 'month' });
+    // A raised ceiling lets calls through again.
+    expect((await owner.patch(`/v1/projects/${project.id}`, { budget: { spend: { amount: '100', currency: 'USD', period: 'month' } } })).status).toBe(200);
+    expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100015' })).status).toBe(201);
     expect(received.filter((e) => e.type === 'project.limit_reached' && e.data['project_id'] === project.id)).toHaveLength(1);
   });
 });

@@ -1,5 +1,5 @@
 import { STREAMS, Subject } from './messaging';
-import type { ProjectLimit } from './projects';
+import type { ProjectLimit, SpendPeriod } from './projects';
 import type { RecipientState, RetryableOutcome, RunCounts } from './workflows';
 
 /** Every webhook event type of the public interface, with the shape of its `data`. */
@@ -37,9 +37,10 @@ export interface WebhookEventData {
   };
   /**
    * A project first reached one of its ceilings (docs/projects.md): a new call (or agent) was refused with 402
-   * `plan_limit_reached` naming `limit`. Sent once until the project is back under that ceiling.
+   * `plan_limit_reached` naming `limit`. Sent once until the project is back under that ceiling (for `spend`: once a
+   * period). `ceiling`: the count, or for `spend` the amount (exact decimal) in `currency` per `period`.
    */
-  'project.limit_reached': { project_id: string; limit: ProjectLimit; ceiling: number };
+  'project.limit_reached': { project_id: string; limit: ProjectLimit; ceiling: number | string; currency?: string; period?: SpendPeriod };
 }
 
 export type CallDirection = 'outbound' | 'inbound' | 'web';

@@ -1,14 +1,15 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, SPEND_PERIODS, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
 import { defaultProjectId, newId, Page } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
+import { periodEnd, periodStart, SPEND_AMOUNT } from './spend-periods';
 import { canMove, CallStatus, isLive } from './call-state';
-import { AnalysisClaim, CallFilters, CallRating, CallsRepository, NewCall } from './calls.repository';
+import { AnalysisClaim, CallFilters, CallRating, CallsRepository, NewCall, ProjectCeilings, SpendCeiling } from './calls.repository';
 import { CallUsage } from './call-usage';
 import { CallEntity, CallTurnEntity } from './entities';
 import { decimal } from './price-table';
@@ -105,21 +106,42 @@ export class CallsDomain {
     return call;
   }
 
-  /** Stores the ceilings of a project (the gateway owns projects and puts them with every change). */
-  putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number): Promise<void> {
-    return this.repository.putProjectCeilings(accountId, projectId, maxLiveCalls);
+  /**
+   * Stores the ceilings of a project (the gateway owns projects and puts them with every change). A spending ceiling
+   * is in the price table's currency (calls' costs are): another currency is refused (422 on budget.spend.currency).
+   */
+  async putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number, spend: SpendCeiling | null = null): Promise<void> {
+    if (spend) {
+      const problems = [
+        ...(SPEND_AMOUNT.test(spend.amount) && !/^0*(\.0*)?$/.test(spend.amount) ? [] : [{ field: 'budget.spend.amount', message: 'must be a decimal amount above 0 such as "250.00"' }]),
+        ...(SPEND_PERIODS.includes(spend.period) ? [] : [{ field: 'budget.spend.period', message: `must be one of ${SPEND_PERIODS.join(', ')}` }]),
+        ...(this.usage && spend.currency !== this.usage.prices.currency
+          ? [{ field: 'budget.spend.currency', message: `must be ${this.usage.prices.currency}, the currency calls are priced in on this deployment (PRICES_FILE)` }]
+          : []),
+      ];
+      if (problems.length) throw AppError.validation(problems);
+    }
+    return this.repository.putProjectCeilings(accountId, projectId, maxLiveCalls, spend);
   }
 
   /**
-   * The 402 a new call of the project gets when the project already has its ceiling of live calls (checked only
-   * here, at creation: a live call is never cut). The first refusal at the ceiling enqueues `project.limit_reached`;
-   * the next one does not, until a call is admitted under the ceiling again (the project went back under it).
+   * The 402 a new call of the project gets at one of its ceilings (checked only here, at creation: a live call is
+   * never cut): its live calls, then what its calls of the current period cost.
    */
   private async projectRefusal(m: EntityManager, input: NewCall): Promise<AppError | undefined> {
     const projectId = input.projectId ?? defaultProjectId(input.accountId);
     const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
-    if (!ceilings?.maxLiveCalls) return undefined;
-    const live = await this.repository.countLiveInProject(m, input.accountId, projectId);
+    if (!ceilings) return undefined;
+    return (await this.liveCallsRefusal(m, input.accountId, projectId, ceilings)) ?? (await this.spendRefusal(m, input.accountId, projectId, ceilings));
+  }
+
+  /**
+   * At `max_live_calls` live calls. The first refusal at the ceiling enqueues `project.limit_reached`; the next one
+   * does not, until a call is admitted under the ceiling again (the project went back under it).
+   */
+  private async liveCallsRefusal(m: EntityManager, accountId: string, projectId: string, ceilings: ProjectCeilings): Promise<AppError | undefined> {
+    if (!ceilings.maxLiveCalls) return undefined;
+    const live = await this.repository.countLiveInProject(m, accountId, projectId);
     const reported = ceilings.reached.includes('max_live_calls');
     if (live < ceilings.maxLiveCalls) {
       if (reported) await this.repository.markLimitReached(m, projectId, 'max_live_calls', false);
@@ -127,15 +149,7 @@ export class CallsDomain {
     }
     if (!reported) {
       await this.repository.markLimitReached(m, projectId, 'max_live_calls', true);
-      await this.repository.enqueue(m, {
-        id: newId('evt'),
-        type: 'project.limit_reached',
-        call_id: null,
-        created_at: new Date().toISOString(),
-        data: { project_id: projectId, limit: 'max_live_calls', ceiling: ceilings.maxLiveCalls },
-        account_id: input.accountId,
-        agent_id: null,
-      });
+      await this.limitReached(m, accountId, { project_id: projectId, limit: 'max_live_calls', ceiling: ceilings.maxLiveCalls });
     }
     return new AppError(
       'plan_limit_reached',
@@ -143,6 +157,43 @@ export class CallsDomain {
       undefined,
       { limit: 'max_live_calls', project_id: projectId, ceiling: ceilings.maxLiveCalls },
     );
+  }
+
+  /**
+   * Once the project's calls created in the current period (UTC day or month) cost the ceiling or more: their costs as
+   * recorded so far, live calls' carrier minutes included (CallUsage.spendOf). `project.limit_reached` is enqueued
+   * with the first refusal of each period.
+   */
+  private async spendRefusal(m: EntityManager, accountId: string, projectId: string, ceilings: ProjectCeilings): Promise<AppError | undefined> {
+    const ceiling = ceilings.spend;
+    if (!ceiling) return undefined;
+    // Every deployable that records calls provides CallUsage; only tests leave it out.
+    if (!this.usage) throw new AppError('internal_error', 'Spending ceilings cannot be checked in this process.');
+    const from = periodStart(ceiling.period, new Date());
+    const spent = await this.usage.spendOf({ accountId, projectId, from, to: periodEnd(ceiling.period, from) });
+    if (!(await this.repository.atLeast(m, spent.amount, ceiling.amount))) return undefined;
+    if (ceilings.spendReportedFrom?.getTime() !== from.getTime()) {
+      await this.repository.markSpendReported(m, projectId, from);
+      await this.limitReached(m, accountId, { project_id: projectId, limit: 'spend', ceiling: ceiling.amount, currency: ceiling.currency, period: ceiling.period });
+    }
+    return new AppError(
+      'plan_limit_reached',
+      `Project ${projectId} has spent ${spent.amount} ${spent.currency} this ${ceiling.period}, its ceiling (spend: ${ceiling.amount} ${ceiling.currency} a ${ceiling.period}). Live calls are not cut; new ones are accepted again next ${ceiling.period} or once the ceiling is raised.`,
+      undefined,
+      { limit: 'spend', project_id: projectId, ceiling: ceiling.amount, currency: ceiling.currency, period: ceiling.period, spent: spent.amount },
+    );
+  }
+
+  private async limitReached(m: EntityManager, accountId: string, data: WebhookEventData['project.limit_reached']): Promise<void> {
+    await this.repository.enqueue(m, {
+      id: newId('evt'),
+      type: 'project.limit_reached',
+      call_id: null,
+      created_at: new Date().toISOString(),
+      data,
+      account_id: accountId,
+      agent_id: null,
+    });
   }
 
   /** The call an earlier create with this Idempotency-Key made (within the retention); undefined when none. */
@@ -659,7 +710,7 @@ function durationSeconds(c: CallEntity): number {
   return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
 }
 
-/** The carrier's billed minutes: each started minute of the answered time counts (docs/analytics.md, Usage and cost). */
+/** The carrier's billed minutes: each started minute of the answered time counts (docs/calls.md, Usage and cost). */
 export function billedMinutes(c: CallEntity): number {
   return Math.ceil(durationSeconds(c) / 60);
 }

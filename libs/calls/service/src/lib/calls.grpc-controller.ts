@@ -1,5 +1,5 @@
 import { Controller, Optional } from '@nestjs/common';
-import { callsV1, EndReason, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent } from '@parley/contracts';
+import { callsV1, EndReason, FLOW_TRANSITION_KINDS, FlowTransition, FlowTransitionKind, flowTransitionMessage, flowTransitionOfMessage, GroundingSource, InjectedCallEvent, SpendPeriod } from '@parley/contracts';
 import { AppError, pageLimit } from '@parley/rpc';
 import { CallAnalytics } from './call-analytics';
 import { CallOverview } from './call-analytics.repository';
@@ -290,7 +290,8 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
 
   async putProjectCeilings(req: callsV1.PutProjectCeilingsRequest): Promise<callsV1.PutProjectCeilingsResponse> {
     if (!req.project_id || req.max_live_calls < 0) throw AppError.validation([{ field: 'max_live_calls', message: 'must be 0 or more' }]);
-    await this.calls.putProjectCeilings(req.account_id, req.project_id, req.max_live_calls);
+    const spend = req.spend ? { amount: req.spend.amount, currency: req.spend.currency, period: req.spend.period as SpendPeriod } : null;
+    await this.calls.putProjectCeilings(req.account_id, req.project_id, req.max_live_calls, spend);
     return {};
   }
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, SpendPeriod, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
 import { defaultProjectId, keysetPage, Page, Position } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
@@ -43,12 +43,22 @@ export interface CallFilters {
   projectId?: string;
 }
 
+/** A spending ceiling: new calls are refused once the period's calls cost `amount` or more. */
+export interface SpendCeiling {
+  amount: string;
+  currency: string;
+  period: SpendPeriod;
+}
+
 /** What the calls service enforces of a project's ceilings (the gateway owns projects and puts them here). */
 export interface ProjectCeilings {
   /** 0: no ceiling. */
   maxLiveCalls: number;
   /** The limits already reported reached (project.limit_reached), until the project is back under them. */
   reached: ProjectLimit[];
+  spend: SpendCeiling | null;
+  /** The start of the period whose spending ceiling was reported reached; null: none this period. */
+  spendReportedFrom: Date | null;
 }
 
 /** A call whose post-call analysis is due (claimed by one worker until `lease`). */
@@ -166,21 +176,43 @@ export class CallsRepository {
 
   /** The project's ceilings as the gateway last put them, and the limits reported reached since; null: none put. */
   async projectCeilings(m: EntityManager, accountId: string, projectId: string): Promise<ProjectCeilings | null> {
-    const [row]: { max_live_calls: number; reached: ProjectLimit[] }[] = await m.query(
-      `SELECT max_live_calls, reached FROM project_ceilings WHERE account_id = $1 AND project_id = $2`,
+    const [row]: {
+      max_live_calls: number;
+      reached: ProjectLimit[];
+      spend_amount: string | null;
+      spend_currency: string | null;
+      spend_period: SpendPeriod | null;
+      spend_reported_from: Date | null;
+    }[] = await m.query(
+      `SELECT max_live_calls, reached, spend_amount::text, spend_currency, spend_period, spend_reported_from
+         FROM project_ceilings WHERE account_id = $1 AND project_id = $2`,
       [accountId, projectId],
     );
-    return row ? { maxLiveCalls: row.max_live_calls, reached: row.reached } : null;
+    if (!row) return null;
+    const spend = row.spend_amount && row.spend_currency && row.spend_period ? { amount: row.spend_amount, currency: row.spend_currency, period: row.spend_period } : null;
+    return { maxLiveCalls: row.max_live_calls, reached: row.reached, spend, spendReportedFrom: row.spend_reported_from };
   }
 
   /** Replaces the project's ceilings; a changed ceiling is reported again when it is reached. */
-  async putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number): Promise<void> {
+  async putProjectCeilings(accountId: string, projectId: string, maxLiveCalls: number, spend: SpendCeiling | null): Promise<void> {
     await this.dataSource.query(
-      `INSERT INTO project_ceilings (project_id, account_id, max_live_calls) VALUES ($1, $2, $3)
-       ON CONFLICT (project_id) DO UPDATE SET max_live_calls = $3, reached = '{}', updated_at = now()
+      `INSERT INTO project_ceilings (project_id, account_id, max_live_calls, spend_amount, spend_currency, spend_period) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (project_id) DO UPDATE
+         SET max_live_calls = $3, spend_amount = $4, spend_currency = $5, spend_period = $6, reached = '{}', spend_reported_from = NULL, updated_at = now()
         WHERE project_ceilings.account_id = $2`,
-      [projectId, accountId, maxLiveCalls],
+      [projectId, accountId, maxLiveCalls, spend?.amount ?? null, spend?.currency ?? null, spend?.period ?? null],
     );
+  }
+
+  /** Records that the spending ceiling was reported reached for the period starting `from`. */
+  async markSpendReported(m: EntityManager, projectId: string, from: Date): Promise<void> {
+    await m.query(`UPDATE project_ceilings SET spend_reported_from = $2 WHERE project_id = $1`, [projectId, from]);
+  }
+
+  /** Whether exact decimal `amount` is at least `ceiling` (compared in numeric, never in floating point). */
+  async atLeast(m: EntityManager, amount: string, ceiling: string): Promise<boolean> {
+    const [{ reached }]: { reached: boolean }[] = await m.query(`SELECT $1::numeric >= $2::numeric AS reached`, [amount, ceiling]);
+    return reached;
   }
 
   /** Records that `limit` was reported reached (or that the project is back under it). */

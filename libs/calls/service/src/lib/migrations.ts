@@ -547,6 +547,27 @@ export class AddCallUsage1765600000500 implements MigrationInterface {
   }
 }
 
+/**
+ * A project's spending ceiling (docs/projects.md): `spend_amount` in `spend_currency` per `spend_period` (day or
+ * month, UTC); `spend_reported_from`: the start of the period whose project.limit_reached was sent.
+ */
+export class AddProjectSpendCeiling1765500000500 implements MigrationInterface {
+  name = 'AddProjectSpendCeiling1765500000500';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE project_ceilings
+        ADD COLUMN IF NOT EXISTS spend_amount numeric CHECK (spend_amount > 0),
+        ADD COLUMN IF NOT EXISTS spend_currency text,
+        ADD COLUMN IF NOT EXISTS spend_period text CHECK (spend_period IN ('day', 'month')),
+        ADD COLUMN IF NOT EXISTS spend_reported_from timestamptz(3)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE project_ceilings DROP COLUMN IF EXISTS spend_amount, DROP COLUMN IF EXISTS spend_currency, DROP COLUMN IF EXISTS spend_period, DROP COLUMN IF EXISTS spend_reported_from`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -572,5 +593,6 @@ export const CALLS_MIGRATIONS = [
   CreateCallRatings1765200000460,
   AddCallAnalytics1765300000470,
   AddCallProjects1765500000490,
+  AddProjectSpendCeiling1765500000500,
   AddCallUsage1765600000500,
 ];

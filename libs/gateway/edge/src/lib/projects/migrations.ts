@@ -29,3 +29,20 @@ export class CreateProjects1765500000104 implements MigrationInterface {
     await q.query(`DROP TABLE IF EXISTS projects`);
   }
 }
+
+/** A project's spending ceiling (docs/projects.md): `spend_amount` in `spend_currency` per `spend_period`; null: none. */
+export class AddProjectSpend1765500000105 implements MigrationInterface {
+  name = 'AddProjectSpend1765500000105';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE projects
+        ADD COLUMN IF NOT EXISTS spend_amount numeric CHECK (spend_amount > 0),
+        ADD COLUMN IF NOT EXISTS spend_currency text,
+        ADD COLUMN IF NOT EXISTS spend_period text CHECK (spend_period IN ('day', 'month'))`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE projects DROP COLUMN IF EXISTS spend_amount, DROP COLUMN IF EXISTS spend_currency, DROP COLUMN IF EXISTS spend_period`);
+  }
+}

@@ -8,7 +8,7 @@ import { CursorCodec, ListEnvelope, parseListQuery } from '../http/pagination';
 import { ResourceId } from '../http/resource-id';
 import { ProjectBudgetDto, ProjectDto, ProjectInputDto, ProjectListDto, ProjectPatchDto, DeletedProjectDto } from './projects.dto';
 import { ProjectFields, ProjectRecord } from './projects.repository';
-import { ProjectsService } from './projects.service';
+import { ProjectsService, spendOf } from './projects.service';
 
 export function presentProject(p: ProjectRecord): ProjectDto {
   return {
@@ -17,13 +17,17 @@ export function presentProject(p: ProjectRecord): ProjectDto {
     name: p.name,
     is_default: p.is_default,
     metadata: p.metadata,
-    budget: { max_live_calls: p.max_live_calls, max_agents: p.max_agents },
+    budget: { max_live_calls: p.max_live_calls, max_agents: p.max_agents, spend: spendOf(p) },
     created_at: new Date(p.created_at).toISOString(),
     updated_at: new Date(p.updated_at).toISOString(),
   };
 }
 
-const ceilings = (budget: ProjectBudgetDto | undefined) => ({ maxLiveCalls: budget?.max_live_calls ?? null, maxAgents: budget?.max_agents ?? null });
+const ceilings = (budget: ProjectBudgetDto | undefined): Omit<ProjectFields, 'name' | 'metadata'> => ({
+  maxLiveCalls: budget?.max_live_calls ?? null,
+  maxAgents: budget?.max_agents ?? null,
+  spend: budget?.spend ? { amount: budget.spend.amount, currency: budget.spend.currency, period: budget.spend.period } : null,
+});
 
 @ApiTags('Projects')
 @ResourceId('prj', 'project')
@@ -78,7 +82,7 @@ export class ProjectsController {
     const project = await this.projects.update(who.accountId, id, (current): ProjectFields => ({
       name: body.name ?? current.name,
       metadata: body.metadata ?? current.metadata,
-      ...(body.budget === undefined ? { maxLiveCalls: current.maxLiveCalls, maxAgents: current.maxAgents } : ceilings(body.budget)),
+      ...(body.budget === undefined ? { maxLiveCalls: current.maxLiveCalls, maxAgents: current.maxAgents, spend: current.spend } : ceilings(body.budget)),
     }));
     return presentProject(project);
   }

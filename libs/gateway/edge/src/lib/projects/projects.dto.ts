@@ -1,13 +1,28 @@
 import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
-import { IsIntBetween, IsMetadata, IsNested, IsText, mapSchema, METADATA_LIMITS, Optional } from '../http/validators';
-import { NOT_YET_SUPPORTED, PARLEY_STATUS } from '../http/openapi-decorators';
-import { Equals, ValidateIf } from 'class-validator';
+import { IsIntBetween, IsMetadata, IsNested, IsOneOf, IsText, mapSchema, METADATA_LIMITS, Optional } from '../http/validators';
+import { SPEND_PERIODS, SpendPeriod } from '@parley/contracts';
 
 export const PROJECT_NAME_MAX = 200;
 /** The highest ceiling accepted: far above any one deployment's capacity, well inside an int. */
 export const PROJECT_CEILING_MAX = 1_000_000;
+/** An exact decimal, as the price table's (the calls service refuses 0 and a currency calls are not priced in). */
+const SPEND_AMOUNT = /^\d{1,12}(\.\d{1,10})?$/;
 
 const METADATA_SCHEMA = mapSchema(METADATA_LIMITS, 'String keys to string values, returned on every read.');
+
+export class ProjectSpendDto {
+  @ApiProperty({ example: '250.00', pattern: SPEND_AMOUNT.source, description: 'Exact decimal amount above 0 (up to 12 digits and 10 decimals).' })
+  @IsText(23, { min: 1, pattern: SPEND_AMOUNT, patternHint: 'a decimal amount such as "250.00"' })
+  amount: string;
+
+  @ApiProperty({ example: 'USD', pattern: '^[A-Z]{3}$', description: 'ISO 4217 code: the currency calls are priced in on this deployment (its price table); another is refused with 422.' })
+  @IsText(3, { min: 3, pattern: /^[A-Z]{3}$/, patternHint: 'a three-letter currency code such as USD' })
+  currency: string;
+
+  @ApiProperty({ enum: SPEND_PERIODS, description: 'What the spend is counted over: the current UTC calendar day or month.' })
+  @IsOneOf(SPEND_PERIODS)
+  period: SpendPeriod;
+}
 
 export class ProjectBudgetDto {
   @ApiPropertyOptional({
@@ -32,21 +47,15 @@ export class ProjectBudgetDto {
   @IsIntBetween(1, PROJECT_CEILING_MAX)
   max_agents?: number;
 
-  @ApiPropertyOptional(
-    Object.assign(
-      {
-        type: 'object' as const,
-        additionalProperties: true,
-        description:
-          'A spending ceiling per period (`{amount, currency, period}`). Not supported yet: any value is refused with 422 `validation_error` until calls’ costs are summed per project.',
-      },
-      { [PARLEY_STATUS]: NOT_YET_SUPPORTED },
-    ),
-  )
-  // Refused whatever it holds: a ceiling that would not be enforced is never accepted.
-  @ValidateIf((_o: object, value: unknown) => value !== undefined)
-  @Equals(undefined, { message: '$property is not supported yet: a spending ceiling is not enforced in this release' })
-  spend?: unknown;
+  @ApiPropertyOptional({
+    type: ProjectSpendDto,
+    description:
+      'A spending ceiling: new calls are refused with 402 `plan_limit_reached` (`limit`: `spend`) once the project’s calls created in the current ' +
+      'period cost `amount` or more (their costs as recorded, live calls’ carrier minutes so far included). Absent: no ceiling.',
+  })
+  @Optional()
+  @IsNested(() => ProjectSpendDto)
+  spend?: ProjectSpendDto;
 }
 
 export class ProjectInputDto {
@@ -71,6 +80,7 @@ export class ProjectPatchDto extends PartialType(ProjectInputDto, { skipNullProp
 export class ProjectBudgetOutputDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Live-call ceiling; null: none.' }) max_live_calls: number | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Agent ceiling; null: none.' }) max_agents: number | null;
+  @ApiProperty({ type: ProjectSpendDto, nullable: true, description: 'Spending ceiling; null: none.' }) spend: ProjectSpendDto | null;
 }
 
 export class ProjectDto {

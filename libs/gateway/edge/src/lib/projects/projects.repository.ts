@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { SpendPeriod } from '@parley/contracts';
 import { defaultProjectId, newId } from '@parley/persistence';
 
 export interface ProjectRecord {
@@ -11,6 +12,10 @@ export interface ProjectRecord {
   /** null: no ceiling. */
   max_live_calls: number | null;
   max_agents: number | null;
+  /** The spending ceiling (exact decimal text) in its currency per period; all three null: none. */
+  spend_amount: string | null;
+  spend_currency: string | null;
+  spend_period: SpendPeriod | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -21,9 +26,10 @@ export interface ProjectFields {
   metadata: Record<string, string>;
   maxLiveCalls: number | null;
   maxAgents: number | null;
+  spend: { amount: string; currency: string; period: SpendPeriod } | null;
 }
 
-const COLUMNS = 'id, account_id, name, metadata, is_default, max_live_calls, max_agents, created_at, updated_at';
+const COLUMNS = 'id, account_id, name, metadata, is_default, max_live_calls, max_agents, spend_amount::text AS spend_amount, spend_currency, spend_period, created_at, updated_at';
 /** The name of a default project when it is created. */
 export const DEFAULT_PROJECT_NAME = 'Default';
 
@@ -47,8 +53,9 @@ export class ProjectsRepository {
 
   async create(m: EntityManager, accountId: string, fields: ProjectFields): Promise<ProjectRecord> {
     const [row]: ProjectRecord[] = await m.query(
-      `INSERT INTO projects (id, account_id, name, metadata, max_live_calls, max_agents) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-      [newId('prj'), accountId, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents],
+      `INSERT INTO projects (id, account_id, name, metadata, max_live_calls, max_agents, spend_amount, spend_currency, spend_period)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+      [newId('prj'), accountId, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields)],
     );
     return row;
   }
@@ -85,10 +92,11 @@ export class ProjectsRepository {
     // Wrapped in a SELECT: TypeORM returns [rows, count] for a bare UPDATE, rows for a query.
     const [row]: ProjectRecord[] = await m.query(
       `WITH changed AS (
-         UPDATE projects SET name = $3, metadata = $4, max_live_calls = $5, max_agents = $6, updated_at = now()
+         UPDATE projects SET name = $3, metadata = $4, max_live_calls = $5, max_agents = $6, spend_amount = $7, spend_currency = $8,
+                spend_period = $9, updated_at = now()
           WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}
        ) SELECT * FROM changed`,
-      [accountId, id, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents],
+      [accountId, id, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields)],
     );
     return row;
   }
@@ -97,3 +105,5 @@ export class ProjectsRepository {
     await m.query(`DELETE FROM projects WHERE account_id = $1 AND id = $2 AND NOT is_default`, [accountId, id]);
   }
 }
+
+const spendColumns = (f: ProjectFields) => [f.spend?.amount ?? null, f.spend?.currency ?? null, f.spend?.period ?? null];

@@ -19,6 +19,9 @@ const record = (over: Partial<ProjectRecord>): ProjectRecord => ({
   is_default: false,
   max_live_calls: null,
   max_agents: null,
+  spend_amount: null,
+  spend_currency: null,
+  spend_period: null,
   created_at: new Date(0),
   updated_at: new Date(0),
   ...over,
@@ -84,7 +87,7 @@ describe('projects in the gateway', () => {
     expect(await code(projects.delete(ACCOUNT, SALES))).toBe('done');
     expect(repo.deleted).toEqual([SALES]);
     // Its call ceilings are cleared in the calls service.
-    expect(puts).toEqual([{ account_id: ACCOUNT, project_id: SALES, max_live_calls: 0 }]);
+    expect(puts).toEqual([{ account_id: ACCOUNT, project_id: SALES, max_live_calls: 0, spend: undefined }]);
   });
 
   it('answers 404 for another account’s project on every operation', async () => {

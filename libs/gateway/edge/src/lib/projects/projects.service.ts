@@ -67,7 +67,7 @@ export class ProjectsService {
       if (agents.data.length) throw new AppError('conflict', 'The project still has agents: delete them (or create them elsewhere) first.');
       await this.projects.delete(m, accountId, id);
       // Nothing can be placed in it any more (it has no agents); its stored ceilings are cleared all the same.
-      await this.calls.call('putProjectCeilings', (s, md) => s.putProjectCeilings({ account_id: accountId, project_id: id, max_live_calls: 0 }, md));
+      await this.calls.call('putProjectCeilings', (s, md) => s.putProjectCeilings({ account_id: accountId, project_id: id, max_live_calls: 0, spend: undefined }, md));
     });
   }
 
@@ -92,11 +92,16 @@ export class ProjectsService {
 
   private async putCeilings(project: ProjectRecord): Promise<void> {
     await this.calls.call('putProjectCeilings', (s, md) =>
-      s.putProjectCeilings({ account_id: project.account_id, project_id: project.id, max_live_calls: project.max_live_calls ?? 0 }, md),
+      s.putProjectCeilings({ account_id: project.account_id, project_id: project.id, max_live_calls: project.max_live_calls ?? 0, spend: spendOf(project) ?? undefined }, md),
     );
   }
 }
 
 export function fieldsOf(p: ProjectRecord): ProjectFields {
-  return { name: p.name, metadata: p.metadata, maxLiveCalls: p.max_live_calls, maxAgents: p.max_agents };
+  return { name: p.name, metadata: p.metadata, maxLiveCalls: p.max_live_calls, maxAgents: p.max_agents, spend: spendOf(p) };
+}
+
+/** The project's spending ceiling; null when it has none. */
+export function spendOf(p: ProjectRecord): ProjectFields['spend'] {
+  return p.spend_amount && p.spend_currency && p.spend_period ? { amount: p.spend_amount, currency: p.spend_currency, period: p.spend_period } : null;
 }

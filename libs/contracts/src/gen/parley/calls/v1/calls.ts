@@ -844,6 +844,17 @@ export interface PutProjectCeilingsRequest {
   project_id: string;
   /** The most live calls (queued, ringing, in progress) the project may have; 0: no ceiling. */
   max_live_calls: number;
+  /** The spending ceiling; absent: none. */
+  spend: ProjectSpendCeiling | undefined;
+}
+
+/** New calls are refused once the project's calls created in the current period cost `amount` or more. */
+export interface ProjectSpendCeiling {
+  /** Exact decimal, in `currency` (which must be the price table's). */
+  amount: string;
+  currency: string;
+  /** day or month (UTC calendar periods). */
+  period: string;
 }
 
 export interface PutProjectCeilingsResponse {
