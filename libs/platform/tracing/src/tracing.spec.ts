@@ -64,6 +64,24 @@ describe('tracing on', () => {
     expect(mockShutdown).toHaveBeenCalledTimes(1);
   });
 
+  it('waits at most TRACING_FLUSH_MS for the export when stopping (a collector that is down does not hold the exit)', async () => {
+    jest.useFakeTimers();
+    try {
+      const tracing = freshTracing();
+      mockShutdown.mockReturnValueOnce(new Promise(() => undefined));
+      tracing.startTracing('gateway', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' });
+      let stopped = false;
+      const stopping = tracing.stopTracing().then(() => (stopped = true));
+      await jest.advanceTimersByTimeAsync(tracing.TRACING_FLUSH_MS - 1);
+      expect(stopped).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      await stopping;
+      expect(stopped).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('takes OTEL_SERVICE_NAME and the traces endpoint alone', () => {
     const tracing = freshTracing();
     tracing.startTracing('gateway', { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://otel.example.com/v1/traces', OTEL_SERVICE_NAME: 'edge-eu' });

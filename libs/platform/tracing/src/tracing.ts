@@ -37,9 +37,18 @@ export function startTracing(service: string, env: NodeJS.ProcessEnv = process.e
   running = startSdk(config.OTEL_SERVICE_NAME ?? `parley-${service}`);
 }
 
-/** Exports the spans still buffered and stops the SDK; called last in a process's shutdown. No-op when off. */
+/** How long a shutdown waits for the last spans to be exported: a collector that is down must not hold the exit. */
+export const TRACING_FLUSH_MS = 3_000;
+
+/**
+ * Exports the spans still buffered and stops the SDK, waiting at most TRACING_FLUSH_MS; called last in a process's
+ * shutdown. No-op when off.
+ */
 export async function stopTracing(): Promise<void> {
   const current = running;
   running = undefined;
-  await current?.shutdown();
+  if (!current) return;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, TRACING_FLUSH_MS).unref()));
+  await Promise.race([current.shutdown(), bound]).finally(() => clearTimeout(timer));
 }
