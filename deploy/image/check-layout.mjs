@@ -2,8 +2,11 @@
 // Proves the Dockerfile's recipe without a Docker engine: lays out in a temporary directory exactly what the
 // runtime stage copies (its own COPY instructions, read from the Dockerfile), installs the production
 // dependencies there with the stage's own `npm ci` line, then starts every service from that layout with the
-// image's command against this machine's PostgreSQL and NATS, and the standalone platform on its embedded
-// database. A file the image forgets fails a check; so does a write outside DATA_DIR (the read-only root).
+// image's command and its Deployment's configuration from the Kubernetes overlays (deploy/kubernetes, rendered
+// with kubectl; only ports, paths, the database, NATS and secrets replaced) against this machine's PostgreSQL and
+// NATS, and the standalone platform on its embedded database. A file the image forgets fails a check; so does a
+// configuration the manifests give that a service refuses or cannot start with, a readiness probe it does not
+// answer, and a write outside DATA_DIR (the read-only root).
 //
 //   node deploy/image/check-layout.mjs [--skip-build] [--keep]
 //
@@ -17,12 +20,17 @@ import { dirname, join, matchesGlob, posix, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url';
 import { connect } from 'nats';
 import pg from 'pg';
+import checks from '../kubernetes/checks.cjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = new Set(process.argv.slice(2));
 const adminUrl = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const natsUrl = process.env.NATS_URL || 'nats://127.0.0.1:4222';
 const SERVICES = ['agents', 'calls', 'media-worker', 'webhook-dispatcher', 'gateway'];
+/** Each process's own listening ports (a pod's, so distinct per process here) and its paths. */
+const POD_PORTS = ['PORT', 'MEDIA_PORT', 'OPS_PORT', 'EMBEDDED_PG_PORT'];
+const PATHS = ['DATA_DIR', 'RECORDINGS_DIR', 'FUNCTIONS_FILE'];
+const GRPC_DEFAULTS = { AGENTS_GRPC_URL: '127.0.0.1:50051', CALLS_GRPC_URL: '127.0.0.1:50052', MEDIA_GRPC_URL: '127.0.0.1:50053', WEBHOOKS_GRPC_URL: '127.0.0.1:50054' };
 const KEY = 'vsk_image_layout_check_0001';
 
 const results = [];
@@ -238,7 +246,50 @@ async function main() {
     const command = runtime.entrypoint.filter((w) => !/tini$/.test(w) && w !== '--').map((w) => (w.startsWith('/') ? inLayout(w) : w));
     const before = listing(app);
 
-    const baseEnv = { PATH: `${bin}:/usr/bin:/bin`, ...env, HOME: join(dataDir, 'home'), TMPDIR: join(dataDir, 'tmp'), LOG_LEVEL: 'warn', SECRET_KEY: 'image-layout-check-secret-key-0000000001' };
+    const baseEnv = { PATH: `${bin}:/usr/bin:/bin`, ...env, HOME: join(dataDir, 'home'), TMPDIR: join(dataDir, 'tmp'), LOG_LEVEL: 'warn' };
+    const renderOverlay = (name) => checks.render(join(repo, 'deploy', 'kubernetes', 'overlays', name));
+    /**
+     * How a Deployment of an overlay runs here: its container's environment as Kubernetes builds it, with only what
+     * ties it to a cluster replaced: ports (a pod's own, and the gRPC ports every pod dials by Service name) by free
+     * loopback ports, absolute paths by the layout's, the database and NATS by this machine's, the secrets by
+     * stand-ins. Everything else (the ConfigMap's other values, the probes) is the overlay's.
+     */
+    const podPlan = async (objects, service, grpcPorts, cluster) => {
+      const deployment = objects.find((o) => o.kind === 'Deployment' && o.spec.template.spec.containers[0].args?.[0] === service);
+      if (!deployment) return { env: {}, problem: `no Deployment runs ${service}` };
+      const container = deployment.spec.template.spec.containers[0];
+      const configMaps = new Map(objects.filter((o) => o.kind === 'ConfigMap').map((o) => [o.metadata.name, o.data ?? {}]));
+      const secrets = { SECRET_KEY: 'image-layout-check-secret-key-0000000001', BOOTSTRAP_KEYS: `layout:owner:${KEY}` };
+      const built = checks.containerEnv(container, configMaps, { secret: (ref) => secrets[ref.key] ?? (ref.key === 'DATABASE_URL' ? cluster.DATABASE_URL : undefined), field: () => '127.0.0.1' });
+      if (built.problems.length) return { env: {}, problem: built.problems.join('; ') };
+      const env = { ...built.env };
+      const podPorts = new Map();
+      const local = async (map, port) => {
+        if (!map.has(port)) map.set(port, await freePort());
+        return map.get(port);
+      };
+      // Addresses a process uses by default when the overlay leaves them out (loopback gRPC in standalone).
+      for (const [key, value] of Object.entries(GRPC_DEFAULTS)) env[key] ??= value;
+      env.EMBEDDED_PG_PORT ??= '54329';
+      for (const [key, value] of Object.entries(env)) {
+        if (/_GRPC_(ADVERTISE_)?URL$|^GRPC_BIND$/.test(key)) env[key] = `127.0.0.1:${await local(grpcPorts, value.slice(value.lastIndexOf(':') + 1))}`;
+        else if (POD_PORTS.includes(key)) env[key] = String(await local(podPorts, Number(value)));
+        else if (PATHS.includes(key) && value.startsWith('/')) env[key] = inLayout(value);
+      }
+      if (env.NATS_URL) Object.assign(env, { NATS_URL: cluster.NATS_URL, NATS_NAMESPACE: namespace });
+      // Recordings stay off the internet whatever the overlay's store says.
+      if (env.RECORDINGS_STORE === 's3') env.S3_ENDPOINT = 'http://127.0.0.1:9';
+      const portOf = (name) => (typeof name === 'number' ? name : container.ports.find((p) => p.name === name)?.containerPort);
+      const probe = container.readinessProbe?.httpGet;
+      const readyPort = probe && podPorts.get(portOf(probe.port));
+      const httpPort = container.ports.find((p) => p.name === 'http')?.containerPort;
+      return {
+        env: { ...env, LOG_LEVEL: 'warn' },
+        problem: readyPort ? undefined : `its readiness probe's port ${probe?.port} is none the process listens on`,
+        ready: `http://127.0.0.1:${readyPort}${probe?.path}`,
+        http: httpPort && `http://127.0.0.1:${podPorts.get(httpPort)}`,
+      };
+    };
     const start = (name, service, extra) => {
       const out = join(logs, `${name}.log`);
       writeFileSync(out, '');
@@ -256,60 +307,47 @@ async function main() {
       return { child, log: out };
     };
 
-    // Distributed: the five services, each its own process, against PostgreSQL and NATS.
+    // Distributed: the five services, each its own process with its Deployment's configuration from the
+    // distributed overlay, against PostgreSQL and NATS.
     await pool.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await pool.query(`CREATE DATABASE ${database}`);
     const db = new URL(adminUrl);
     db.pathname = `/${database}`;
-    const grpc = {};
-    for (const key of ['AGENTS_GRPC_URL', 'CALLS_GRPC_URL', 'MEDIA_GRPC_URL', 'WEBHOOKS_GRPC_URL']) grpc[key] = `127.0.0.1:${await freePort()}`;
-    const gatewayPort = await freePort();
-    const mediaPort = await freePort();
-    const shared = { ...grpc, DATABASE_URL: db.toString(), NATS_URL: natsUrl, NATS_NAMESPACE: namespace };
+    const distributed = renderOverlay('distributed');
+    const grpcPorts = new Map();
     const running = [];
     for (const service of SERVICES) {
-      const port = await freePort();
-      const extra = service === 'gateway' ? { PORT: String(gatewayPort), HOST: '127.0.0.1', BOOTSTRAP_KEYS: `layout:owner:${KEY}` } : { OPS_PORT: String(port) };
-      if (service === 'media-worker') Object.assign(extra, { MEDIA_PORT: String(mediaPort), MEDIA_HOST: '127.0.0.1' });
-      const { child, log } = start(service, service, { ...shared, ...extra });
-      running.push({ service, child, log, ready: `http://127.0.0.1:${service === 'gateway' ? gatewayPort : port}/readyz` });
+      const pod = await podPlan(distributed, service, grpcPorts, { DATABASE_URL: db.toString(), NATS_URL: natsUrl });
+      const { child, log } = start(service, service, pod.env);
+      running.push({ service, child, log, ...pod });
     }
     const problems = new Map();
     await Promise.all(running.map(async (r) => {
-      const problem = await waitReady(r.ready, r.child, 120);
+      const problem = r.problem ?? (await waitReady(r.ready, r.child, 120));
       if (problem) problems.set(r.service, problem);
     }));
 
-    const gateway = `http://127.0.0.1:${gatewayPort}`;
-    const apiProblems = problems.size ? ['services not ready'] : await exerciseApi(gateway, 'distributed');
+    const gateway = running.find((r) => r.service === 'gateway');
+    const apiProblems = problems.size ? ['services not ready'] : await exerciseApi(gateway.http, 'distributed');
     record('distributed: an agent created and read through the gateway; OpenAPI, docs and embed script served', apiProblems.length === 0, apiProblems.join('; '));
 
     for (const r of running) r.child.kill('SIGTERM');
     for (const r of running) {
       const code = await stopped(r.child, 60);
       const problem = problems.get(r.service) ?? (code === 0 ? undefined : `exit ${code} after SIGTERM`);
-      record(`${r.service}: ready from the layout, exits 0 on SIGTERM`, !problem, problem ? `${problem}\n${tail(r.log)}` : '');
+      record(`${r.service}: ready from the layout with the overlay's configuration (readiness probe answers), exits 0 on SIGTERM`, !problem, problem ? `${problem}\n${tail(r.log)}` : '');
     }
 
-    // Standalone: the image's default command, on the embedded PostgreSQL under DATA_DIR and the in-process bus.
-    const standalonePorts = {};
-    for (const key of ['AGENTS_GRPC_URL', 'CALLS_GRPC_URL', 'MEDIA_GRPC_URL', 'WEBHOOKS_GRPC_URL']) standalonePorts[key] = `127.0.0.1:${await freePort()}`;
-    const port = await freePort();
-    const standalone = start('standalone', runtime.cmd[0], {
-      ...standalonePorts,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      MEDIA_PORT: String(await freePort()),
-      MEDIA_HOST: '127.0.0.1',
-      EMBEDDED_PG_PORT: String(await freePort()),
-      BOOTSTRAP_KEYS: `layout:owner:${KEY}`,
-    });
-    const standaloneReady = await waitReady(`http://127.0.0.1:${port}/readyz`, standalone.child, 150);
-    const standaloneApi = standaloneReady ? [standaloneReady] : await exerciseApi(`http://127.0.0.1:${port}`, 'standalone');
+    // Standalone: the image's default command with the standalone overlay's configuration, on the embedded
+    // PostgreSQL under DATA_DIR and the in-process bus.
+    const single = await podPlan(renderOverlay('standalone'), runtime.cmd[0], new Map(), {});
+    const standalone = start('standalone', runtime.cmd[0], single.env);
+    const standaloneReady = single.problem ?? (await waitReady(single.ready, standalone.child, 150));
+    const standaloneApi = standaloneReady ? [standaloneReady] : await exerciseApi(single.http, 'standalone');
     standalone.child.kill('SIGTERM');
     const standaloneExit = await stopped(standalone.child, 60);
     if (standaloneExit !== 0) standaloneApi.push(`exit ${standaloneExit} after SIGTERM`);
-    record(`standalone (${runtime.cmd.join(' ')}): ready on embedded PostgreSQL, API answers, exits 0 on SIGTERM`, standaloneApi.length === 0, standaloneApi.length ? `${standaloneApi.join('; ')}\n${tail(standalone.log)}` : '');
+    record(`standalone (${runtime.cmd.join(' ')}): ready with the overlay's configuration on embedded PostgreSQL, API answers, exits 0 on SIGTERM`, standaloneApi.length === 0, standaloneApi.length ? `${standaloneApi.join('; ')}\n${tail(standalone.log)}` : '');
 
     // Lazily loaded at a call's start, so not proven by a boot: the Silero VAD model on onnxruntime-node.
     const vadModule = findBuilt(app, 'libs/media/voice-engine/src/silero-vad.js');
