@@ -1,15 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { END_REASONS, EndReason } from '@parley/contracts';
+import { defaultProjectId } from '@parley/persistence';
 import { decimal } from './price-table';
 
-/** The calls an analytics query covers: the account's calls created in [from, to), optionally of one agent or direction. */
+/** The calls an analytics query covers: the account's calls created in [from, to), optionally of one agent, direction or project. */
 export interface AnalyticsFilter {
   accountId: string;
   from: Date;
   to: Date;
   agentId?: string;
   direction?: string;
+  /** Calls stored before projects (project_id null) are the account's default project's. */
+  projectId?: string;
 }
 
 /** The count measures, over a period or one bucket of it. */
@@ -267,11 +270,18 @@ export class CallAnalyticsRepository {
 
 const nullable = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
-/** The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). */
+/**
+ * The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). Over the ratings
+ * (`created` call_created_at), a project filter looks up each rating's call (ratings do not carry the project).
+ */
 function conditions(f: AnalyticsFilter, created = 'created_at'): { where: string; params: unknown[] } {
   const params: unknown[] = [f.accountId, f.from.toISOString(), f.to.toISOString()];
   const where = ['c.account_id = $1', `c.${created} >= $2::timestamptz`, `c.${created} < $3::timestamptz`];
   if (f.agentId) where.push(`c.agent_id = $${params.push(f.agentId)}`);
   if (f.direction) where.push(`c.direction = $${params.push(f.direction)}`);
+  if (f.projectId) {
+    const project = `coalesce(%.project_id, $${params.push(defaultProjectId(f.accountId))}) = $${params.push(f.projectId)}`;
+    where.push(created === 'created_at' ? project.replace('%', 'c') : `EXISTS (SELECT 1 FROM calls k WHERE k.id = c.call_id AND ${project.replace('%', 'k')})`);
+  }
   return { where: where.join(' AND '), params };
 }

@@ -26,6 +26,7 @@ export interface AnalyticsQuery {
   to: string;
   agentId?: string;
   direction?: string;
+  projectId?: string;
 }
 
 export interface TimeseriesBucket extends CallCounts {
@@ -107,5 +108,5 @@ function filterOf(q: AnalyticsQuery, more: FieldProblem[] = []): AnalyticsFilter
   }
   problems.push(...more);
   if (problems.length) throw AppError.validation(problems);
-  return { accountId: q.accountId, from, to, agentId: q.agentId || undefined, direction: q.direction || undefined };
+  return { accountId: q.accountId, from, to, agentId: q.agentId || undefined, direction: q.direction || undefined, projectId: q.projectId || undefined };
 }

@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
-import { openServiceDatabase } from '@parley/persistence';
+import { defaultProjectId, openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { CallAnalytics } from './call-analytics';
 import { CallAnalyticsRepository } from './call-analytics.repository';
@@ -174,5 +174,19 @@ describe('usage and cost (real PostgreSQL)', () => {
       'UTC',
     );
     expect(bucket).toMatchObject({ calls: 1, cost: '0.614', agentTurns: 5, bargeIns: 1 });
+  });
+
+  it('filters the analytics by project: a call stored without a project counts as the account’s default project’s', async () => {
+    const sales = await answered(10, { accountId: 'acc_prj', projectId: 'prj_sales' });
+    await answered(10, { accountId: 'acc_prj' });
+    await report(sales.id, 'P1', [['tts_characters', 'elevenlabs', '', 10_000]], 'acc_prj');
+    await calls.recordRating('acc_prj', sales.id, { source: 'api', scale: 5, score: 4 });
+    const period = { accountId: 'acc_prj', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
+
+    expect(await analytics.overview({ ...period, projectId: 'prj_sales' })).toMatchObject({ calls: 1, cost: '0.3', csatCount: 1, csatAverage: 4 });
+    expect(await analytics.overview({ ...period, projectId: defaultProjectId('acc_prj') })).toMatchObject({ calls: 1, cost: '0', csatCount: 0 });
+    expect(await analytics.overview({ ...period, projectId: 'prj_other' })).toMatchObject({ calls: 0, csatCount: 0 });
+    const buckets = await analytics.timeseries({ ...period, projectId: 'prj_sales' }, 'hour', 'UTC');
+    expect(buckets.reduce((n, b) => n + b.calls, 0)).toBe(1);
   });
 });

@@ -70,6 +70,7 @@ const analyticsQuery = (f: callsV1.CallAnalyticsFilter | undefined) => ({
   to: f?.to ?? '',
   agentId: f?.agent_id || undefined,
   direction: f?.direction || undefined,
+  projectId: f?.project_id || undefined,
 });
 
 const toAnalyticsMessage = (o: CallOverview, currency: string): callsV1.CallAnalytics => ({

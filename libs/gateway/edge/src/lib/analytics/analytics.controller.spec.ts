@@ -47,7 +47,7 @@ describe('AnalyticsController', () => {
     const before = Date.now();
     const res = await c.overview(who, {});
     const filter = (requests.getCallAnalytics as callsV1.GetCallAnalyticsRequest).filter as callsV1.CallAnalyticsFilter;
-    expect(filter).toMatchObject({ account_id: 'acme', agent_id: '', direction: '' });
+    expect(filter).toMatchObject({ account_id: 'acme', agent_id: '', direction: '', project_id: '' });
     expect(Date.parse(filter.to) - Date.parse(filter.from)).toBe(30 * 86_400_000);
     expect(Date.parse(filter.to)).toBeGreaterThanOrEqual(before - 1);
     expect(res).toEqual({
@@ -56,6 +56,7 @@ describe('AnalyticsController', () => {
       to: filter.to,
       agent_id: null,
       direction: null,
+      project_id: null,
       calls: 7,
       answered: 5,
       answer_rate: 0.7143,
@@ -107,11 +108,12 @@ describe('AnalyticsController', () => {
 
   it('passes the period and filters given; one bound alone gives 30 days from or to it', async () => {
     const { c, requests } = controller({ getCallAnalytics: { analytics: analytics() } });
-    const res = await c.overview(who, { from: '2026-01-01T00:00:00+01:00', to: '2026-01-08T00:00:00Z', agent_id: 'agt_1', direction: 'inbound' });
+    const project = 'prj_0123456789abcdefghijkl';
+    const res = await c.overview(who, { from: '2026-01-01T00:00:00+01:00', to: '2026-01-08T00:00:00Z', agent_id: 'agt_1', direction: 'inbound', project_id: project });
     expect(requests.getCallAnalytics).toEqual({
-      filter: { account_id: 'acme', from: '2025-12-31T23:00:00.000Z', to: '2026-01-08T00:00:00.000Z', agent_id: 'agt_1', direction: 'inbound' },
+      filter: { account_id: 'acme', from: '2025-12-31T23:00:00.000Z', to: '2026-01-08T00:00:00.000Z', agent_id: 'agt_1', direction: 'inbound', project_id: project },
     });
-    expect(res).toMatchObject({ agent_id: 'agt_1', direction: 'inbound', from: '2025-12-31T23:00:00.000Z' });
+    expect(res).toMatchObject({ agent_id: 'agt_1', direction: 'inbound', project_id: project, from: '2025-12-31T23:00:00.000Z' });
     expect(analyticsPeriod('acme', { from: '2026-01-01T00:00:00Z' })).toMatchObject({ to: '2026-01-31T00:00:00.000Z' });
     expect(analyticsPeriod('acme', { to: '2026-01-31T00:00:00Z' })).toMatchObject({ from: '2026-01-01T00:00:00.000Z' });
   });
@@ -121,6 +123,7 @@ describe('AnalyticsController', () => {
     ['a date that does not exist', { to: '2026-02-30T00:00:00Z' }, 'to'],
     ['from after to', { from: '2026-02-01T00:00:00Z', to: '2026-01-01T00:00:00Z' }, 'from must be before to'],
     ['an unknown direction', { direction: 'sideways' }, 'direction'],
+    ['a project filter that is not a project id', { project_id: 'sales' }, 'project_id'],
   ])('refuses %s with 400 invalid_request', async (_label, query, words) => {
     const { c, requests } = controller({ getCallAnalytics: { analytics: analytics() } });
     await expect(c.overview(who, query)).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining(words) });
@@ -164,9 +167,9 @@ describe('AnalyticsController', () => {
     await expect(c.timeseries(who, query)).rejects.toMatchObject({ code: 'invalid_request', message: expect.stringContaining(words) });
   });
 
-  it('accepts only its own query parameters (no project_id): QueryGuard refuses any other', () => {
-    expect(Reflect.getMetadata(QUERY_KEY, AnalyticsController.prototype.overview)).toEqual(['from', 'to', 'agent_id', 'direction']);
-    expect(Reflect.getMetadata(QUERY_KEY, AnalyticsController.prototype.timeseries)).toEqual(['from', 'to', 'agent_id', 'direction', 'bucket', 'timezone']);
+  it('accepts only its own query parameters (project_id among them): QueryGuard refuses any other', () => {
+    expect(Reflect.getMetadata(QUERY_KEY, AnalyticsController.prototype.overview)).toEqual(['from', 'to', 'agent_id', 'direction', 'project_id']);
+    expect(Reflect.getMetadata(QUERY_KEY, AnalyticsController.prototype.timeseries)).toEqual(['from', 'to', 'agent_id', 'direction', 'project_id', 'bucket', 'timezone']);
   });
 
   it('is published in OpenAPI with analytics:read and its answers, and no longer planned (501)', async () => {
@@ -177,7 +180,7 @@ describe('AnalyticsController', () => {
       expect(op['x-permission']).toBe('analytics:read');
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '400', '422']));
       expect(op.responses['501']).toBeUndefined();
-      expect(op.parameters.map((p) => p.name)).not.toContain('project_id');
+      expect(op.parameters.map((p) => p.name)).toContain('project_id');
     }
     const schemas = document.components?.schemas as Record<string, { properties: Record<string, unknown> }>;
     expect(Object.keys(schemas['AnalyticsOverviewDto'].properties)).toEqual(expect.arrayContaining(['cost', 'response_latency', 'barge_in']));

@@ -5,11 +5,12 @@ import { AppError } from '@parley/rpc';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { CallsClient } from '../calls/calls.client';
+import { callListFilter } from '../calls/calls.controller';
 import { Operation } from '../http/operation';
 import { AnalyticsBucketDto, AnalyticsOverviewDto, AnalyticsTimeseriesDto, BUCKETS } from './analytics.dto';
 
 const DIRECTIONS = ['outbound', 'inbound', 'web'];
-const FILTERS = ['from', 'to', 'agent_id', 'direction'];
+const FILTERS = ['from', 'to', 'agent_id', 'direction', 'project_id'];
 /** The default period: the last 30 days. */
 const DEFAULT_PERIOD_MS = 30 * 86_400_000;
 /** RFC 3339 date-time with a four-digit year. */
@@ -54,8 +55,9 @@ export function analyticsPeriod(accountId: string, query: Record<string, unknown
   if (direction && !DIRECTIONS.includes(direction)) throw new AppError('invalid_request', `direction must be one of ${DIRECTIONS.join(', ')}.`);
   const agentId = text(query, 'agent_id');
   if (agentId.length > 100) throw new AppError('invalid_request', 'agent_id is not an agent id.');
+  const projectId = callListFilter(query, 'project_id');
   return {
-    filter: { account_id: accountId, from: from.toISOString(), to: to.toISOString(), agent_id: agentId, direction },
+    filter: { account_id: accountId, from: from.toISOString(), to: to.toISOString(), agent_id: agentId, direction, project_id: projectId },
     from: from.toISOString(),
     to: to.toISOString(),
   };
@@ -80,6 +82,12 @@ const PeriodQuery = () =>
   ApiQuery({ name: 'to', required: false, schema: { type: 'string', format: 'date-time' }, description: 'End of the period (exclusive). Default: now (or 30 days after `from`).' }),
   ApiQuery({ name: 'agent_id', required: false, schema: { type: 'string' }, description: 'Only this agent’s calls.' }),
   ApiQuery({ name: 'direction', required: false, schema: { type: 'string', enum: DIRECTIONS }, description: 'Only calls of this direction.' }),
+  ApiQuery({
+    name: 'project_id',
+    required: false,
+    schema: { type: 'string' },
+    description: 'Only this project’s calls (a call belongs to its agent’s project; calls from before projects are the default project’s). A value that is not a project id (`prj_…`) is refused with 400 `invalid_request`.',
+  }),
   );
 
 /** Usage and quality of the account's calls, computed by the calls service in PostgreSQL (docs/analytics.md). */
@@ -115,6 +123,7 @@ export class AnalyticsController {
       to: period.to,
       agent_id: period.filter.agent_id || null,
       direction: period.filter.direction || null,
+      project_id: period.filter.project_id || null,
       calls: a.calls,
       answered: a.answered,
       answer_rate: ratio(a.answered, a.calls),
@@ -170,6 +179,7 @@ export class AnalyticsController {
       timezone,
       agent_id: period.filter.agent_id || null,
       direction: period.filter.direction || null,
+      project_id: period.filter.project_id || null,
       data: (res.buckets ?? []).map(presentBucket),
     };
   }

@@ -56,6 +56,7 @@ export class AnalyticsOverviewDto {
   @ApiProperty({ format: 'date-time', example: '2026-01-31T00:00:00.000Z', description: 'End of the period (exclusive).' }) to: string;
   @ApiProperty({ type: 'string', nullable: true, example: null, description: 'The agent filter, if any.' }) agent_id: string | null;
   @ApiProperty({ type: 'string', nullable: true, enum: DIRECTIONS, example: null, description: 'The direction filter, if any.' }) direction: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null, description: 'The project filter, if any.' }) project_id: string | null;
   @ApiProperty({ type: 'integer', example: 1000, description: 'Calls created in the period (live ones included).' }) calls: number;
   @ApiProperty({ type: 'integer', example: 830, description: 'Of them, calls that were answered.' }) answered: number;
   @ApiProperty({ type: 'number', nullable: true, example: 0.83, description: '`answered / calls`, to four decimals; null without calls.' }) answer_rate: number | null;
@@ -103,6 +104,7 @@ export class AnalyticsTimeseriesDto {
   @ApiProperty({ example: 'America/New_York' }) timezone: string;
   @ApiProperty({ type: 'string', nullable: true, example: null }) agent_id: string | null;
   @ApiProperty({ type: 'string', nullable: true, enum: DIRECTIONS, example: null }) direction: string | null;
+  @ApiProperty({ type: 'string', nullable: true, example: null }) project_id: string | null;
   @ApiProperty({
     type: [AnalyticsBucketDto],
     description: 'Every bucket from the one holding `from` to the one holding the instant before `to`, oldest first, zeros included. The first and last count only the period’s calls.',

@@ -752,6 +752,8 @@ export interface CallAnalyticsFilter {
   agent_id: string;
   /** outbound, inbound or web; empty: any. */
   direction: string;
+  /** Only this project's calls (prj_…; calls stored before projects are the account's default project's); empty: any. */
+  project_id: string;
 }
 
 export interface EndReasonCount {
