@@ -93,6 +93,26 @@ describe('voice engine', () => {
     ]);
   });
 
+  it('reports an answer with its response latency: the caller’s end of speech to the answer’s first audio (the greeting has none)', async () => {
+    const llm = new FakeLlm(['We open at nine.']);
+    const { engine, clock, turns, stt, feed } = setup(settings(), { llm });
+    void engine.start();
+    await clock.advance(3000);
+    // The VAD's hangover ends the caller's speech; the recognizer's final comes 600 ms of quiet later.
+    await feed(800, speech);
+    await feed(600, quiet);
+    stt[0].emit({ type: 'final', text: 'When do you open?', endOfTurn: true });
+    await clock.advance(5000);
+    expect(turns.map((t) => [t.role, t.responseLatencyMs])).toEqual([
+      ['assistant', undefined],
+      ['user', undefined],
+      ['assistant', expect.any(Number)],
+    ]);
+    // The wait for the recognizer's final (the fakes answer at once): more than nothing, less than the quiet.
+    expect(turns[2].responseLatencyMs).toBeGreaterThan(0);
+    expect(turns[2].responseLatencyMs).toBeLessThanOrEqual(600);
+  });
+
   it('stops every stage at once on barge-in: clear sent, no frame after it, the turn cut to what was heard', async () => {
     const long = 'Our opening hours are long and detailed. ' + 'We are open on many days of the week and at many times. '.repeat(4);
     const llm = new FakeLlm([long]);
