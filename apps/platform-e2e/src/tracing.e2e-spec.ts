@@ -55,8 +55,11 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; clo
 }
 
 const eventually = <T>(probe: () => T | undefined, what: string) => until(probe, what, 20_000);
+/** Distributed when a NATS is at hand (each service its own process, events over JetStream), standalone otherwise. */
+const MODE = process.env['NATS_URL'] ? 'distributed' : 'standalone';
+const serviceName = (service: string) => (MODE === 'distributed' ? `parley-${service}` : 'parley-standalone');
 
-describe('traces: OpenTelemetry over OTLP (standalone, the media worker in its child process)', () => {
+describe(`traces: OpenTelemetry over OTLP (${MODE})`, () => {
   let receiver: Awaited<ReturnType<typeof otlpReceiver>>;
   let phone: PhonePlatform;
   let platform: RunningPlatform;
@@ -64,7 +67,7 @@ describe('traces: OpenTelemetry over OTLP (standalone, the media worker in its c
   beforeAll(async () => {
     receiver = await otlpReceiver();
     // OTLP/JSON so the test reads it without protobuf; spans leave every 200 ms instead of every 5 s.
-    phone = await startPhonePlatform(KEY, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200' });
+    phone = await startPhonePlatform(KEY, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '200' }, MODE);
     platform = phone.platform;
   }, 120_000);
 
@@ -89,7 +92,12 @@ describe('traces: OpenTelemetry over OTLP (standalone, the media worker in its c
       'the query inserting the agent',
     );
 
-    expect(server.service).toBe('parley-standalone');
+    expect([server.service, grpcClient.service, grpcServer.service, query.service]).toEqual([
+      serviceName('gateway'),
+      serviceName('gateway'),
+      serviceName('agents'),
+      serviceName('agents'),
+    ]);
     expect(grpcServer.parentSpanId).toBe(grpcClient.spanId);
     // The query ran in the agents service's handler: its ancestors lead back to the gRPC server span.
     const ancestors = (span: ReceivedSpan): string[] => {
@@ -117,6 +125,7 @@ describe('traces: OpenTelemetry over OTLP (standalone, the media worker in its c
     const grpcServer = receiver.spans.find((s) => s.traceId === server.traceId && s.kind === 2 && s.name === 'grpc.parley.agents.v1.AgentsService/UpdateAgent');
     // Parented on the span whose transaction wrote the outbox row: the agents service's handler.
     expect(consumer.parentSpanId).toBe(grpcServer?.spanId);
+    expect(consumer.service).toBe(serviceName('webhook-dispatcher'));
     expect(consumer.kind).toBe(5); // consumer
   });
 
