@@ -44,7 +44,7 @@ function parseDockerfile(text) {
   const lines = [];
   let current = '';
   for (const raw of text.split('\n')) {
-    if (/^\s*#/.test(raw) && !current) continue;
+    // Comment lines (and parser directives) are dropped, also inside a continued instruction, as Docker does.
     if (/^\s*#/.test(raw)) continue;
     const line = raw.replace(/\s+$/, '');
     if (line.endsWith('\\')) {
