@@ -4,6 +4,7 @@ import {
   LlmError,
   LlmProvider,
   LlmStreamEvent,
+  LlmUsage,
   StreamRequest,
   ToolCall,
 } from './llm-provider';
@@ -26,6 +27,8 @@ export interface FakeLlmStreamReply {
   model?: string;
   /** Fail with this after the deltas (and any tool calls) were streamed: a provider breaking off mid-answer. */
   error?: Error;
+  /** The tokens reported on `done` (as an OpenAI-compatible API's usage chunk); absent: none reported. */
+  usage?: LlmUsage;
 }
 
 type FakeLlmAnswer = string | CompletionResult | FakeLlmStreamReply;
@@ -124,6 +127,7 @@ export class FakeLlm implements LlmProvider {
       type: 'done',
       finishReason: reply.finishReason ?? (calls ? 'tool_calls' : 'stop'),
       model: reply.model ?? request.model,
+      ...(reply.usage ? { usage: reply.usage } : {}),
     };
   }
 

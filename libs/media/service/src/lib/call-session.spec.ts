@@ -22,6 +22,8 @@ class FakeCalls implements CallsPort {
   readonly attached: callsV1.AttachMediaRequest[] = [];
   /** Turns and flow transitions, in the order the session reported them. */
   readonly reports: (callsV1.AppendTurnRequest | callsV1.RecordFlowTransitionRequest)[] = [];
+  /** Usage reports, each with the number of turns and transitions reported before it. */
+  readonly usage: (callsV1.RecordUsageRequest & { after: number })[] = [];
   constructor(
     private readonly call: callsV1.Call | undefined,
     /** Events injected before the stream attached, as AttachMedia hands them over. */
@@ -64,6 +66,9 @@ class FakeCalls implements CallsPort {
   readonly ended: callsV1.EndCallRequest[] = [];
   async recordRating(req: callsV1.RecordRatingRequest): Promise<void> {
     this.ratings.push(req);
+  }
+  async recordUsage(req: callsV1.RecordUsageRequest): Promise<void> {
+    this.usage.push({ ...req, after: this.reports.length });
   }
 }
 
@@ -449,6 +454,46 @@ describe('a carrier media stream session', () => {
     expect(knowledge.queries).toEqual([expect.objectContaining({ baseIds: ['kb_faq'], query: 'When does the store open?' })]);
     expect(accounts).toEqual([CALL.account_id]);
     await session.onClose();
+  }, 15_000);
+
+  it('reports the stream’s usage with its turns, after each one and once more as it finishes, as running totals', async () => {
+    const calls = new FakeCalls(CALL);
+    const talker: AgentsPort = {
+      getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } }, effective: {} }),
+    };
+    const stt = new FakeSpeechToText().queue('When does the store open?');
+    const llm = new FakeLlm([{ deltas: ['We open', ' at nine.'], usage: { inputTokens: 42, outputTokens: 5 } }]);
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: talker, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm } } });
+    const quiet = pcm16ToMulaw(new Int16Array(160));
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 1, 'the greeting appended');
+    for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, 2000 + t));
+    for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    await until(() => calls.reports.some((r) => 'turn' in r && r.turn?.text === 'We open at nine.'), 'the answer appended');
+    await session.onClose();
+
+    // Each report follows a turn (never before the first); the last is sent after the last turn, as the stream finished.
+    const usage = calls.usage;
+    expect(calls.reports.map((r) => ('turn' in r ? r.turn?.role : 'other'))).toEqual(['assistant', 'user', 'assistant']);
+    expect(usage.length).toBeGreaterThanOrEqual(2);
+    expect(usage.every((u) => u.after >= 1)).toBe(true);
+    expect(usage.at(-1)?.after).toBe(3);
+    const last = usage[usage.length - 1];
+    expect(last).toMatchObject({ account_id: 'acc_1', call_id: 'call_1', stream_id: 'MZ1' });
+    const line = (kind: string) => last.items.find((i) => i.kind === kind);
+    expect(line('tts_characters')).toEqual({ kind: 'tts_characters', provider: 'fake-tts', model: '', quantity: 'Hi.'.length + 'We open at nine.'.length });
+    expect(line('llm_input_tokens')).toMatchObject({ provider: 'fake', model: 'fake', quantity: 42 });
+    expect(line('llm_output_tokens')).toMatchObject({ provider: 'fake', model: 'fake', quantity: 5 });
+    // The caller's audio written to the recognizer: at least the 2.2 s of frames sent (8 kHz).
+    expect(Number(line('stt_ms')?.quantity)).toBeGreaterThanOrEqual(2000);
+    // Running totals: no line ever goes down from one report to the next.
+    for (let i = 1; i < usage.length; i++) {
+      for (const item of usage[i - 1].items) {
+        const later = usage[i].items.find((x) => x.kind === item.kind && x.provider === item.provider && x.model === item.model);
+        expect(Number(later?.quantity)).toBeGreaterThanOrEqual(Number(item.quantity));
+      }
+    }
   }, 15_000);
 
   it('ignores frames it cannot read', async () => {
