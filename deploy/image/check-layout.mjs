@@ -29,7 +29,7 @@ const natsUrl = process.env.NATS_URL || 'nats://127.0.0.1:4222';
 const SERVICES = ['agents', 'calls', 'media-worker', 'webhook-dispatcher', 'gateway'];
 /** Each process's own listening ports (a pod's, so distinct per process here) and its paths. */
 const POD_PORTS = ['PORT', 'MEDIA_PORT', 'OPS_PORT', 'EMBEDDED_PG_PORT'];
-const PATHS = ['DATA_DIR', 'RECORDINGS_DIR', 'FUNCTIONS_FILE'];
+const PATHS = ['DATA_DIR', 'RECORDINGS_DIR', 'FUNCTIONS_FILE', 'PRICES_FILE'];
 const GRPC_DEFAULTS = { AGENTS_GRPC_URL: '127.0.0.1:50051', CALLS_GRPC_URL: '127.0.0.1:50052', MEDIA_GRPC_URL: '127.0.0.1:50053', WEBHOOKS_GRPC_URL: '127.0.0.1:50054' };
 const KEY = 'vsk_image_layout_check_0001';
 
