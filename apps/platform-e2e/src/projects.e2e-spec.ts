@@ -16,14 +16,14 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
   let owner: ApiClient;
   let stranger: ApiClient;
   let receiver: Server;
-  const received: { type: string; data: Record<string, unknown> }[] = [];
+  const received: { type: string; data: Record<string, unknown>; path: string }[] = [];
 
   beforeAll(async () => {
     receiver = createServer((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        received.push(JSON.parse(body));
+        received.push({ ...JSON.parse(body), path: req.url });
         res.writeHead(200).end();
       });
     });
@@ -46,10 +46,7 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     });
     owner = platform.api(OWNER);
     stranger = platform.api(STRANGER);
-    const endpoint = await owner.post('/v1/webhook_endpoints', {
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
-      events: ['project.limit_reached'],
-    });
+    const endpoint = await owner.post('/v1/webhook_endpoints', { url: hookUrl('/hooks'), events: ['project.limit_reached'] });
     expect(endpoint.status).toBe(201);
   });
 
@@ -58,6 +55,8 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     await twilio?.stop();
     await new Promise((r) => receiver.close(r));
   });
+
+  const hookUrl = (path: string) => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}${path}`;
 
   async function waitFor<T>(check: () => T | undefined, ms = 20_000): Promise<T> {
     const deadline = Date.now() + ms;
@@ -93,11 +92,11 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
 
     // PATCH: the name merges, the budget is replaced whole (max_agents left out is removed).
     const patched = await owner.patch(`/v1/projects/${id}`, { budget: { max_live_calls: 2 } });
-    expect(patched.body).toMatchObject({ name: 'Support', metadata: { team: 'care' }, budget: { max_live_calls: 2, max_agents: null } });
+    expect(patched.body).toMatchObject({ name: 'Support', metadata: { team: 'care' }, budget: { max_live_calls: 2, max_agents: null, max_webhook_endpoints: null } });
 
     const spend = { amount: '10.50', currency: 'USD', period: 'month' };
     const capped = await owner.post('/v1/projects', { name: 'Capped', budget: { spend } });
-    expect(capped.body.budget).toEqual({ max_live_calls: null, max_agents: null, spend });
+    expect(capped.body.budget).toEqual({ max_live_calls: null, max_agents: null, max_webhook_endpoints: null, spend });
     // Calls are priced in USD here: another currency could never be compared, and 0 is no ceiling.
     const euros = await owner.post('/v1/projects', { name: 'Euros', budget: { spend: { ...spend, currency: 'EUR' } } });
     expect(euros.status).toBe(422);
@@ -196,5 +195,30 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     expect((await owner.patch(`/v1/projects/${project.id}`, { budget: { spend: { amount: '100', currency: 'USD', period: 'month' } } })).status).toBe(200);
     expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100015' })).status).toBe(201);
     expect(received.filter((e) => e.type === 'project.limit_reached' && e.data['project_id'] === project.id)).toHaveLength(1);
+  });
+
+  it('gives webhook endpoints a project: its ceiling, its list, and only its own events besides the default project’s endpoints getting all', async () => {
+    const mine = (await owner.post('/v1/projects', { name: 'Hooked', budget: { max_webhook_endpoints: 1, max_live_calls: 1 } })).body;
+    const theirs = (await owner.post('/v1/projects', { name: 'Elsewhere', budget: { max_live_calls: 1 } })).body;
+    const hook = await owner.post('/v1/webhook_endpoints', { url: hookUrl('/hooked'), project_id: mine.id });
+    expect(hook.status).toBe(201);
+    expect(hook.body.project_id).toBe(mine.id);
+    const second = await owner.post('/v1/webhook_endpoints', { url: hookUrl('/hooked-2'), project_id: mine.id });
+    expect(second.status).toBe(402);
+    expect(second.body).toMatchObject({ code: 'plan_limit_reached', limit: 'max_webhook_endpoints', ceiling: 1 });
+    expect((await owner.get(`/v1/webhook_endpoints?project_id=${mine.id}`)).body.data.map((e: { id: string }) => e.id)).toEqual([hook.body.id]);
+    expect((await owner.patch(`/v1/webhook_endpoints/${hook.body.id}`, { project_id: theirs.id })).status).toBe(400);
+    expect((await owner.delete(`/v1/projects/${mine.id}`)).status).toBe(409);
+
+    // Each project reaches its live-call ceiling: the project's endpoint hears only its own project's event.
+    for (const project of [mine, theirs]) {
+      const agent = (await owner.post('/v1/agents', { name: `in ${project.name}`, languages: [{ code: 'en' }], project_id: project.id })).body;
+      expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100021' })).status).toBe(201);
+      expect((await owner.post('/v1/calls', { agent_id: agent.id, to: '+15550100022' })).status).toBe(402);
+    }
+    await waitFor(() => received.find((e) => e.path === '/hooks' && e.data['project_id'] === theirs.id));
+    const heard = await waitFor(() => received.find((e) => e.path === '/hooked' && e.type === 'project.limit_reached'));
+    expect(heard.data['project_id']).toBe(mine.id);
+    expect(received.filter((e) => e.path === '/hooked' && e.data['project_id'] === theirs.id)).toEqual([]);
   });
 });

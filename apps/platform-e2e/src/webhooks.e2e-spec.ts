@@ -101,6 +101,8 @@ describe('webhook endpoints over HTTP', () => {
       expect(res.body).toEqual({
         id: expect.stringMatching(/^whep_/),
         object: 'webhook_endpoint',
+        // Created without a project: the account's default project.
+        project_id: expect.stringMatching(/^prj_[0-9A-Za-z]{22}$/),
         url,
         events: ['*'],
         description: 'CRM',

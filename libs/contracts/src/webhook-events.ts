@@ -63,7 +63,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'project.limit_reached',
 ] as const satisfies readonly WebhookEventType[];
 
-/** The envelope delivered to webhook endpoints; `account_id`, `agent_id` and `workflow` route it and are not delivered. */
+/**
+ * The envelope delivered to webhook endpoints; `account_id`, `agent_id`, `project_id` and `workflow` route it and are
+ * not delivered.
+ */
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   id: string;
   type: T;
@@ -72,6 +75,11 @@ export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   data: WebhookEventData[T];
   account_id: string;
   agent_id: string | null;
+  /**
+   * The project the event is about (a call's, a project's own event): endpoints of that project receive it besides
+   * those of the account's default project. Absent: only the default project's endpoints (routing only).
+   */
+  project_id?: string | null;
   /** A call placed by a workflow run: the run and recipient it belongs to (routing only, never delivered). */
   workflow?: { run_id: string; recipient_id: string } | null;
 }
@@ -82,6 +90,6 @@ export function webhookEventSubject<T extends WebhookEventType>(type: T): Subjec
 }
 
 /** The envelope as customers see it (webhook bodies, call event streams): the routing fields left out. */
-export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id' | 'workflow'> {
+export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id' | 'project_id' | 'workflow'> {
   return { id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data };
 }

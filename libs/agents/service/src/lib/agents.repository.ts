@@ -94,6 +94,7 @@ export class AgentsRepository {
         data: { project_id: project.id, limit: 'max_agents', ceiling: project.maxAgents },
         account_id: accountId,
         agent_id: null,
+        project_id: project.id,
       };
       await enqueueOutbox(m, webhookEventSubject(event.type), event, event.id);
     }

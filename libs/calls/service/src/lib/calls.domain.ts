@@ -193,6 +193,7 @@ export class CallsDomain {
       data,
       account_id: accountId,
       agent_id: null,
+      project_id: data.project_id,
     });
   }
 
@@ -644,6 +645,7 @@ export class CallsDomain {
       data,
       account_id: call.accountId,
       agent_id: call.agentId,
+      project_id: call.projectId ?? defaultProjectId(call.accountId),
       // Routing only (never delivered): the workflows service follows its runs' calls by it.
       ...(call.workflowRunId ? { workflow: { run_id: call.workflowRunId, recipient_id: call.workflowRecipientId ?? '' } } : {}),
     };

@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 import { DataSource } from 'typeorm';
 import { STREAMS, WebhookEvent } from '@parley/contracts';
 import { parseEgressAllowlist } from '@parley/egress';
-import { openServiceDatabase, Sealer } from '@parley/persistence';
+import { defaultProjectId, openServiceDatabase, Sealer } from '@parley/persistence';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { consumerName, DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
@@ -20,6 +20,7 @@ import { WebhooksGrpcController } from './webhooks.controllers';
 interface Received {
   body: string;
   headers: IncomingMessage['headers'];
+  path: string;
 }
 
 class Receiver {
@@ -33,7 +34,7 @@ class Receiver {
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        this.received.push({ body, headers: req.headers });
+        this.received.push({ body, headers: req.headers, path: req.url ?? '' });
         res.writeHead(this.status).end();
       });
     });
@@ -129,6 +130,37 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
     expect(await engine.accept(event('call.started'))).toBe(3);
     await engine.pass();
     expect(receiver.received.map((r) => r.headers['service-event-type'])).toEqual(['call.started', 'call.started', 'call.started']);
+  });
+
+  describe('projects', () => {
+    const SALES = `prj_${'1'.repeat(22)}`;
+    const SUPPORT = `prj_${'2'.repeat(22)}`;
+
+    it('delivers a project’s events to that project’s endpoints and the default project’s, never another project’s', async () => {
+      await endpoints.create('acme', { url: `${receiver.url}/default` });
+      await endpoints.create('acme', { url: `${receiver.url}/default-named` }, { id: defaultProjectId('acme'), maxEndpoints: 0 });
+      await endpoints.create('acme', { url: `${receiver.url}/sales` }, { id: SALES, maxEndpoints: 0 });
+      await endpoints.create('acme', { url: `${receiver.url}/support` }, { id: SUPPORT, maxEndpoints: 0 });
+
+      expect(await engine.accept({ ...event('call.started'), project_id: SALES })).toBe(3);
+      // An event of no project (a workflow run's, say) reaches only the default project's endpoints.
+      expect(await engine.accept(event('call.started'))).toBe(2);
+      await engine.pass();
+      expect(receiver.received.map((r) => r.path.replace('/hook', '')).sort()).toEqual(['/default', '/default', '/default-named', '/default-named', '/sales']);
+    });
+
+    it('refuses the endpoint past the project’s max_webhook_endpoints with 402, on create and on a declare that creates', async () => {
+      const sales = { id: SALES, maxEndpoints: 2 };
+      await endpoints.create('acme', { url: `${receiver.url}/a` }, sales);
+      await endpoints.declare('acme', { url: `${receiver.url}/b` }, sales);
+      const refused = await endpoints.create('acme', { url: `${receiver.url}/c` }, sales).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'plan_limit_reached', extra: { limit: 'max_webhook_endpoints', project_id: SALES, ceiling: 2 } });
+      expect(await endpoints.declare('acme', { url: `${receiver.url}/d` }, sales).catch((e: unknown) => e)).toMatchObject({ code: 'plan_limit_reached' });
+      // Re-declaring an existing one creates nothing; another project, or the account's default, has its own count.
+      expect((await endpoints.declare('acme', { url: `${receiver.url}/b` }, sales)).created).toBe(false);
+      await endpoints.create('acme', { url: `${receiver.url}/e` }, { id: SUPPORT, maxEndpoints: 2 });
+      expect((await endpoints.list('acme', 10, '', SALES)).items.map((e) => e.url).sort()).toEqual([`${receiver.url}/a`, `${receiver.url}/b`]);
+    });
   });
 
   it('fans out events accepted at the same time to each one’s own account, once each, and counts them per event', async () => {

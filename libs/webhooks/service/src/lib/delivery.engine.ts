@@ -3,7 +3,7 @@ import { AgentWebhooks } from './agent-webhooks';
 import { publicEnvelope, WebhookEvent } from '@parley/contracts';
 import { httpAllowed, safeRequest, WebhookUrlRules } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
-import { GroupCommit } from '@parley/persistence';
+import { defaultProjectId, GroupCommit } from '@parley/persistence';
 import { ClaimedDelivery, DeliveriesRepository, NewDelivery } from './deliveries.repository';
 import { EndpointsDomain, WEBHOOK_URL_RULES } from './endpoints.domain';
 import { EndpointEntity } from './entities';
@@ -47,6 +47,14 @@ const MAX_IN_FLIGHT = 256;
 const ABANDON_CHECK_MS = 250;
 
 /** The public envelope: exactly what receivers get, byte for byte on every attempt. */
+/**
+ * Projects partition the endpoints: one of the account's default project (or stored before projects) receives the
+ * whole account's events; one of another project only the events of that project (its calls', its own).
+ */
+export function receivesProject(endpoint: EndpointEntity, event: WebhookEvent): boolean {
+  return !endpoint.projectId || endpoint.projectId === defaultProjectId(endpoint.accountId) || endpoint.projectId === event.project_id;
+}
+
 export function envelope(event: WebhookEvent): string {
   return JSON.stringify(publicEnvelope(event));
 }
@@ -105,7 +113,7 @@ export class DeliveryEngine {
 
   private async fanOut(events: WebhookEvent[]): Promise<number[]> {
     const targets = await this.targets(events);
-    const perEvent = events.map((event, i) => targets[i].filter((e) => subscribes(e.events, event.type)));
+    const perEvent = events.map((event, i) => targets[i].filter((e) => subscribes(e.events, event.type) && receivesProject(e, event)));
     const rows = events.flatMap((event, i) => {
       const body = envelope(event);
       return perEvent[i].map((t): NewDelivery => ({ eventId: event.id, eventType: event.type, endpointId: t.id, body, state: t.enabled ? 'pending' : 'skipped' }));

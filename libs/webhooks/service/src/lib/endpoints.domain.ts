@@ -20,6 +20,12 @@ export interface EndpointFields {
   metadata?: Record<string, string>;
 }
 
+/** The project an endpoint is created in and its ceiling on endpoints (0: none), from the gateway. */
+export interface EndpointProject {
+  id: string;
+  maxEndpoints: number;
+}
+
 export function fieldsOf(input: webhooksV1.EndpointInput | undefined): EndpointFields {
   const f: EndpointFields = {};
   if (input?.url !== undefined) f.url = input.url;
@@ -45,10 +51,16 @@ export class EndpointsDomain {
     @Inject(WEBHOOK_URL_RULES) private readonly rules: WebhookUrlRules,
   ) {}
 
-  /** Always a new endpoint: several endpoints may share a URL (each with its own events, secret and history). */
-  async create(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; secret: string }> {
+  /**
+   * Always a new endpoint: several endpoints may share a URL (each with its own events, secret and history). In
+   * `project` (absent: the default project), refused (402, limit max_webhook_endpoints) at its ceiling.
+   */
+  async create(accountId: string, fields: EndpointFields, project?: EndpointProject): Promise<{ endpoint: EndpointEntity; secret: string }> {
     await this.checkUrl(fields.url);
-    return this.endpoints.transaction((m) => this.insert(m, accountId, fields));
+    return this.endpoints.transaction(async (m) => {
+      await this.refuseAtCeiling(m, accountId, project);
+      return this.insert(m, accountId, fields, null, project?.id ?? null);
+    });
   }
 
   /**
@@ -57,7 +69,7 @@ export class EndpointsDomain {
    * Re-declaring never moves the failure count and never lifts an automatic disable (only PATCH `enabled: true`
    * does): a deploy script that declares its endpoints on every run must not defeat automatic disabling.
    */
-  async declare(accountId: string, fields: EndpointFields): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
+  async declare(accountId: string, fields: EndpointFields, project?: EndpointProject): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
     const url = await this.checkUrl(fields.url);
     return this.endpoints.transaction(async (m) => {
       await this.endpoints.lockUrl(m, accountId, url);
@@ -72,7 +84,10 @@ export class EndpointsDomain {
         );
       }
       const [existing] = sharing;
-      if (!existing) return { ...(await this.insert(m, accountId, fields)), created: true };
+      if (!existing) {
+        await this.refuseAtCeiling(m, accountId, project);
+        return { ...(await this.insert(m, accountId, fields, null, project?.id ?? null)), created: true };
+      }
       const wasEnabled = existing.enabled;
       const autoDisabled = !existing.enabled && existing.disabledReason !== null;
       Object.assign(existing, {
@@ -122,8 +137,8 @@ export class EndpointsDomain {
     });
   }
 
-  list(accountId: string, limit: number, after: string): Promise<Page<EndpointEntity>> {
-    return this.endpoints.list(accountId, limit, pagePosition(after));
+  list(accountId: string, limit: number, after: string, projectId?: string): Promise<Page<EndpointEntity>> {
+    return this.endpoints.list(accountId, limit, pagePosition(after), projectId);
   }
 
   /** A new secret; the current ones keep signing beside it for `overlapSeconds`. */
@@ -161,11 +176,25 @@ export class EndpointsDomain {
     });
   }
 
+  /** 402 when the project already has its ceiling of endpoints (counted under the account's lock). */
+  private async refuseAtCeiling(m: EntityManager, accountId: string, project: EndpointProject | undefined): Promise<void> {
+    if (!project?.maxEndpoints) return;
+    const live = await this.endpoints.countInProject(m, accountId, project.id);
+    if (live < project.maxEndpoints) return;
+    throw new AppError(
+      'plan_limit_reached',
+      `Project ${project.id} already has ${live} webhook endpoints, its ceiling (max_webhook_endpoints: ${project.maxEndpoints}).`,
+      undefined,
+      { limit: 'max_webhook_endpoints', project_id: project.id, ceiling: project.maxEndpoints },
+    );
+  }
+
   private async insert(
     m: EntityManager,
     accountId: string,
     fields: EndpointFields,
     ownerAgentId: string | null = null,
+    projectId: string | null = null,
   ): Promise<{ endpoint: EndpointEntity; secret: string }> {
     const now = new Date();
     const endpoint = Object.assign(new EndpointEntity(), {
@@ -179,6 +208,7 @@ export class EndpointsDomain {
       disabledReason: null,
       consecutiveFailures: 0,
       ownerAgentId,
+      projectId,
       deletedAt: null,
       createdAt: now,
       updatedAt: now,

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, In, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { keysetPage, Page, Position } from '@parley/persistence';
+import { defaultProjectId, keysetPage, Page, Position } from '@parley/persistence';
 import { CLOCK, DbClock, sqlNow } from './db-clock';
 import { EndpointEntity } from './entities';
 
@@ -46,12 +46,25 @@ export class EndpointsRepository {
     return this.dataSource.getRepository(EndpointEntity).findBy({ accountId: In(accountIds), ownerAgentId: IsNull(), deletedAt: IsNull() });
   }
 
-  list(accountId: string, limit: number, after: Position | undefined): Promise<Page<EndpointEntity>> {
+  /** Live endpoints, newest first; `projectId`: only that project's (endpoints without one are the default project's). */
+  list(accountId: string, limit: number, after: Position | undefined, projectId?: string): Promise<Page<EndpointEntity>> {
     const qb = this.dataSource
       .getRepository(EndpointEntity)
       .createQueryBuilder('e')
       .where('e.account_id = :accountId AND e.deleted_at IS NULL', { accountId });
+    if (projectId) qb.andWhere('coalesce(e.project_id, :defaultProject) = :projectId', { projectId, defaultProject: defaultProjectId(accountId) });
     return keysetPage(qb, 'e', limit, after);
+  }
+
+  /** The project's live endpoints (an agent's own not counted), under the account's lock until the transaction ends. */
+  async countInProject(m: EntityManager, accountId: string, projectId: string): Promise<number> {
+    await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`webhook-endpoints:${accountId}`]);
+    const [{ live }]: { live: number }[] = await m.query(
+      `SELECT count(*)::int AS live FROM endpoints
+        WHERE account_id = $1 AND deleted_at IS NULL AND owner_agent_id IS NULL AND coalesce(project_id, $3) = $2`,
+      [accountId, projectId, defaultProjectId(accountId)],
+    );
+    return live;
   }
 
   /** A new endpoint with its first (sealed) secret. */

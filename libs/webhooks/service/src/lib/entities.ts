@@ -13,6 +13,8 @@ export class EndpointEntity {
   @Column({ name: 'consecutive_failures', type: 'int' }) consecutiveFailures: number;
   /** Set on the endpoint made for an agent's `webhook_url`: it receives only that agent's events. */
   @Column({ name: 'owner_agent_id', type: 'text', nullable: true }) ownerAgentId: string | null;
+  /** The project (prj_…); null on endpoints stored before projects, and on an agent's own: the default project. */
+  @Column({ name: 'project_id', type: 'text', nullable: true }) projectId: string | null;
   /** Deleted endpoints stay as rows (their history stays readable) and are invisible everywhere else. */
   @Column({ name: 'deleted_at', type: 'timestamptz', precision: 3, nullable: true }) deletedAt: Date | null;
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 }) createdAt: Date;

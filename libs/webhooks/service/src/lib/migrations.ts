@@ -221,6 +221,22 @@ export class SharedDeadLetters1764200000208 implements MigrationInterface {
   }
 }
 
+/**
+ * Projects (docs/projects.md): an endpoint belongs to one (null: the account's default project, as every endpoint
+ * stored before projects); counted per project for max_webhook_endpoints.
+ */
+export class AddEndpointProjects1765500000209 implements MigrationInterface {
+  name = 'AddEndpointProjects1765500000209';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints ADD COLUMN IF NOT EXISTS project_id text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE endpoints DROP COLUMN IF EXISTS project_id`);
+  }
+}
+
 export const WEBHOOKS_MIGRATIONS = [
   CreateWebhooks1763700000201,
   AgentOwnedEndpoints1763700000202,
@@ -230,4 +246,5 @@ export const WEBHOOKS_MIGRATIONS = [
   TestDeliveriesInHistory1763700000206,
   WebhookPromises1763700000207,
   SharedDeadLetters1764200000208,
+  AddEndpointProjects1765500000209,
 ];

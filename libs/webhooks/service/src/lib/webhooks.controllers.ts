@@ -2,11 +2,11 @@ import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { AgentChanged, STREAMS, SUBJECTS, WebhookEvent, webhooksV1 } from '@parley/contracts';
 import { AgentWebhooks } from './agent-webhooks';
-import { encodePosition, newId } from '@parley/persistence';
+import { defaultProjectId, encodePosition, newId } from '@parley/persistence';
 import { DeliveriesRepository } from './deliveries.repository';
 import { DeliveryEngine } from './delivery.engine';
 import { pageLimit, pagePosition } from '@parley/rpc';
-import { EndpointsDomain, fieldsOf } from './endpoints.domain';
+import { EndpointProject, EndpointsDomain, fieldsOf } from './endpoints.domain';
 import { EndpointEntity } from './entities';
 
 const { WebhooksServiceControllerMethods } = webhooksV1;
@@ -24,8 +24,14 @@ function toEndpoint(e: EndpointEntity): webhooksV1.Endpoint {
     consecutive_failures: e.consecutiveFailures,
     created_at: e.createdAt.toISOString(),
     updated_at: e.updatedAt.toISOString(),
+    project_id: e.projectId ?? defaultProjectId(e.accountId),
   };
 }
+
+const projectOf = (req: { account_id: string; project_id: string; max_webhook_endpoints: number }): EndpointProject => ({
+  id: req.project_id || defaultProjectId(req.account_id),
+  maxEndpoints: Math.max(0, req.max_webhook_endpoints),
+});
 
 const iso = (d: Date | null) => (d ? d.toISOString() : '');
 
@@ -67,12 +73,12 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
   ) {}
 
   async createEndpoint(req: webhooksV1.CreateEndpointRequest): Promise<webhooksV1.CreateEndpointResponse> {
-    const { endpoint, secret } = await this.endpoints.create(req.account_id, fieldsOf(req.endpoint));
+    const { endpoint, secret } = await this.endpoints.create(req.account_id, fieldsOf(req.endpoint), projectOf(req));
     return { endpoint: toEndpoint(endpoint), secret };
   }
 
   async declareEndpoint(req: webhooksV1.DeclareEndpointRequest): Promise<webhooksV1.DeclareEndpointResponse> {
-    const { endpoint, created, secret } = await this.endpoints.declare(req.account_id, fieldsOf(req.endpoint));
+    const { endpoint, created, secret } = await this.endpoints.declare(req.account_id, fieldsOf(req.endpoint), projectOf(req));
     if (!endpoint.enabled) await this.engine.abandonCancelled();
     return { endpoint: toEndpoint(endpoint), created, secret: secret ?? '' };
   }
@@ -97,7 +103,7 @@ export class WebhooksGrpcController implements webhooksV1.WebhooksServiceControl
   }
 
   async listEndpoints(req: webhooksV1.ListEndpointsRequest): Promise<webhooksV1.ListEndpointsResponse> {
-    const page = await this.endpoints.list(req.account_id, pageLimit(req.limit), req.after);
+    const page = await this.endpoints.list(req.account_id, pageLimit(req.limit), req.after, req.project_id || undefined);
     return { data: page.items.map(toEndpoint), has_more: page.hasMore, next: page.next };
   }
 

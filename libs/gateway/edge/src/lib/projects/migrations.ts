@@ -46,3 +46,16 @@ export class AddProjectSpend1765500000105 implements MigrationInterface {
     await q.query(`ALTER TABLE projects DROP COLUMN IF EXISTS spend_amount, DROP COLUMN IF EXISTS spend_currency, DROP COLUMN IF EXISTS spend_period`);
   }
 }
+
+/** A project's ceiling on its webhook endpoints (docs/projects.md); null: none. */
+export class AddProjectWebhookCeiling1765500000106 implements MigrationInterface {
+  name = 'AddProjectWebhookCeiling1765500000106';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE projects ADD COLUMN IF NOT EXISTS max_webhook_endpoints int CHECK (max_webhook_endpoints > 0)`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE projects DROP COLUMN IF EXISTS max_webhook_endpoints`);
+  }
+}

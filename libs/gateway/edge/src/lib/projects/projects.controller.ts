@@ -17,7 +17,7 @@ export function presentProject(p: ProjectRecord): ProjectDto {
     name: p.name,
     is_default: p.is_default,
     metadata: p.metadata,
-    budget: { max_live_calls: p.max_live_calls, max_agents: p.max_agents, spend: spendOf(p) },
+    budget: { max_live_calls: p.max_live_calls, max_agents: p.max_agents, max_webhook_endpoints: p.max_webhook_endpoints, spend: spendOf(p) },
     created_at: new Date(p.created_at).toISOString(),
     updated_at: new Date(p.updated_at).toISOString(),
   };
@@ -26,6 +26,7 @@ export function presentProject(p: ProjectRecord): ProjectDto {
 const ceilings = (budget: ProjectBudgetDto | undefined): Omit<ProjectFields, 'name' | 'metadata'> => ({
   maxLiveCalls: budget?.max_live_calls ?? null,
   maxAgents: budget?.max_agents ?? null,
+  maxWebhookEndpoints: budget?.max_webhook_endpoints ?? null,
   spend: budget?.spend ? { amount: budget.spend.amount, currency: budget.spend.currency, period: budget.spend.period } : null,
 });
 
@@ -82,7 +83,7 @@ export class ProjectsController {
     const project = await this.projects.update(who.accountId, id, (current): ProjectFields => ({
       name: body.name ?? current.name,
       metadata: body.metadata ?? current.metadata,
-      ...(body.budget === undefined ? { maxLiveCalls: current.maxLiveCalls, maxAgents: current.maxAgents, spend: current.spend } : ceilings(body.budget)),
+      ...(body.budget === undefined ? { maxLiveCalls: current.maxLiveCalls, maxAgents: current.maxAgents, maxWebhookEndpoints: current.maxWebhookEndpoints, spend: current.spend } : ceilings(body.budget)),
     }));
     return presentProject(project);
   }
@@ -90,8 +91,8 @@ export class ProjectsController {
   @Delete(':id')
   @HttpCode(200)
   @Operation({
-    summary: 'Delete a project that holds no agents',
-    description: 'Refused with 409 `conflict` while the project has agents, and for the default project. Its calls keep naming it.',
+    summary: 'Delete a project that holds no agents and no webhook endpoints',
+    description: 'Refused with 409 `conflict` while the project has agents or webhook endpoints, and for the default project. Its calls keep naming it.',
     permission: 'billing:write',
     problems: ['not_found', 'conflict'],
   })

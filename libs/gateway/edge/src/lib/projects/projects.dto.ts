@@ -48,6 +48,18 @@ export class ProjectBudgetDto {
   max_agents?: number;
 
   @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: PROJECT_CEILING_MAX,
+    description:
+      'The most webhook endpoints (not deleted; an agent’s own `webhook_url` endpoint not counted) the project may hold; creating one more is refused ' +
+      'with 402 `plan_limit_reached` (`limit`: `max_webhook_endpoints`). Absent: no ceiling.',
+  })
+  @Optional()
+  @IsIntBetween(1, PROJECT_CEILING_MAX)
+  max_webhook_endpoints?: number;
+
+  @ApiPropertyOptional({
     type: ProjectSpendDto,
     description:
       'A spending ceiling: new calls are refused with 402 `plan_limit_reached` (`limit`: `spend`) once the project’s calls created in the current ' +
@@ -80,6 +92,7 @@ export class ProjectPatchDto extends PartialType(ProjectInputDto, { skipNullProp
 export class ProjectBudgetOutputDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'Live-call ceiling; null: none.' }) max_live_calls: number | null;
   @ApiProperty({ type: 'integer', nullable: true, description: 'Agent ceiling; null: none.' }) max_agents: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Webhook endpoint ceiling; null: none.' }) max_webhook_endpoints: number | null;
   @ApiProperty({ type: ProjectSpendDto, nullable: true, description: 'Spending ceiling; null: none.' }) spend: ProjectSpendDto | null;
 }
 

@@ -12,6 +12,7 @@ export interface ProjectRecord {
   /** null: no ceiling. */
   max_live_calls: number | null;
   max_agents: number | null;
+  max_webhook_endpoints: number | null;
   /** The spending ceiling (exact decimal text) in its currency per period; all three null: none. */
   spend_amount: string | null;
   spend_currency: string | null;
@@ -26,10 +27,11 @@ export interface ProjectFields {
   metadata: Record<string, string>;
   maxLiveCalls: number | null;
   maxAgents: number | null;
+  maxWebhookEndpoints: number | null;
   spend: { amount: string; currency: string; period: SpendPeriod } | null;
 }
 
-const COLUMNS = 'id, account_id, name, metadata, is_default, max_live_calls, max_agents, spend_amount::text AS spend_amount, spend_currency, spend_period, created_at, updated_at';
+const COLUMNS = 'id, account_id, name, metadata, is_default, max_live_calls, max_agents, max_webhook_endpoints, spend_amount::text AS spend_amount, spend_currency, spend_period, created_at, updated_at';
 /** The name of a default project when it is created. */
 export const DEFAULT_PROJECT_NAME = 'Default';
 
@@ -53,9 +55,9 @@ export class ProjectsRepository {
 
   async create(m: EntityManager, accountId: string, fields: ProjectFields): Promise<ProjectRecord> {
     const [row]: ProjectRecord[] = await m.query(
-      `INSERT INTO projects (id, account_id, name, metadata, max_live_calls, max_agents, spend_amount, spend_currency, spend_period)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-      [newId('prj'), accountId, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields)],
+      `INSERT INTO projects (id, account_id, name, metadata, max_live_calls, max_agents, spend_amount, spend_currency, spend_period, max_webhook_endpoints)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
+      [newId('prj'), accountId, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields), fields.maxWebhookEndpoints],
     );
     return row;
   }
@@ -93,10 +95,10 @@ export class ProjectsRepository {
     const [row]: ProjectRecord[] = await m.query(
       `WITH changed AS (
          UPDATE projects SET name = $3, metadata = $4, max_live_calls = $5, max_agents = $6, spend_amount = $7, spend_currency = $8,
-                spend_period = $9, updated_at = now()
+                spend_period = $9, max_webhook_endpoints = $10, updated_at = now()
           WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}
        ) SELECT * FROM changed`,
-      [accountId, id, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields)],
+      [accountId, id, fields.name, JSON.stringify(fields.metadata), fields.maxLiveCalls, fields.maxAgents, ...spendColumns(fields), fields.maxWebhookEndpoints],
     );
     return row;
   }

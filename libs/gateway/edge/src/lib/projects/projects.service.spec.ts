@@ -1,10 +1,11 @@
 import { Metadata } from '@grpc/grpc-js';
 import { firstValueFrom, Observable, of } from 'rxjs';
-import { agentsV1, callsV1 } from '@parley/contracts';
+import { agentsV1, callsV1, webhooksV1 } from '@parley/contracts';
 import { defaultProjectId } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { AgentsClient } from '../agents/agents.client';
 import { CallsClient } from '../calls/calls.client';
+import { WebhooksClient } from '../webhooks/webhooks.client';
 import { ProjectRecord, ProjectsRepository } from './projects.repository';
 import { ProjectsService } from './projects.service';
 
@@ -19,6 +20,7 @@ const record = (over: Partial<ProjectRecord>): ProjectRecord => ({
   is_default: false,
   max_live_calls: null,
   max_agents: null,
+  max_webhook_endpoints: null,
   spend_amount: null,
   spend_currency: null,
   spend_period: null,
@@ -56,6 +58,7 @@ function client<S>(service: Partial<S>) {
 describe('projects in the gateway', () => {
   let puts: callsV1.PutProjectCeilingsRequest[];
   let agentsInProject: string[];
+  let endpointsInProject: string[];
 
   const service = (projects: ProjectRecord[]) => {
     puts = [];
@@ -64,11 +67,15 @@ describe('projects in the gateway', () => {
     const agents = client<agentsV1.AgentsServiceClient>({
       listAgents: (r) => of({ data: agentsInProject.filter((p) => p === r.project_id).map(() => ({}) as agentsV1.Agent), has_more: false, next: '' }),
     });
-    return { repo, projects: new ProjectsService(repo, calls as unknown as CallsClient, agents as unknown as AgentsClient) };
+    const webhooks = client<webhooksV1.WebhooksServiceClient>({
+      listEndpoints: (r) => of({ data: endpointsInProject.filter((p) => p === r.project_id).map(() => ({}) as webhooksV1.Endpoint), has_more: false, next: '' }),
+    });
+    return { repo, projects: new ProjectsService(repo, calls as unknown as CallsClient, agents as unknown as AgentsClient, webhooks as unknown as WebhooksClient) };
   };
 
   beforeEach(() => {
     agentsInProject = [];
+    endpointsInProject = [];
   });
 
   const code = (attempt: Promise<unknown>) =>
@@ -77,13 +84,16 @@ describe('projects in the gateway', () => {
       (e: unknown) => (e as AppError).code,
     );
 
-  it('refuses to delete the default project, even before it exists, and a project that holds agents, with 409', async () => {
+  it('refuses to delete the default project, even before it exists, and a project that holds agents or webhook endpoints, with 409', async () => {
     const { projects, repo } = service([record({})]);
     agentsInProject = [SALES];
 
     expect(await code(projects.delete(ACCOUNT, defaultProjectId(ACCOUNT)))).toBe('conflict');
     expect(await code(projects.delete(ACCOUNT, SALES))).toBe('conflict');
     agentsInProject = [];
+    endpointsInProject = [SALES];
+    expect(await code(projects.delete(ACCOUNT, SALES))).toBe('conflict');
+    endpointsInProject = [];
     expect(await code(projects.delete(ACCOUNT, SALES))).toBe('done');
     expect(repo.deleted).toEqual([SALES]);
     // Its call ceilings are cleared in the calls service.

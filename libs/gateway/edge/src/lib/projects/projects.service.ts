@@ -3,6 +3,7 @@ import { defaultProjectId } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { AgentsClient } from '../agents/agents.client';
 import { CallsClient } from '../calls/calls.client';
+import { WebhooksClient } from '../webhooks/webhooks.client';
 import { ProjectFields, ProjectRecord, ProjectsRepository } from './projects.repository';
 
 /**
@@ -17,6 +18,7 @@ export class ProjectsService {
     private readonly projects: ProjectsRepository,
     private readonly calls: CallsClient,
     private readonly agents: AgentsClient,
+    private readonly webhooks: WebhooksClient,
   ) {}
 
   async list(accountId: string, limit: number, after?: { createdAt: Date; id: string }) {
@@ -52,7 +54,8 @@ export class ProjectsService {
   }
 
   /**
-   * Deletes a project that holds no agents (409 otherwise: move nothing silently); the default project stays (409).
+   * Deletes a project that holds no agents and no webhook endpoints (409 otherwise: move nothing silently); the
+   * default project stays (409).
    * Its calls keep naming it. Under the project's lock, so no agent is created in it meanwhile.
    */
   async delete(accountId: string, id: string): Promise<void> {
@@ -65,6 +68,8 @@ export class ProjectsService {
       if (project.is_default) throw new AppError('conflict', 'The default project cannot be deleted.');
       const agents = await this.agents.call('listAgents', (s, md) => s.listAgents({ account_id: accountId, limit: 1, after: '', project_id: id }, md));
       if (agents.data.length) throw new AppError('conflict', 'The project still has agents: delete them (or create them elsewhere) first.');
+      const endpoints = await this.webhooks.call('listEndpoints', (s, md) => s.listEndpoints({ account_id: accountId, limit: 1, after: '', project_id: id }, md));
+      if (endpoints.data.length) throw new AppError('conflict', 'The project still has webhook endpoints: delete them first.');
       await this.projects.delete(m, accountId, id);
       // Nothing can be placed in it any more (it has no agents); its stored ceilings are cleared all the same.
       await this.calls.call('putProjectCeilings', (s, md) => s.putProjectCeilings({ account_id: accountId, project_id: id, max_live_calls: 0, spend: undefined }, md));
@@ -98,7 +103,7 @@ export class ProjectsService {
 }
 
 export function fieldsOf(p: ProjectRecord): ProjectFields {
-  return { name: p.name, metadata: p.metadata, maxLiveCalls: p.max_live_calls, maxAgents: p.max_agents, spend: spendOf(p) };
+  return { name: p.name, metadata: p.metadata, maxLiveCalls: p.max_live_calls, maxAgents: p.max_agents, maxWebhookEndpoints: p.max_webhook_endpoints, spend: spendOf(p) };
 }
 
 /** The project's spending ceiling; null when it has none. */

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional, PartialType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, OmitType, PartialType } from '@nestjs/swagger';
 import { IsFlag, IsIntBetween, IsMetadata, IsText, mapSchema, METADATA_LIMITS, Optional } from '../http/validators';
 import { EVENTS_LIMITS, IsEventFilterList, WEBHOOK_EVENT_FILTERS } from './event-filter';
 
@@ -57,14 +57,26 @@ export class WebhookEndpointInputDto {
   @Optional()
   @IsMetadata()
   metadata?: Record<string, string>;
+
+  @ApiPropertyOptional({
+    example: 'prj_…',
+    description:
+      'Create only: the project the endpoint belongs to (fixed once created; PATCH refuses it); absent: the account’s default project. ' +
+      'An endpoint of the default project receives the whole account’s events, one of another project only that project’s (docs/projects.md). ' +
+      'Its `max_webhook_endpoints` ceiling applies (402 `plan_limit_reached`).',
+  })
+  @Optional()
+  @IsText(30, { pattern: /^prj_[0-9A-Za-z]{22}$/, patternHint: 'a project id (prj_…)' })
+  project_id?: string;
 }
 
 /** PATCH: every field optional (absent leaves it alone; `null` is refused); `events` and `metadata` are replaced whole. */
-export class WebhookEndpointPatchDto extends PartialType(WebhookEndpointInputDto, { skipNullProperties: false }) {}
+export class WebhookEndpointPatchDto extends PartialType(OmitType(WebhookEndpointInputDto, ['project_id'] as const), { skipNullProperties: false }) {}
 
 export class WebhookEndpointDto {
   @ApiProperty({ example: 'whep_4fT9…' }) id: string;
   @ApiProperty({ enum: ['webhook_endpoint'] }) object: 'webhook_endpoint';
+  @ApiProperty({ example: 'prj_…', description: 'The project the endpoint belongs to (docs/projects.md).' }) project_id: string;
   @ApiProperty({ description: 'Where deliveries are POSTed.' }) url: string;
   @ApiProperty({ type: [String], description: 'Event types, `*` or families this endpoint receives.' }) events: string[];
   @ApiProperty({ description: 'Free note.' }) description: string;

@@ -15,12 +15,14 @@ import { BodyValidationPipe } from '../http/validation';
 import { WebhookEndpointsController } from './webhook-endpoints.controller';
 import { WebhooksClient } from './webhooks.client';
 import { IdempotencyStore } from '../edge/idempotency.store';
+import { ProjectsService } from '../projects/projects.service';
 
 type Service = webhooksV1.WebhooksServiceClient;
 
 const endpoint = (over: Partial<webhooksV1.Endpoint> = {}): webhooksV1.Endpoint => ({
   id: 'whep_1',
   account_id: 'acme',
+  project_id: DEFAULT_PROJECT,
   url: 'https://example.com/hook',
   events: ['*'],
   description: '',
@@ -34,11 +36,14 @@ const endpoint = (over: Partial<webhooksV1.Endpoint> = {}): webhooksV1.Endpoint 
 });
 
 const who = { accountId: 'acme' } as Principal;
+const DEFAULT_PROJECT = `prj_${'0'.repeat(22)}`;
+/** Every endpoint goes into the default project, without a ceiling. */
+const projects = { within: (_a: string, _id: string, _f: string, work: (p: object) => unknown) => work({ id: DEFAULT_PROJECT, max_webhook_endpoints: null }) };
 const cursors = new CursorCodec('unit-test-secret-key-0000000000000001');
 
 function controller(answers: Partial<Record<keyof Service, unknown>>) {
   const { client, requests } = fakeRpcClient<Service, WebhooksClient>(answers);
-  return { c: new WebhookEndpointsController(client, cursors), requests };
+  return { c: new WebhookEndpointsController(client, cursors, projects as unknown as ProjectsService), requests };
 }
 
 function fakeReply() {
@@ -53,10 +58,13 @@ describe('WebhookEndpointsController', () => {
     expect(requests.createEndpoint).toEqual({
       account_id: 'acme',
       endpoint: { url: 'https://example.com/hook', events: { items: ['*'] }, description: '', enabled: true, metadata: { entries: {} } },
+      project_id: DEFAULT_PROJECT,
+      max_webhook_endpoints: 0,
     });
     expect(res).toEqual({
       id: 'whep_1',
       object: 'webhook_endpoint',
+      project_id: DEFAULT_PROJECT,
       url: 'https://example.com/hook',
       events: ['*'],
       description: '',
@@ -89,6 +97,8 @@ describe('WebhookEndpointsController', () => {
     expect(created.requests.declareEndpoint).toEqual({
       account_id: 'acme',
       endpoint: { url: 'https://example.com/hook', events: { items: ['call.*'] }, description: '', enabled: true, metadata: { entries: {} } },
+      project_id: DEFAULT_PROJECT,
+      max_webhook_endpoints: 0,
     });
 
     const updated = controller({ declareEndpoint: { endpoint: endpoint(), created: false, secret: '' } });
@@ -118,10 +128,10 @@ describe('WebhookEndpointsController', () => {
   it('pages endpoints with signed cursors bound to the list', async () => {
     const { c, requests } = controller({ listEndpoints: { data: [endpoint()], has_more: true, next: 'pos-1' } });
     const page = await c.list(who, { limit: '1' });
-    expect(requests.listEndpoints).toEqual({ account_id: 'acme', limit: 1, after: '' });
+    expect(requests.listEndpoints).toEqual({ account_id: 'acme', limit: 1, after: '', project_id: '' });
     expect(page).toMatchObject({ object: 'list', has_more: true, data: [{ id: 'whep_1' }] });
     await c.list(who, { starting_after: page.next_cursor });
-    expect(requests.listEndpoints).toEqual({ account_id: 'acme', limit: 20, after: 'pos-1' });
+    expect(requests.listEndpoints).toEqual({ account_id: 'acme', limit: 20, after: 'pos-1', project_id: '' });
     // A cursor of this list is no cursor of an endpoint's deliveries.
     await expect(c.deliveries(who, 'whep_1', { starting_after: page.next_cursor })).rejects.toMatchObject({ code: 'validation_error' });
   });
@@ -219,6 +229,7 @@ describe('webhook endpoint routes over HTTP (body pipe, status codes)', () => {
       providers: [
         { provide: WebhooksClient, useValue: fake.client },
         { provide: CursorCodec, useValue: cursors },
+        { provide: ProjectsService, useValue: projects },
         // The idempotent routes' interceptor; these requests send no Idempotency-Key, so it is never consulted.
         { provide: IdempotencyStore, useValue: {} },
         { provide: APP_GUARD, useClass: AcmeGuard },
@@ -325,6 +336,7 @@ describe('OpenAPI of the webhook endpoints', () => {
       providers: [
         { provide: WebhooksClient, useValue: {} },
         { provide: CursorCodec, useValue: cursors },
+        { provide: ProjectsService, useValue: projects },
         { provide: IdempotencyStore, useValue: {} },
       ],
     }).compile();

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Put, Query, Res, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { FastifyReply } from 'fastify';
 import { webhooksV1 } from '@parley/contracts';
 import { Principal } from '../auth/api-keys.repository';
@@ -26,6 +26,9 @@ import {
 import { WebhookUrlProblemsInterceptor } from './url-problems.interceptor';
 import { WebhooksClient } from './webhooks.client';
 import { ResourceId } from '../http/resource-id';
+import { callListFilter } from '../calls/calls.controller';
+import { ProjectRecord } from '../projects/projects.repository';
+import { ProjectsService } from '../projects/projects.service';
 
 /** The public endpoint: never the secret, nor the account or the failure counter. */
 export function presentEndpoint(e: webhooksV1.Endpoint | undefined): WebhookEndpointDto {
@@ -33,6 +36,7 @@ export function presentEndpoint(e: webhooksV1.Endpoint | undefined): WebhookEndp
   return {
     id: e.id,
     object: 'webhook_endpoint',
+    project_id: e.project_id,
     url: e.url,
     events: e.events ?? [],
     description: e.description ?? '',
@@ -92,6 +96,8 @@ function withDefaults(body: WebhookEndpointInputDto): WebhookEndpointInputDto {
 
 const deliveriesList = (endpointId: string) => `webhook_deliveries:${endpointId}`;
 
+const inProject = (project: ProjectRecord) => ({ project_id: project.id, max_webhook_endpoints: project.max_webhook_endpoints ?? 0 });
+
 @ApiTags('Webhooks')
 @ResourceId('whep', 'webhook endpoint')
 @Controller('v1/webhook_endpoints')
@@ -99,14 +105,22 @@ export class WebhookEndpointsController {
   constructor(
     private readonly webhooks: WebhooksClient,
     private readonly cursors: CursorCodec,
+    private readonly projects: ProjectsService,
   ) {}
 
   @Get()
-  @Operation({ summary: 'List webhook endpoints, newest first (secrets redacted)', permission: 'agents:read', list: true })
+  @Operation({ summary: 'List webhook endpoints, newest first (secrets redacted)', permission: 'agents:read', list: true, query: ['project_id'] })
+  @ApiQuery({
+    name: 'project_id',
+    required: false,
+    description: 'Only the endpoints of this project. A value that is not a project id (`prj_…`) is refused with 400 `invalid_request`.',
+    schema: { type: 'string', pattern: '^prj_[0-9A-Za-z]{22}$' },
+  })
   @ApiOkResponse({ type: WebhookEndpointListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<WebhookEndpointDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('webhook_endpoints', who.accountId, c));
-    const page = await this.webhooks.call('listEndpoints', (s, md) => s.listEndpoints({ account_id: who.accountId, limit, after }, md));
+    const project = callListFilter(query, 'project_id');
+    const page = await this.webhooks.call('listEndpoints', (s, md) => s.listEndpoints({ account_id: who.accountId, limit, after, project_id: project }, md));
     return {
       object: 'list',
       data: page.data.map(presentEndpoint),
@@ -128,8 +142,11 @@ export class WebhookEndpointsController {
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto })
   async create(@CurrentPrincipal() who: Principal, @Body() body: WebhookEndpointInputDto): Promise<CreatedWebhookEndpointDto> {
-    const res = await this.webhooks.call('createEndpoint', (s, md) =>
-      s.createEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)) }, md),
+    // Created under the project's share lock, as agents are: its ceiling holds still, it cannot be deleted meanwhile.
+    const res = await this.projects.within(who.accountId, body.project_id, 'project_id', (project) =>
+      this.webhooks.call('createEndpoint', (s, md) =>
+        s.createEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)), ...inProject(project) }, md),
+      ),
     );
     return { ...presentEndpoint(res.endpoint), secret: res.secret };
   }
@@ -154,8 +171,10 @@ export class WebhookEndpointsController {
     @Body() body: WebhookEndpointInputDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<WebhookEndpointDto | CreatedWebhookEndpointDto> {
-    const res = await this.webhooks.call('declareEndpoint', (s, md) =>
-      s.declareEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)) }, md),
+    const res = await this.projects.within(who.accountId, body.project_id, 'project_id', (project) =>
+      this.webhooks.call('declareEndpoint', (s, md) =>
+        s.declareEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)), ...inProject(project) }, md),
+      ),
     );
     const endpoint = presentEndpoint(res.endpoint);
     if (!res.created) return endpoint;

@@ -22,6 +22,11 @@ export interface Endpoint {
   consecutive_failures: number;
   created_at: string;
   updated_at: string;
+  /**
+   * The project (prj_…) the endpoint belongs to: one of the account's default project receives the whole account's
+   * events; one of another project only the events of that project's calls and agents.
+   */
+  project_id: string;
 }
 
 export interface Endpoint_MetadataEntry {
@@ -53,7 +58,16 @@ export interface EndpointInput {
 
 export interface CreateEndpointRequest {
   account_id: string;
-  endpoint: EndpointInput | undefined;
+  endpoint:
+    | EndpointInput
+    | undefined;
+  /** The project the endpoint is created in (prj_…); empty: the account's default project. The gateway resolves it. */
+  project_id: string;
+  /**
+   * The project's ceiling on its endpoints (not an agent's own), sent by the gateway (which owns projects); a create
+   * past it is refused (plan_limit_reached, limit max_webhook_endpoints). 0: no ceiling.
+   */
+  max_webhook_endpoints: number;
 }
 
 export interface CreateEndpointResponse {
@@ -67,7 +81,15 @@ export interface CreateEndpointResponse {
  */
 export interface DeclareEndpointRequest {
   account_id: string;
-  endpoint: EndpointInput | undefined;
+  endpoint:
+    | EndpointInput
+    | undefined;
+  /**
+   * As on CreateEndpointRequest, for the endpoint declared when the account has none with its URL (an existing one
+   * keeps its project).
+   */
+  project_id: string;
+  max_webhook_endpoints: number;
 }
 
 export interface DeclareEndpointResponse {
@@ -110,6 +132,8 @@ export interface ListEndpointsRequest {
   account_id: string;
   limit: number;
   after: string;
+  /** Only the endpoints of this project (prj_…); empty = any. */
+  project_id: string;
 }
 
 export interface ListEndpointsResponse {
