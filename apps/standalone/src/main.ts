@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { agentsService } from '@parley/agents-service';
 import { callsService } from '@parley/calls-service';
 import { withWorkflows } from '@parley/workflows-service';
-import { GatewayConfig, resolveDevCarrier } from '@parley/config';
+import { resolveDevCarrier, StandaloneConfig } from '@parley/config';
 import { gatewayService } from '@parley/gateway-edge';
 import { withKnowledge } from '@parley/knowledge-service';
 import { createBus, InProcessBus } from '@parley/messaging';
@@ -18,7 +18,7 @@ import { webhookDispatcherService } from '@parley/webhooks-service';
  * the media worker runs in a child process of its own so that no control-plane work (HTTP, SQL, JSON, GC) ever
  * delays a call's audio, and a crash there never takes the API down.
  */
-void runProcess(GatewayConfig, async (config) => {
+void runProcess(StandaloneConfig, async (config) => {
   // `auto` is decided here, once for the services of this process: standalone without a phone carrier, it is on.
   config.DEV_CARRIER = resolveDevCarrier(config, 'standalone');
   // The calls service reaches the dev switch in this very process, over loopback, whatever PUBLIC_URL says.

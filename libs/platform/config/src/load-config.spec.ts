@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { getMetadataStorage } from 'class-validator';
 import { ConfigError, loadConfig } from './load-config';
-import { GatewayConfig, MEDIA_HEARTBEAT_SECONDS, ServiceConfig } from './platform-config';
+import { GatewayConfig, MEDIA_HEARTBEAT_SECONDS, ServiceConfig, StandaloneConfig } from './platform-config';
 
 const VALID_KEY = 'vsk_local_owner_key_0001';
 
@@ -19,6 +19,16 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
 }
 
 describe('loadConfig', () => {
+  it('refuses OPS_PORT for the standalone platform, with the other problems, and takes what a gateway takes', () => {
+    expect(() => loadConfig(StandaloneConfig, { OPS_PORT: '9100', PORT: 'x' })).toThrow(
+      expect.objectContaining({
+        problems: expect.arrayContaining([expect.stringContaining('OPS_PORT is for a distributed service'), expect.stringMatching(/^PORT: /)]),
+      }),
+    );
+    expect(loadConfig(StandaloneConfig, { PORT: '18555' })).toMatchObject({ PORT: 18555, OPS_PORT: undefined });
+    expect(loadConfig(GatewayConfig, { OPS_PORT: '9100' }).OPS_PORT).toBe(9100);
+  });
+
   it('applies every default when the environment is empty', () => {
     const config = loadConfig(GatewayConfig, {});
 

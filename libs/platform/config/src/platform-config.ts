@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { Transform } from 'class-transformer';
 import {
   IsBoolean,
+  IsEmpty,
   IsIn,
   IsInt,
   IsOptional,
@@ -611,4 +612,14 @@ export class GatewayConfig extends ServiceConfig {
   @IsBootstrapKeys()
   @Transform(({ value }) => (value === undefined ? '' : String(value)))
   BOOTSTRAP_KEYS: string = '';
+}
+
+/**
+ * The standalone platform: the gateway's settings, less those only a distributed service reads. Its gateway serves
+ * /healthz, /readyz and /metrics (the media worker's merged in) on PORT; an OPS_PORT would be opened by each service
+ * the one process hosts, and the second would fail to start.
+ */
+export class StandaloneConfig extends GatewayConfig {
+  @IsEmpty({ message: 'OPS_PORT is for a distributed service; standalone serves /healthz, /readyz and /metrics on PORT (unset OPS_PORT)' })
+  override OPS_PORT?: number;
 }
