@@ -64,7 +64,7 @@ export class AgentsController {
     summary: 'Create an agent',
     permission: 'agents:create',
     idempotent: true,
-    problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
+    problems: ['validation_error', 'plan_limit_reached', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
   @ApiCreatedResponse({ type: AgentDto })
   @UseInterceptors(AgentRuleProblemsInterceptor)

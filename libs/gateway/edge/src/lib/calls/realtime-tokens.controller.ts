@@ -42,7 +42,7 @@ export class RealtimeTokensController {
       '(12 hours after this mint). It opens no call on the realtime socket and is refused by every other route.',
     permission: 'calls:write',
     idempotent: 'forwarded',
-    problems: ['validation_error', 'idempotency_conflict', 'service_unavailable'],
+    problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
   @ApiBody({
     type: CreateRealtimeTokenDto,

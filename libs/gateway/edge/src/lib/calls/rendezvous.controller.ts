@@ -36,7 +36,7 @@ export class RendezvousController {
       'At capacity the call is refused before it is recorded: 503 `service_unavailable` with `Retry-After`.',
     permission: 'calls:write',
     idempotent: 'forwarded',
-    problems: ['validation_error', 'idempotency_conflict', 'service_unavailable'],
+    problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
   @ApiCreatedResponse({ type: CallDto })
   async create(@CurrentPrincipal() who: Principal, @Body() body: CreateRendezvousDto, @Req() req: FastifyRequest): Promise<CallDto> {

@@ -138,7 +138,7 @@ export class WebhookEndpointsController {
       '`events`). Returns it with its signing `secret` (whsec_…), which is shown only in this response.',
     permission: 'agents:write',
     idempotent: true,
-    problems: ['validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
+    problems: ['validation_error', 'plan_limit_reached', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto })
   async create(@CurrentPrincipal() who: Principal, @Body() body: WebhookEndpointInputDto): Promise<CreatedWebhookEndpointDto> {
@@ -162,7 +162,7 @@ export class WebhookEndpointsController {
       'endpoints of the account share the URL (created with POST), which one is meant is ambiguous: 409 `conflict`, ' +
       'whose `endpoint_ids` lists them; update the one you mean with PATCH.',
     permission: 'agents:write',
-    problems: ['validation_error', 'conflict', 'payload_too_large', 'unsupported_media_type'],
+    problems: ['validation_error', 'conflict', 'plan_limit_reached', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto, description: 'Created; carries the signing `secret`, shown only here.' })
   @ApiOkResponse({ type: WebhookEndpointDto, description: 'An endpoint with this URL existed and now has exactly the given state.' })
