@@ -17,11 +17,12 @@ import { RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.rep
 export const BUSY_LINES_RETRY_MS = 5_000;
 
 type Placement = { recipient: RecipientRecord; run: RunRecord; spec: WorkflowSpec; dueAt: Date };
+const DONE: PromiseFulfilledResult<void> = { status: 'fulfilled', value: undefined };
 
 /**
- * Handles a dispatch job: decides from the recipient's row whether its call is placed now, later, or never, and
- * places it. Everything that decides is done in one transaction under the recipient's row lock (and, to take a
- * line, the account's line lock); the call is placed after it commits with the Idempotency-Key
+ * Handles dispatch jobs, several at a time: decides from each recipient's row whether its call is placed now, later,
+ * or never, and places it. Everything that decides is done in one transaction under the recipients' row locks (and,
+ * to take lines, one line lock per account); the calls are placed after it commits with the Idempotency-Key
  * `workflow:<recipient>:<attempt>`, so a job that runs again after a crash (the recipient still `dialing`) gets
  * the same call back from the calls service and never places a second one.
  */
@@ -38,66 +39,116 @@ export class RunDispatcher {
     @Inject(CONFIG) private readonly config: ServiceConfig,
   ) {}
 
-  async dispatch(job: DispatchJob): Promise<void> {
+  /**
+   * Dispatches due recipients together: one transaction decides them all (one line lock and one count per account,
+   * one update for those that get a line), then their calls are placed concurrently. Answers per job, in order: a
+   * job whose call could not be placed (an unknown outcome) is retried on its own, under the same Idempotency-Key.
+   */
+  async dispatch(jobs: DispatchJob[]): Promise<PromiseSettledResult<void>[]> {
     const pending = new PendingEvents();
-    const placement = await this.repository.transaction((m) => this.decide(m, job.recipient_id, pending));
+    const ids = [...new Set(jobs.map((j) => j.recipient_id))];
+    const placements = await this.repository.transaction((m) => this.decide(m, ids, pending));
     await this.published(pending);
-    if (placement) await this.place(placement);
+    const placed = await this.placeAll(placements);
+    return jobs.map((j) => placed.get(j.recipient_id) ?? DONE);
   }
 
-  private async decide(m: EntityManager, recipientId: string, pending: PendingEvents): Promise<Placement | undefined> {
+  private async decide(m: EntityManager, ids: string[], pending: PendingEvents): Promise<Placement[]> {
     const now = new Date(this.clock.now());
-    const r = await this.repository.lockRecipient(m, recipientId);
-    if (!r) return undefined;
-    const context = await this.context(m, r, now, pending);
-    if (!context) return undefined;
-    const { run, spec } = context;
-    // A crash between taking the line and recording the call: place it again (same key, same call).
-    if (r.state === 'dialing') return { recipient: r, run, spec, dueAt: r.dueAt ?? now };
-    if (r.state === 'analysing') return this.analysisOverdue(m, r, run, spec, now, pending);
-    if (r.state !== 'pending' && r.state !== 'retrying' && r.state !== 'waiting') return undefined;
+    // Runs before recipients, as a pause or cancel locks them (the run, then its recipients).
+    const contexts = new Map<string, { run: RunRecord; spec: WorkflowSpec }>();
+    for (const runId of await this.repository.runsOf(m, ids)) {
+      const context = await this.context(m, runId, now, pending);
+      if (context) contexts.set(runId, context);
+    }
+    const placements: Placement[] = [];
+    const wanting: Placement[] = [];
+    for (const r of await this.repository.lockDispatchable(m, ids)) {
+      const context = contexts.get(r.runId);
+      if (!context) continue;
+      const { run, spec } = context;
+      // A crash between taking the line and recording the call: place it again (same key, same call).
+      if (r.state === 'dialing') placements.push({ recipient: r, run, spec, dueAt: r.dueAt ?? now });
+      else if (r.state === 'analysing') await this.analysisOverdue(m, r, run, spec, now, pending);
+      else if (await this.callableNow(m, r, run, spec, now, pending)) wanting.push({ recipient: r, run, spec, dueAt: r.dueAt ?? now });
+    }
+    return [...placements, ...(await this.takeLines(m, wanting, now))];
+  }
+
+  /**
+   * Whether a due recipient (`pending`, `retrying`) is to be called now; otherwise records why not: its run is over
+   * (cancelled), paused (waiting for the resume), or its calling window is closed (due again at its opening).
+   */
+  private async callableNow(m: EntityManager, r: RecipientRecord, run: RunRecord, spec: WorkflowSpec, now: Date, pending: PendingEvents): Promise<boolean> {
     if (run.status === 'cancelled' || run.status === 'completed') {
       // Its retry was scheduled as the run was cancelled.
       const cancelled: RecipientRecord = { ...r, state: 'cancelled', dueAt: null, reason: 'run_cancelled' };
       await this.repository.updateRecipient(m, r.id, { state: 'cancelled', dueAt: null, reason: 'run_cancelled' }, now);
       await this.events.recipientFinished(m, pending, run, spec.agent_id, cancelled, now);
-      return undefined;
+      return false;
     }
-    if (r.state === 'waiting') return undefined;
     // An earlier job of a recipient moved later since (a calling window): the later job will come.
-    if (r.dueAt && r.dueAt.getTime() > now.getTime()) return undefined;
+    if (r.dueAt && r.dueAt.getTime() > now.getTime()) return false;
     if (run.status === 'paused') {
-      await this.repository.updateRecipient(m, r.id, { state: 'waiting', dueAt: r.dueAt ?? now }, now);
-      return undefined;
+      await this.repository.markWaiting(m, [r.id], now);
+      return false;
     }
     const opens = nextCallableTime(spec.calling_window, r.timezone, now);
     if (opens.getTime() > now.getTime()) {
       await this.repository.updateRecipient(m, r.id, { dueAt: opens }, now);
       await this.jobs.schedule(m, [{ recipientId: r.id, at: opens }]);
-      return undefined;
+      return false;
     }
-    await this.repository.lockAccountLines(m, r.accountId);
-    const lines = await this.repository.linesInUse(m, r.accountId, run.id);
-    if (lines.run >= (spec.concurrency ?? 1) || lines.account >= this.accountLines()) {
-      await this.repository.updateRecipient(m, r.id, { state: 'waiting', dueAt: r.dueAt ?? now }, now);
-      return undefined;
-    }
-    const dueAt = r.dueAt ?? now;
-    await this.repository.updateRecipient(m, r.id, { state: 'dialing', attempt: r.attempt + 1 }, now);
-    return { recipient: { ...r, state: 'dialing', attempt: r.attempt + 1 }, run, spec, dueAt };
+    return true;
   }
 
   /**
-   * The run and workflow a recipient is dispatched under; starts a scheduled run whose time has come, and cancels a
-   * recipient of a run that is over. Undefined when nothing more is to be done with the recipient.
+   * Gives lines to due recipients, oldest due first, within their run's concurrency and their account's lines: per
+   * account, under its line lock, one count of the lines in use and one update for those that get one (`dialing`,
+   * the attempt counted); the others wait (`waiting`) to be woken as lines free.
    */
-  private async context(m: EntityManager, r: RecipientRecord, now: Date, pending: PendingEvents): Promise<{ run: RunRecord; spec: WorkflowSpec } | undefined> {
+  private async takeLines(m: EntityManager, wanting: Placement[], now: Date): Promise<Placement[]> {
+    const taken: Placement[] = [];
+    const accounts = [...new Set(wanting.map((w) => w.recipient.accountId))].sort();
+    for (const accountId of accounts) {
+      await this.repository.lockAccountLines(m, accountId);
+      const perRun = await this.repository.linesByRun(m, accountId);
+      let inUse = [...perRun.values()].reduce((sum, n) => sum + n, 0);
+      const waiting: string[] = [];
+      const candidates = wanting
+        .filter((w) => w.recipient.accountId === accountId)
+        .sort((x, y) => x.dueAt.getTime() - y.dueAt.getTime() || Number(BigInt(x.recipient.seq) - BigInt(y.recipient.seq)));
+      for (const w of candidates) {
+        const run = perRun.get(w.run.id) ?? 0;
+        if (run >= (w.spec.concurrency ?? 1) || inUse >= this.accountLines()) {
+          waiting.push(w.recipient.id);
+          continue;
+        }
+        perRun.set(w.run.id, run + 1);
+        inUse += 1;
+        taken.push({ ...w, recipient: { ...w.recipient, state: 'dialing', attempt: w.recipient.attempt + 1 } });
+      }
+      await this.repository.takeLines(
+        m,
+        taken.filter((t) => t.recipient.accountId === accountId).map((t) => t.recipient.id),
+        now,
+      );
+      await this.repository.markWaiting(m, waiting, now);
+    }
+    return taken;
+  }
+
+  /**
+   * The run and workflow recipients are dispatched under, the run share-locked; starts a scheduled run whose time has
+   * come. Undefined when the run or its workflow is gone.
+   */
+  private async context(m: EntityManager, runId: string, now: Date, pending: PendingEvents): Promise<{ run: RunRecord; spec: WorkflowSpec } | undefined> {
     // A scheduled run whose time has come is started BEFORE the run is locked FOR SHARE: a dispatch holding the share
     // lock that then asked for the row's exclusive lock (the UPDATE) would wait on every other dispatch doing the same
     // at the start instant, a deadlock PostgreSQL breaks one transaction at a time while new dispatches take share
     // locks again (bench/workflows.mjs, 2,000 recipients due at once: twice no call was placed for minutes, the
     // pool held by the waiters and GET …/runs/{id} timing out).
-    const seen = await this.repository.getRunById(m, r.runId);
+    const seen = await this.repository.getRunById(m, runId);
     if (!seen) return undefined;
     const workflow = await this.repository.getWorkflow(seen.accountId, seen.workflowId, m);
     if (!workflow) return undefined;
@@ -108,7 +159,7 @@ export class RunDispatcher {
         await this.events.record(m, pending, started, spec.agent_id, 'workflow_run.started', { workflow_id: started.workflowId, run_id: started.id, counts: await this.repository.countsOf(m, started.id) }, now);
       }
     }
-    const run = await this.repository.lockRunShared(m, r.runId);
+    const run = await this.repository.lockRunShared(m, runId);
     if (!run) return undefined;
     return { run, spec };
   }
@@ -128,8 +179,30 @@ export class RunDispatcher {
     return Math.max(1, this.config.MAX_CONCURRENT_CALLS - this.config.WORKFLOW_RESERVED_CALLS);
   }
 
-  private async place({ recipient: r, run, spec, dueAt }: Placement): Promise<void> {
-    const attempt = r.attempt;
+  /**
+   * Places the calls (after the transaction that took their lines committed), all at once, then records the calls
+   * placed in one transaction. Answers per recipient: done, or the error that leaves its job to be retried.
+   */
+  private async placeAll(placements: Placement[]): Promise<Map<string, PromiseSettledResult<void>>> {
+    const outcomes = await Promise.allSettled(placements.map((p) => this.place(p)));
+    const results = new Map<string, PromiseSettledResult<void>>();
+    const placed: { recipientId: string; callId: string; attempt: number }[] = [];
+    outcomes.forEach((o, i) => {
+      const r = placements[i].recipient;
+      if (o.status === 'rejected') results.set(r.id, o);
+      else if (o.value) placed.push({ recipientId: r.id, callId: o.value, attempt: r.attempt });
+    });
+    if (placed.length) {
+      const recorded = await this.repository
+        .transaction((m) => this.repository.recordCalls(m, placed, new Date(this.clock.now())))
+        .then(() => DONE, (reason: unknown): PromiseRejectedResult => ({ status: 'rejected', reason }));
+      for (const p of placed) results.set(p.recipientId, recorded);
+    }
+    return results;
+  }
+
+  /** Places one recipient's call; its id, or undefined when the calls service refused it (handled by `refused`). */
+  private async place({ recipient: r, run, spec, dueAt }: Placement): Promise<string | undefined> {
     let callId: string;
     try {
       ({ id: callId } = await this.calls.createCall({
@@ -139,26 +212,19 @@ export class RunDispatcher {
         from: spec.from ?? '',
         variables: r.variables,
         metadata: r.metadata,
-        idempotency_key: `workflow:${r.id}:${attempt}`,
+        idempotency_key: `workflow:${r.id}:${r.attempt}`,
         answer_within_ms: 0,
         workflow_run_id: run.id,
         workflow_recipient_id: r.id,
       }));
     } catch (error) {
-      if (error instanceof AppError && (await this.refused(r, run, spec, error))) return;
+      if (error instanceof AppError && (await this.refused(r, run, spec, error))) return undefined;
       // Unknown outcome (a deadline, a lost peer): the job is retried and places again under the same key.
       throw error;
     }
     workflowMetrics.callsPlaced.inc();
     workflowMetrics.dispatchLag.observe(Math.max(0, this.clock.now() - dueAt.getTime()) / 1000);
-    await this.repository.transaction(async (m) => {
-      const now = new Date(this.clock.now());
-      const current = await this.repository.lockRecipient(m, r.id);
-      if (!current) return;
-      await this.repository.addCall(m, r.id, callId);
-      // The call's end may have been recorded already (a call that failed at once): then the state moved on.
-      if (current.state === 'dialing' && current.attempt === attempt) await this.repository.updateRecipient(m, r.id, { state: 'in_call' }, now);
-    });
+    return callId;
   }
 
   /**

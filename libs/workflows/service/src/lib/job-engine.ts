@@ -1,5 +1,5 @@
 import { PgBoss } from 'pg-boss';
-import type { Clock, Job } from 'pg-boss';
+import type { Clock, Job, JobResult } from 'pg-boss';
 import { EntityManager } from 'typeorm';
 import { serviceLogger } from '@parley/observability';
 
@@ -7,13 +7,22 @@ import { serviceLogger } from '@parley/observability';
 export const JOBS_SCHEMA = 'workflow_jobs';
 export const DISPATCH_QUEUE = 'workflow-dispatch';
 const DUE_NOW_MARGIN_MS = 1000;
+/**
+ * Due dispatches one worker takes at once: decided in one transaction (one line lock per account for all of them),
+ * their calls then placed side by side (bench/workflows.mjs: docs/workflows-bench.md).
+ */
+export const DISPATCH_BATCH_SIZE = 8;
 
 /** A recipient to look at once its time has come: its due time, a calling window's opening, a retry, a free line. */
 export interface DispatchJob {
   recipient_id: string;
 }
 
-export type DispatchHandler = (job: DispatchJob) => Promise<void>;
+/**
+ * Handles several due dispatches at once; answers, in the same order, whether each was done (a rejected one is
+ * retried on its own, with the queue's back-off). Throwing retries them all.
+ */
+export type DispatchHandler = (jobs: DispatchJob[]) => Promise<PromiseSettledResult<unknown>[]>;
 
 export const WORKFLOW_JOBS = Symbol('WORKFLOW_JOBS');
 
@@ -28,8 +37,10 @@ export interface WorkflowJobs {
 
 export interface JobEngineOptions {
   connectionString: string;
-  /** Dispatches this replica handles at once. */
+  /** Dispatches this replica handles at once: `concurrency / batchSize` workers, each fetching up to `batchSize` due jobs. */
   concurrency: number;
+  /** Due jobs one fetch hands the handler together (default 1). */
+  batchSize?: number;
   /** A test clock (pg-boss's TestClock) moves pg-boss's time, in JavaScript and in PostgreSQL, by hand. */
   clock?: Clock;
 }
@@ -87,10 +98,26 @@ export class PgBossJobs implements WorkflowJobs {
 
   async work(handler: DispatchHandler): Promise<void> {
     await this.start();
+    const batchSize = Math.max(1, Math.min(this.options.batchSize ?? 1, this.options.concurrency));
     await this.boss.work<DispatchJob>(
       DISPATCH_QUEUE,
-      { localConcurrency: this.options.concurrency, batchSize: 1, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 },
-      async ([job]: Job<DispatchJob>[]) => handler(job.data),
+      {
+        localConcurrency: Math.max(1, Math.ceil(this.options.concurrency / batchSize)),
+        batchSize,
+        // Each job of a batch settles on its own: one whose call could not be placed is retried, the others not.
+        perJobResults: true,
+        pollingIntervalSeconds: 0.5,
+        notifyPollingIntervalSeconds: 0.5,
+      },
+      async (jobs: Job<DispatchJob>[]): Promise<JobResult[]> => {
+        const results = await handler(jobs.map((j) => j.data));
+        return jobs.map((j, i) => {
+          const r = results[i];
+          if (r?.status === 'fulfilled') return { id: j.id, status: 'completed' };
+          const reason: unknown = r?.status === 'rejected' ? r.reason : new Error('no result for this job');
+          return { id: j.id, status: 'failed', output: { message: reason instanceof Error ? reason.message : String(reason) } };
+        });
+      },
     );
   }
 

@@ -54,7 +54,8 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
   const placedBy = new Map<string, string>();
 
   async function replica(name: string): Promise<Replica> {
-    const jobs = new PgBossJobs({ connectionString: db.url, concurrency: 4, clock });
+    // Two workers taking up to 4 due jobs each: batches, and a second worker while one is stuck.
+    const jobs = new PgBossJobs({ connectionString: db.url, concurrency: 8, batchSize: 4, clock });
     const events = new RunEvents(repo, relay, bus);
     const port = {
       createCall: async (r: Parameters<FakeCalls['createCall']>[0]) => {
@@ -70,7 +71,7 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     const dispatcher = new RunDispatcher(repo, events, jobs, port, clock, config);
     const outcomes = new CallOutcomes(repo, events, dispatcher, jobs, clock, config);
     const domain = new WorkflowsDomain(repo, events, dispatcher, jobs, port, agents, clock, config);
-    await jobs.work((job) => dispatcher.dispatch(job));
+    await jobs.work((batch) => dispatcher.dispatch(batch));
     return { jobs, dispatcher, outcomes, domain };
   }
 
@@ -345,6 +346,26 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     await until(() => calls.placed.length === 1, 'the call after the wait', 10_000);
     expect((await recipients(wf, r.id))[0]).toMatchObject({ state: 'in_progress', attempts: 1 });
     expect(calls.placed[0].request.idempotency_key).toMatch(/:1$/);
+  });
+
+  it('takes lines for many recipients due at once in batches, never more than the run’s concurrency, and calls each once', async () => {
+    await clock.setTime('2026-04-16T10:00:00Z');
+    const wf = await workflow({ concurrency: 3 });
+    const numbers = Array.from({ length: 24 }, (_, i) => `+1415555${String(4000 + i).padStart(4, '0')}`);
+    const { run: r } = await run(wf, numbers.map((to) => ({ to })));
+    // Each batch of due jobs is decided together: those past the run's 3 lines wait, and are woken as calls end.
+    for (let round = 0; round < 8; round++) {
+      await until(() => calls.live().length === 3, `three live calls (round ${round + 1})`);
+      await advance(1_000);
+      expect(calls.live()).toHaveLength(3);
+      for (const c of calls.live()) await end(c, 'completed');
+    }
+    await advance(2_000);
+    expect(calls.placed).toHaveLength(24);
+    expect(calls.peakLive).toBe(3);
+    for (const n of numbers) expect(calls.callsTo(n)).toHaveLength(1);
+    expect(calls.placed.map((c) => c.request.idempotency_key)).toEqual(calls.placed.map((c) => `workflow:${c.request.workflow_recipient_id}:1`));
+    expect(await counts(r.id)).toMatchObject({ total: 24, succeeded: 24 });
   });
 
   it('never calls a recipient twice nor loses one when a replica dies holding a call it was placing', async () => {

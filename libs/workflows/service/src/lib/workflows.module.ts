@@ -13,7 +13,7 @@ import { AGENTS_GRPC, AGENTS_PORT, GrpcAgents } from './agents-port';
 import { CallOutcomes } from './call-outcomes';
 import { CALLS_GRPC, CALLS_PORT, GrpcCalls } from './calls-port';
 import { RunDispatcher } from './dispatcher';
-import { PgBossJobs, WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
+import { DISPATCH_BATCH_SIZE, PgBossJobs, WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
 import { WORKFLOWS_MIGRATIONS } from './migrations';
 import { RunEvents, WORKFLOWS_OUTBOX } from './run-events';
 import { systemClock, WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
@@ -51,7 +51,7 @@ export class WorkflowsRunner implements OnApplicationBootstrap, BeforeApplicatio
 
   async onApplicationBootstrap(): Promise<void> {
     this.relay.start();
-    await this.jobs.work((job) => this.dispatcher.dispatch(job));
+    await this.jobs.work((jobs) => this.dispatcher.dispatch(jobs));
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -92,6 +92,7 @@ export class WorkflowsRunner implements OnApplicationBootstrap, BeforeApplicatio
         new PgBossJobs({
           connectionString: await resolveDatabaseUrl(c),
           concurrency: c.WORKFLOW_DISPATCH_CONCURRENCY,
+          batchSize: DISPATCH_BATCH_SIZE,
           // A test clock (pg-boss's TestClock) drives pg-boss's time too.
           ...(clock === systemClock ? {} : { clock: clock as Clock }),
         }),

@@ -325,14 +325,61 @@ export class WorkflowsRepository {
     await m.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`workflows:lines:${accountId}`]);
   }
 
-  /** Calls being placed or live: the account's workflow calls, and the run's. */
-  async linesInUse(m: EntityManager, accountId: string, runId: string): Promise<{ account: number; run: number }> {
-    const [row] = await m.query(
-      `SELECT count(*) AS account, count(*) FILTER (WHERE run_id = $2) AS run
-         FROM workflow_recipients WHERE account_id = $1 AND state IN ('dialing', 'in_call')`,
-      [accountId, runId],
+  /** Calls being placed or live of the account's workflow runs, per run (the in-flight index answers it). */
+  async linesByRun(m: EntityManager, accountId: string): Promise<Map<string, number>> {
+    const rows: { run_id: string; n: number }[] = await m.query(
+      `SELECT run_id, count(*)::int AS n FROM workflow_recipients WHERE account_id = $1 AND state IN ('dialing', 'in_call') GROUP BY run_id`,
+      [accountId],
     );
-    return { account: Number(row.account), run: Number(row.run) };
+    return new Map(rows.map((r) => [r.run_id, r.n]));
+  }
+
+  /** The runs the recipients belong to (a recipient never changes run), in id order. */
+  async runsOf(m: EntityManager, recipientIds: string[]): Promise<string[]> {
+    const rows: { run_id: string }[] = await m.query(`SELECT DISTINCT run_id FROM workflow_recipients WHERE id = ANY($1) ORDER BY run_id`, [recipientIds]);
+    return rows.map((r) => r.run_id);
+  }
+
+  /**
+   * Locks, in id order, those of the recipients a dispatch may act on: due to be called (`pending`, `retrying`), a
+   * call being placed (`dialing`), an analysis awaited (`analysing`). The others are left unlocked: a `waiting` one is
+   * woken under the account's line lock (takeWaiting), and holding it here while asking for that lock would deadlock.
+   */
+  async lockDispatchable(m: EntityManager, ids: string[]): Promise<RecipientRecord[]> {
+    const rows = await m.query(
+      `SELECT * FROM workflow_recipients WHERE id = ANY($1) AND state IN ('pending', 'retrying', 'dialing', 'analysing') ORDER BY id FOR UPDATE`,
+      [ids],
+    );
+    return rows.map(toRecipient);
+  }
+
+  /** Recipients that got a line: `dialing`, their attempt counted. */
+  async takeLines(m: EntityManager, ids: string[], at: Date): Promise<void> {
+    if (ids.length) await m.query(`UPDATE workflow_recipients SET state = 'dialing', attempt = attempt + 1, updated_at = $2 WHERE id = ANY($1)`, [ids, at]);
+  }
+
+  /** Due recipients that found no line (or a paused run): `waiting`, still due from when they were. */
+  async markWaiting(m: EntityManager, ids: string[], at: Date): Promise<void> {
+    if (ids.length) await m.query(`UPDATE workflow_recipients SET state = 'waiting', due_at = coalesce(due_at, $2), updated_at = $2 WHERE id = ANY($1)`, [ids, at]);
+  }
+
+  /**
+   * Records the calls placed for recipients (each once), and moves those still `dialing` that attempt to `in_call`
+   * (a call's end may have been recorded first). Rows are locked in id order first, as every multi-row lock here.
+   */
+  async recordCalls(m: EntityManager, calls: { recipientId: string; callId: string; attempt: number }[], at: Date): Promise<void> {
+    if (!calls.length) return;
+    const ids = calls.map((c) => c.recipientId);
+    await m.query(`SELECT id FROM workflow_recipients WHERE id = ANY($1) ORDER BY id FOR UPDATE`, [ids]);
+    await m.query(
+      `UPDATE workflow_recipients w
+          SET call_ids = CASE WHEN c.call_id = ANY(w.call_ids) THEN w.call_ids ELSE array_append(w.call_ids, c.call_id) END,
+              state = CASE WHEN w.state = 'dialing' AND w.attempt = c.attempt THEN 'in_call' ELSE w.state END,
+              updated_at = CASE WHEN w.state = 'dialing' AND w.attempt = c.attempt THEN $4 ELSE w.updated_at END
+         FROM unnest($1::text[], $2::text[], $3::int[]) AS c(id, call_id, attempt)
+        WHERE w.id = c.id`,
+      [ids, calls.map((c) => c.callId), calls.map((c) => c.attempt), at],
+    );
   }
 
   /**
