@@ -16,8 +16,8 @@
 // completed, hangup, transferred (5 % of answered), silence, max_duration, no_answer, busy, canceled; a rating on 10 %
 // of the answered calls (3 to 5 of 5; a third of them 5 to 10 of 10), written as the calls service writes one (with
 // its call's creation time, agent and direction). An answered call has a cost, an agent turn per 30 s (1 to 20), one
-// in 8 of them cut off, and the response latency of each turn but the greeting (400-2000 ms), as the calls service
-// keeps them on the call's row. After loading, VACUUM ANALYZE (what autovacuum does
+// in 8 of them cut off (kept on the call's row), and the response latency of each turn but the greeting (400-2000 ms,
+// in calls.call_turn_latencies, as the calls service writes them). After loading, VACUUM ANALYZE (what autovacuum does
 // after a bulk load; the index-only scans need the visibility map).
 //
 // What it prints: load time, then p50/p95/max latency of each request (sequential, one client):
@@ -66,7 +66,7 @@ async function insertCalls(db, account, n, days, prefix) {
     const end = Math.min(n, start + chunk - 1);
     await db.query(
       `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, end_reason, transferred_to,
-                                created_at, updated_at, answered_at, ended_at, cost, agent_turns, barge_ins, response_latencies_ms)
+                                created_at, updated_at, answered_at, ended_at, cost, agent_turns, barge_ins)
        SELECT 'call_' || $1 || lpad(i::text, 18, '0'), $2, 'agt_bench' || (i % 8), d.direction, '+15550001111', '+15550002222', 'ended',
               CASE WHEN a.answered THEN (CASE WHEN k < 70 THEN 'completed' WHEN k < 90 THEN 'hangup' WHEN k < 95 THEN 'transferred'
                                               WHEN k < 98 THEN 'silence' ELSE 'max_duration' END)
@@ -76,11 +76,10 @@ async function insertCalls(db, account, n, days, prefix) {
               CASE WHEN a.answered THEN t.created + interval '5 seconds' END,
               t.created + interval '5 seconds' + make_interval(secs => u.seconds),
               -- An answered call's cost (carrier minutes, STT, LLM, TTS at list-like prices), an agent turn per 30 s, one in
-              -- 8 cut off, and the response latency of each answer (400-2000 ms); an unanswered call costs nothing.
+              -- 8 cut off; an unanswered call costs nothing.
               CASE WHEN a.answered THEN round(ceil(u.seconds / 60.0) * 0.014 + u.seconds * 0.0059 / 60 + u.turns * 0.0004 + u.turns * 0.0018, 10) ELSE 0 END,
               CASE WHEN a.answered THEN u.turns ELSE 0 END,
-              CASE WHEN a.answered THEN u.turns / 8 ELSE 0 END,
-              CASE WHEN a.answered THEN ARRAY(SELECT (400 + (h + j * 7919) % 1600)::int FROM generate_series(1, u.turns - 1) j) END
+              CASE WHEN a.answered THEN u.turns / 8 ELSE 0 END
          FROM generate_series($3::int, $4::int) i
          CROSS JOIN LATERAL (SELECT (i::bigint * 2654435761) % 1000003 AS h, ((i::bigint * 40503) % 65537) % 100 AS k) x
          CROSS JOIN LATERAL (SELECT now() - make_interval(secs => ($5::float8 * 86400) * i / $6) AS created) t
@@ -92,6 +91,14 @@ async function insertCalls(db, account, n, days, prefix) {
     process.stdout.write(`\r  ${account}: ${end.toLocaleString('en')} of ${n.toLocaleString('en')} calls`);
   }
   process.stdout.write('\n');
+  // Each answered call's agent turns but the greeting have a response latency (400-2000 ms), as appendTurn writes them.
+  await db.query(
+    `INSERT INTO calls.call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
+     SELECT id, 2 * j, account_id, created_at, agent_id, direction, project_id, 400 + ((hashtext(id) & 65535) + j * 7919) % 1600
+       FROM calls.calls CROSS JOIN LATERAL generate_series(1, agent_turns - 1) j
+      WHERE account_id = $1 AND agent_turns > 1`,
+    [account],
+  );
   await db.query(
     `INSERT INTO calls.call_ratings (id, account_id, call_id, source, scale, score, created_at, call_created_at, agent_id, direction)
      SELECT 'csat_' || substr(id, 6), account_id, id, 'api', CASE WHEN n % 3 = 0 THEN 10 ELSE 5 END,
@@ -135,8 +142,15 @@ async function main() {
     const t1 = performance.now();
     await db.query(`VACUUM (ANALYZE) calls.calls`);
     await db.query(`VACUUM (ANALYZE) calls.call_ratings`);
-    const [{ size }] = (await db.query(`SELECT pg_size_pretty(pg_relation_size('calls.calls_analytics_usage')) AS size`)).rows;
-    console.log(`loaded in ${(loaded / 1000).toFixed(1)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(1)} s; index calls_analytics_usage ${size}; load average ${load()}`);
+    await db.query(`VACUUM (ANALYZE) calls.call_turn_latencies`);
+    const [{ size, latencies }] = (
+      await db.query(
+        `SELECT pg_size_pretty(pg_relation_size('calls.calls_analytics_usage')) AS size, pg_size_pretty(pg_relation_size('calls.call_turn_latencies_analytics')) AS latencies`,
+      )
+    ).rows;
+    console.log(
+      `loaded in ${(loaded / 1000).toFixed(1)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(1)} s; indexes calls_analytics_usage ${size}, call_turn_latencies_analytics ${latencies}; load average ${load()}`,
+    );
 
     const api = async (path) => {
       const res = await fetch(`${platform.baseUrl}${path}`, { headers: { authorization: `Bearer ${BENCH_KEY}` } });

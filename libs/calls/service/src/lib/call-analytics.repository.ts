@@ -141,16 +141,15 @@ export class CallAnalyticsRepository {
   }
 
   /**
-   * Percentiles (continuous, as percentile_cont) of the agent turns' response latencies of the filter's calls.
-   * The latencies are whole milliseconds, so they are counted per value (a parallel hash aggregate over the calls'
-   * index) rather than sorted; each percentile is then read off the cumulative counts: rank h = p × (n - 1), the
+   * Percentiles (continuous, as percentile_cont) of the agent turns' response latencies of the filter's calls (a
+   * range of call_turn_latencies: each carries its call's creation time, agent, direction and project). The
+   * latencies are whole milliseconds, so they are counted per value (a parallel hash aggregate) rather than sorted; each percentile is then read off the cumulative counts: rank h = p × (n - 1), the
    * values at ranks floor(h) and ceil(h), interpolated. Same result as percentile_cont over every latency.
    */
   private async latencyPercentiles(f: AnalyticsFilter): Promise<{ latencyTurns: number; latencyP50: number | null; latencyP95: number | null }> {
-    const calls = conditions(f);
+    const calls = conditions(f, 'call_created_at', true);
     const rows = (await this.statement(
-      `WITH l AS (SELECT v, count(*) AS n FROM calls c CROSS JOIN LATERAL unnest(c.response_latencies_ms) v
-                   WHERE ${calls.where} AND c.response_latencies_ms IS NOT NULL GROUP BY v),
+      `WITH l AS (SELECT c.latency_ms AS v, count(*) AS n FROM call_turn_latencies c WHERE ${calls.where} GROUP BY 1),
             cum AS (SELECT v, sum(n) OVER (ORDER BY v) AS upto, sum(n) OVER () AS total FROM l),
             q AS (SELECT p, t.total, p * (t.total - 1) AS h FROM (VALUES (0.5), (0.95)) ps(p), (SELECT max(total) AS total FROM cum) t WHERE t.total > 0)
        SELECT q.p::float8 AS p, q.total::int AS total, q.h::float8 AS h,
@@ -271,17 +270,17 @@ export class CallAnalyticsRepository {
 const nullable = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
 /**
- * The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). Over the ratings
- * (`created` call_created_at), a project filter looks up each rating's call (ratings do not carry the project).
+ * The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). Over a table
+ * without `project_id` (the ratings), a project filter looks up each row's call.
  */
-function conditions(f: AnalyticsFilter, created = 'created_at'): { where: string; params: unknown[] } {
+function conditions(f: AnalyticsFilter, created = 'created_at', ownProject = created === 'created_at'): { where: string; params: unknown[] } {
   const params: unknown[] = [f.accountId, f.from.toISOString(), f.to.toISOString()];
   const where = ['c.account_id = $1', `c.${created} >= $2::timestamptz`, `c.${created} < $3::timestamptz`];
   if (f.agentId) where.push(`c.agent_id = $${params.push(f.agentId)}`);
   if (f.direction) where.push(`c.direction = $${params.push(f.direction)}`);
   if (f.projectId) {
     const project = `coalesce(%.project_id, $${params.push(defaultProjectId(f.accountId))}) = $${params.push(f.projectId)}`;
-    where.push(created === 'created_at' ? project.replace('%', 'c') : `EXISTS (SELECT 1 FROM calls k WHERE k.id = c.call_id AND ${project.replace('%', 'k')})`);
+    where.push(ownProject ? project.replace('%', 'c') : `EXISTS (SELECT 1 FROM calls k WHERE k.id = c.call_id AND ${project.replace('%', 'k')})`);
   }
   return { where: where.join(' AND '), params };
 }

@@ -164,7 +164,7 @@ describe('usage and cost (real PostgreSQL)', () => {
     expect(overview).toMatchObject({ calls: 1, agentTurns: 5, bargeIns: 1, latencyTurns: 4, latencyP50: 860, cost: '0.614' });
     expect(overview.latencyP95).toBeCloseTo(1410, 6);
     const [{ p95 }] = (await dataSource.query(
-      `SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY v) AS p95 FROM calls.calls c, unnest(c.response_latencies_ms) v WHERE c.account_id = 'acc_an'`,
+      `SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY response_latency_ms) AS p95 FROM calls.call_turns WHERE account_id = 'acc_an'`,
     )) as { p95: number }[];
     expect(overview.latencyP95).toBeCloseTo(Number(p95), 6);
 
@@ -181,10 +181,11 @@ describe('usage and cost (real PostgreSQL)', () => {
     await answered(10, { accountId: 'acc_prj' });
     await report(sales.id, 'P1', [['tts_characters', 'elevenlabs', '', 10_000]], 'acc_prj');
     await calls.recordRating('acc_prj', sales.id, { source: 'api', scale: 5, score: 4 });
+    await calls.appendTurn('acc_prj', sales.id, { role: 'assistant', text: 'x', language: 'en-US', startMs: 0, endMs: 1, interrupted: false, responseLatencyMs: 640 });
     const period = { accountId: 'acc_prj', from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
 
-    expect(await analytics.overview({ ...period, projectId: 'prj_sales' })).toMatchObject({ calls: 1, cost: '0.3', csatCount: 1, csatAverage: 4 });
-    expect(await analytics.overview({ ...period, projectId: defaultProjectId('acc_prj') })).toMatchObject({ calls: 1, cost: '0', csatCount: 0 });
+    expect(await analytics.overview({ ...period, projectId: 'prj_sales' })).toMatchObject({ calls: 1, cost: '0.3', csatCount: 1, csatAverage: 4, latencyTurns: 1, latencyP50: 640 });
+    expect(await analytics.overview({ ...period, projectId: defaultProjectId('acc_prj') })).toMatchObject({ calls: 1, cost: '0', csatCount: 0, latencyTurns: 0 });
     expect(await analytics.overview({ ...period, projectId: 'prj_other' })).toMatchObject({ calls: 0, csatCount: 0 });
     const buckets = await analytics.timeseries({ ...period, projectId: 'prj_sales' }, 'hour', 'UTC');
     expect(buckets.reduce((n, b) => n + b.calls, 0)).toBe(1);

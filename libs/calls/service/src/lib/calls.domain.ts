@@ -360,11 +360,11 @@ export class CallsDomain {
       current.turns += 1;
       current.transcriptAvailable = true;
       const latency = turn.role === 'assistant' && responseLatencyMs && responseLatencyMs > 0 ? Math.round(responseLatencyMs) : null;
-      // The call's own turn measures, which the analytics read from the calls' index (docs/analytics.md).
+      // The call's own turn measures, which the analytics read from the calls' index (docs/analytics.md); each
+      // measured latency also goes to call_turn_latencies.
       if (turn.role === 'assistant') {
         current.agentTurns += 1;
         if (turn.interrupted) current.bargeIns += 1;
-        if (latency !== null) current.responseLatenciesMs = [...(current.responseLatenciesMs ?? []), latency];
       }
       await this.repository.insertTurn(m, {
         callId: id,
@@ -376,6 +376,7 @@ export class CallsDomain {
         grounding: grounding ?? [],
         responseLatencyMs: latency,
       });
+      if (latency !== null) await this.repository.insertTurnLatency(m, current, current.turns, latency);
       return [
         await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined, ...(speaker ? { speaker } : {}) }),
       ];
@@ -712,7 +713,7 @@ function durationSeconds(c: CallEntity): number {
   return c.answeredAt && c.endedAt ? (c.endedAt.getTime() - c.answeredAt.getTime()) / 1000 : 0;
 }
 
-/** The carrier's billed minutes: each started minute of the answered time counts (docs/calls.md, Usage and cost). */
+/** The carrier's billed minutes: each started minute of the answered time counts (docs/analytics.md, Usage and cost). */
 export function billedMinutes(c: CallEntity): number {
   return Math.ceil(durationSeconds(c) / 60);
 }

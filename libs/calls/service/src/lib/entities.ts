@@ -85,8 +85,6 @@ export class CallEntity {
   /** Agent turns stored, and of them the ones the caller cut off. */
   @Column({ name: 'agent_turns', type: 'int', default: 0 }) agentTurns: number;
   @Column({ name: 'barge_ins', type: 'int', default: 0 }) bargeIns: number;
-  /** The measured response latencies of the call's agent turns, in the order stored; null: none yet. */
-  @Column({ name: 'response_latencies_ms', type: 'int', array: true, nullable: true }) responseLatenciesMs: number[] | null;
 }
 
 export interface Seat {
