@@ -1,4 +1,4 @@
-import { defaultProjectId, isWellFormedId, newId } from './ids';
+import { defaultProjectId, isWellFormedId, newId, projectCondition } from './ids';
 
 describe('newId', () => {
   it('starts with the prefix and an underscore', () => {
@@ -56,5 +56,12 @@ describe('defaultProjectId', () => {
     expect(isWellFormedId('prj', id)).toBe(true);
     expect(defaultProjectId('acme')).toBe(id);
     expect(defaultProjectId('umbrella')).not.toBe(id);
+  });
+});
+
+describe('projectCondition', () => {
+  it('takes the rows without a project as the default project’s, and only the named one’s otherwise', () => {
+    expect(projectCondition('a.project_id', 'acme', defaultProjectId('acme'), ':p')).toBe('(a.project_id = :p OR a.project_id IS NULL)');
+    expect(projectCondition('a.project_id', 'acme', `prj_${'1'.repeat(22)}`, ':p')).toBe('a.project_id = :p');
   });
 });

@@ -36,3 +36,12 @@ export function isWellFormedId(prefix: string, value: string): boolean {
 export function defaultProjectId(accountId: string): string {
   return `prj_${createHash('sha256').update(`parley-default-project\n${accountId}`).digest('hex').slice(0, ID_BYTES)}`;
 }
+
+/**
+ * The SQL condition selecting the rows of project `projectId` by `column` (whose null means the account's default
+ * project), with `param` the named parameter holding the id: `= id` for another project, so an index on the column
+ * serves it, and `= id OR IS NULL` for the default project.
+ */
+export function projectCondition(column: string, accountId: string, projectId: string, param: string): string {
+  return projectId === defaultProjectId(accountId) ? `(${column} = ${param} OR ${column} IS NULL)` : `${column} = ${param}`;
+}

@@ -3,7 +3,7 @@ import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AgentChanged, SUBJECTS, Subject, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
-import { defaultProjectId, isWellFormedId, keysetPage, newId, Page, Position } from '@parley/persistence';
+import { isWellFormedId, keysetPage, newId, Page, Position, projectCondition } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { AgentEntity } from './agent.entity';
 import { readIsolated } from './isolated-batch';
@@ -74,8 +74,8 @@ export class AgentsRepository {
   private async refusalAtCeiling(m: EntityManager, accountId: string, project: { id: string; maxAgents: number }): Promise<AppError | undefined> {
     await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`agents:${accountId}`]);
     const [{ live }]: { live: number }[] = await m.query(
-      `SELECT count(*)::int AS live FROM agents WHERE account_id = $1 AND deleted_at IS NULL AND coalesce(project_id, $3) = $2`,
-      [accountId, project.id, defaultProjectId(accountId)],
+      `SELECT count(*)::int AS live FROM agents WHERE account_id = $1 AND deleted_at IS NULL AND ${projectCondition('project_id', accountId, project.id, '$2')}`,
+      [accountId, project.id],
     );
     if (live < project.maxAgents) {
       await m.query(`DELETE FROM project_limits_reported WHERE project_id = $1`, [project.id]);
@@ -195,7 +195,7 @@ export class AgentsRepository {
       .getRepository(AgentEntity)
       .createQueryBuilder('a')
       .where('a.account_id = :accountId AND a.deleted_at IS NULL', { accountId });
-    if (projectId) qb.andWhere('coalesce(a.project_id, :defaultProject) = :projectId', { projectId, defaultProject: defaultProjectId(accountId) });
+    if (projectId) qb.andWhere(projectCondition('a.project_id', accountId, projectId, ':projectId'), { projectId });
     return keysetPage(qb, 'a', limit, after);
   }
 

@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, SpendPeriod, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
-import { defaultProjectId, keysetPage, Page, Position } from '@parley/persistence';
+import { keysetPage, Page, Position, projectCondition } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
 
 export interface NewCall {
@@ -168,8 +168,8 @@ export class CallsRepository {
   /** The live calls of one project; calls stored before projects (project_id null) are the default project's. */
   async countLiveInProject(m: EntityManager, accountId: string, projectId: string): Promise<number> {
     const [{ live }] = await m.query(
-      `SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES} AND coalesce(project_id, $3) = $2`,
-      [accountId, projectId, defaultProjectId(accountId)],
+      `SELECT count(*)::int AS live FROM calls WHERE account_id = $1 AND status IN ${LIVE_STATUSES} AND ${projectCondition('project_id', accountId, projectId, '$2')}`,
+      [accountId, projectId],
     );
     return live;
   }
@@ -335,9 +335,7 @@ export class CallsRepository {
     if (filters.createdAfter) qb.andWhere('c.created_at >= :createdAfter', { createdAfter: new Date(filters.createdAfter) });
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
     if (filters.workflowRunId) qb.andWhere('c.workflow_run_id = :workflowRunId', { workflowRunId: filters.workflowRunId });
-    if (filters.projectId) {
-      qb.andWhere('coalesce(c.project_id, :defaultProject) = :projectId', { projectId: filters.projectId, defaultProject: defaultProjectId(accountId) });
-    }
+    if (filters.projectId) qb.andWhere(projectCondition('c.project_id', accountId, filters.projectId, ':projectId'), { projectId: filters.projectId });
     return keysetPage(qb, 'c', limit, after);
   }
 
@@ -449,15 +447,6 @@ export class CallsRepository {
 
   async insertTurn(m: EntityManager, turn: CallTurnEntity): Promise<void> {
     await m.insert(CallTurnEntity, turn);
-  }
-
-  /** An agent turn's response latency with its call's creation time, agent, direction and project (the analytics' copy). */
-  async insertTurnLatency(m: EntityManager, call: CallEntity, seq: number, latencyMs: number): Promise<void> {
-    await m.query(
-      `INSERT INTO call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [call.id, seq, call.accountId, call.createdAt, call.agentId, call.direction, call.projectId, latencyMs],
-    );
   }
 
   turns(accountId: string, callId: string): Promise<CallTurnEntity[]> {
@@ -638,4 +627,5 @@ const NO_USAGE = {
   costCurrency: null,
   agentTurns: 0,
   bargeIns: 0,
+  responseLatenciesMs: null,
 } satisfies Partial<CallEntity>;

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, In, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { defaultProjectId, keysetPage, Page, Position } from '@parley/persistence';
+import { keysetPage, Page, Position, projectCondition } from '@parley/persistence';
 import { CLOCK, DbClock, sqlNow } from './db-clock';
 import { EndpointEntity } from './entities';
 
@@ -52,7 +52,7 @@ export class EndpointsRepository {
       .getRepository(EndpointEntity)
       .createQueryBuilder('e')
       .where('e.account_id = :accountId AND e.deleted_at IS NULL', { accountId });
-    if (projectId) qb.andWhere('coalesce(e.project_id, :defaultProject) = :projectId', { projectId, defaultProject: defaultProjectId(accountId) });
+    if (projectId) qb.andWhere(projectCondition('e.project_id', accountId, projectId, ':projectId'), { projectId });
     return keysetPage(qb, 'e', limit, after);
   }
 
@@ -61,8 +61,8 @@ export class EndpointsRepository {
     await m.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`webhook-endpoints:${accountId}`]);
     const [{ live }]: { live: number }[] = await m.query(
       `SELECT count(*)::int AS live FROM endpoints
-        WHERE account_id = $1 AND deleted_at IS NULL AND owner_agent_id IS NULL AND coalesce(project_id, $3) = $2`,
-      [accountId, projectId, defaultProjectId(accountId)],
+        WHERE account_id = $1 AND deleted_at IS NULL AND owner_agent_id IS NULL AND ${projectCondition('project_id', accountId, projectId, '$2')}`,
+      [accountId, projectId],
     );
     return live;
   }
