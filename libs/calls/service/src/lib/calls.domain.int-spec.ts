@@ -280,4 +280,11 @@ describe('calls domain (real PostgreSQL)', () => {
     const ended = await calls.transition('acc_vm', call.id, () => ({ status: 'ended', endReason: 'completed' }));
     expect(ended).toMatchObject({ endReason: 'voicemail', answeredBy: 'machine' });
   });
+
+  it('records one call for creates racing with one Idempotency-Key, and refuses the others as still running', async () => {
+    const creates = await Promise.allSettled([1, 2, 3].map(() => calls.insert(newCall({ accountId: 'acc_key', idempotencyKey: 'race-1' }))));
+    expect(creates.filter((c) => c.status === 'fulfilled')).toHaveLength(1);
+    const refusals = creates.flatMap((c) => (c.status === 'rejected' ? [c.reason] : []));
+    expect(refusals).toEqual([expect.objectContaining({ code: 'idempotency_conflict' }), expect.objectContaining({ code: 'idempotency_conflict' })]);
+  });
 });

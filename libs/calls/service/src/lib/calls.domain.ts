@@ -9,7 +9,7 @@ import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
 import { periodEnd, periodStart, SPEND_AMOUNT } from './spend-periods';
 import { canMove, CallStatus, isLive } from './call-state';
-import { AnalysisClaim, CallFilters, CallRating, CallsRepository, NewCall, ProjectCeilings, SpendCeiling } from './calls.repository';
+import { AnalysisClaim, CallFilters, CallRating, CallsRepository, isIdempotencyKeyClash, NewCall, ProjectCeilings, SpendCeiling } from './calls.repository';
 import { CallUsage } from './call-usage';
 import { CallEntity, CallTurnEntity } from './entities';
 import { decimal } from './price-table';
@@ -81,6 +81,9 @@ export class CallsDomain {
    */
   async insert(input: NewCall, beforeCommit?: () => void): Promise<CallEntity> {
     const outcome = await this.repository.transaction(async (m): Promise<{ call: CallEntity } | { refused: AppError }> => {
+      // The key is read before the account's lock, which then covers only the ceilings and the insert (every create of
+      // the account waits for it: bench/workflows.mjs). Two creates racing with one key are settled by its unique index.
+      const keyTaken = !!input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey));
       // Serialise per account so the concurrent-call ceilings (the account's, its projects') hold under parallel requests.
       await this.repository.lockAccount(m, input.accountId);
       const live = await this.repository.countLive(m, input.accountId);
@@ -90,10 +93,11 @@ export class CallsDomain {
       const refused = await this.projectRefusal(m, input);
       // Committed, not thrown: the refusal's project.limit_reached event (and its mark) must be kept.
       if (refused) return { refused };
-      if (input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey))) {
-        throw new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
-      }
-      const entity = await this.repository.insert(m, newId('call'), input);
+      const keyInUse = () => new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
+      if (keyTaken) throw keyInUse();
+      const entity = await this.repository.insert(m, newId('call'), input).catch((error: unknown) => {
+        throw isIdempotencyKeyClash(error) ? keyInUse() : error;
+      });
       beforeCommit?.();
       return { call: entity };
     });

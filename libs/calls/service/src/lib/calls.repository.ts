@@ -139,6 +139,12 @@ interface PendingEventRow {
 /** How long a call answers to its Idempotency-Key (the contract's idempotency retention). */
 const IDEMPOTENCY_RETENTION = `interval '24 hours'`;
 
+/** Whether an insert failed because another call took its Idempotency-Key meanwhile (the unique index calls_idempotency_key). */
+export function isIdempotencyKeyClash(error: unknown): boolean {
+  const driver = (error as { driverError?: { code?: string; constraint?: string } } | undefined)?.driverError;
+  return driver?.code === '23505' && driver.constraint === 'calls_idempotency_key';
+}
+
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
 /**
@@ -227,11 +233,13 @@ export class CallsRepository {
 
   /** Whether another call holds this Idempotency-Key; a key older than the retention is first taken back from its call. */
   async idempotencyKeyTaken(m: EntityManager, accountId: string, key: string): Promise<boolean> {
-    await m.query(`UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION}`, [
-      accountId,
-      key,
-    ]);
-    const taken: unknown[] = await m.query(`SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2`, [accountId, key]);
+    // One statement: the SELECT sees the rows as they were before the CTE's UPDATE, so the call it took the key back
+    // from is left out by id.
+    const taken: unknown[] = await m.query(
+      `WITH expired AS (UPDATE calls SET idempotency_key = NULL WHERE account_id = $1 AND idempotency_key = $2 AND created_at < now() - ${IDEMPOTENCY_RETENTION} RETURNING id)
+       SELECT 1 FROM calls WHERE account_id = $1 AND idempotency_key = $2 AND id NOT IN (SELECT id FROM expired)`,
+      [accountId, key],
+    );
     return taken.length > 0;
   }
 
