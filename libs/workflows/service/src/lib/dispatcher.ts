@@ -289,9 +289,15 @@ export class RunDispatcher {
   /**
    * Completes the run once every recipient is final and no more pages are expected, then tells its event streams
    * the run as it is. Its own transaction, after the one that made a recipient final committed: two recipients
-   * finishing at once then both see the other final, and the run's row lock lets one of them complete it.
+   * finishing at once then both see the other final, and the run's row lock lets one of them complete it. A run with
+   * recipients left is seen without that lock (the last to finish always sees none left), so a recipient's end does
+   * not queue behind the dispatches that hold the run share-locked.
    */
   async completeIfDone(runId: string): Promise<void> {
+    if ((await this.repository.unfinishedCount(this.repository.db.manager, runId)) > 0) {
+      await this.events.runChanged(runId);
+      return;
+    }
     const pending = new PendingEvents();
     await this.repository.transaction(async (m) => {
       const now = new Date(this.clock.now());
