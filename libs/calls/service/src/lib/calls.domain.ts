@@ -84,14 +84,21 @@ export class CallsDomain {
       // The key is read before the account's lock, which then covers only the ceilings and the insert (every create of
       // the account waits for it: bench/workflows.mjs). Two creates racing with one key are settled by its unique index.
       const keyTaken = !!input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey));
+      // The project's spend is read before the lock too: a sum of recorded costs, which the lock does not guard (a new
+      // call costs nothing yet). Refusals are committed, not thrown: their project.limit_reached (and mark) are kept.
+      const projectId = input.projectId ?? defaultProjectId(input.accountId);
+      const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
+      const overBudget = ceilings ? await this.spendRefusal(m, input.accountId, projectId, ceilings) : undefined;
+      if (overBudget) return { refused: overBudget };
       // Serialise per account so the concurrent-call ceilings (the account's, its projects') hold under parallel requests.
       await this.repository.lockAccount(m, input.accountId);
       const live = await this.repository.countLive(m, input.accountId);
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
-      const refused = await this.projectRefusal(m, input);
-      // Committed, not thrown: the refusal's project.limit_reached event (and its mark) must be kept.
+      // Read again under the lock: which limits were reported reached is decided one create at a time.
+      const current = ceilings && (await this.repository.projectCeilings(m, input.accountId, projectId));
+      const refused = current ? await this.liveCallsRefusal(m, input.accountId, projectId, current) : undefined;
       if (refused) return { refused };
       const keyInUse = () => new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
       if (keyTaken) throw keyInUse();
@@ -129,18 +136,8 @@ export class CallsDomain {
   }
 
   /**
-   * The 402 a new call of the project gets at one of its ceilings (checked only here, at creation: a live call is
-   * never cut): its live calls, then what its calls of the current period cost.
-   */
-  private async projectRefusal(m: EntityManager, input: NewCall): Promise<AppError | undefined> {
-    const projectId = input.projectId ?? defaultProjectId(input.accountId);
-    const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
-    if (!ceilings) return undefined;
-    return (await this.liveCallsRefusal(m, input.accountId, projectId, ceilings)) ?? (await this.spendRefusal(m, input.accountId, projectId, ceilings));
-  }
-
-  /**
-   * At `max_live_calls` live calls. The first refusal at the ceiling enqueues `project.limit_reached`; the next one
+   * The 402 a new call of the project gets at `max_live_calls` live calls (checked only at creation, as every ceiling:
+   * a live call is never cut). The first refusal at the ceiling enqueues `project.limit_reached`; the next one
    * does not, until a call is admitted under the ceiling again (the project went back under it).
    */
   private async liveCallsRefusal(m: EntityManager, accountId: string, projectId: string, ceilings: ProjectCeilings): Promise<AppError | undefined> {
@@ -166,7 +163,7 @@ export class CallsDomain {
   /**
    * Once the project's calls created in the current period (UTC day or month) cost the ceiling or more: their costs as
    * recorded so far, live calls' carrier minutes included (CallUsage.spendOf). `project.limit_reached` is enqueued
-   * with the first refusal of each period.
+   * with the first refusal of each period (the mark is set by one transaction only, however many refuse at once).
    */
   private async spendRefusal(m: EntityManager, accountId: string, projectId: string, ceilings: ProjectCeilings): Promise<AppError | undefined> {
     const ceiling = ceilings.spend;
@@ -176,8 +173,7 @@ export class CallsDomain {
     const from = periodStart(ceiling.period, new Date());
     const spent = await this.usage.spendOf({ accountId, projectId, from, to: periodEnd(ceiling.period, from) });
     if (!(await this.repository.atLeast(m, spent.amount, ceiling.amount))) return undefined;
-    if (ceilings.spendReportedFrom?.getTime() !== from.getTime()) {
-      await this.repository.markSpendReported(m, projectId, from);
+    if (ceilings.spendReportedFrom?.getTime() !== from.getTime() && (await this.repository.markSpendReported(m, projectId, from))) {
       await this.limitReached(m, accountId, { project_id: projectId, limit: 'spend', ceiling: ceiling.amount, currency: ceiling.currency, period: ceiling.period });
     }
     return new AppError(

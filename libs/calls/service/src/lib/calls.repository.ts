@@ -210,9 +210,18 @@ export class CallsRepository {
     );
   }
 
-  /** Records that the spending ceiling was reported reached for the period starting `from`. */
-  async markSpendReported(m: EntityManager, projectId: string, from: Date): Promise<void> {
-    await m.query(`UPDATE project_ceilings SET spend_reported_from = $2 WHERE project_id = $1`, [projectId, from]);
+  /**
+   * Records that the spending ceiling was reported reached for the period starting `from`; false when another
+   * transaction recorded it first (the row lock makes this one wait for it, then find nothing to change).
+   */
+  async markSpendReported(m: EntityManager, projectId: string, from: Date): Promise<boolean> {
+    const marked: unknown[] = await m.query(
+      `WITH marked AS (
+         UPDATE project_ceilings SET spend_reported_from = $2 WHERE project_id = $1 AND spend_reported_from IS DISTINCT FROM $2 RETURNING project_id
+       ) SELECT project_id FROM marked`,
+      [projectId, from],
+    );
+    return marked.length > 0;
   }
 
   /** Whether exact decimal `amount` is at least `ceiling` (compared in numeric, never in floating point). */

@@ -95,6 +95,15 @@ describe('a project’s spending ceiling on new calls (real PostgreSQL)', () => 
     await calls.insert(newCall({ accountId: 'acc_s3', projectId: project(4) }));
   });
 
+  it('emits project.limit_reached once when many calls are refused at once', async () => {
+    await calls.putProjectCeilings('acc_s5', project(6), 0, { amount: '1', currency: 'USD', period: 'month' });
+    await spent('acc_s5', project(6), '1');
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => calls.insert(newCall({ accountId: 'acc_s5', projectId: project(6) }))));
+
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill('rejected'));
+    expect(await limitEvents(project(6))).toHaveLength(1);
+  });
+
   it('refuses a ceiling in another currency than calls are priced in, or not an amount above 0, naming the fields', async () => {
     const problems = await refusal(calls.putProjectCeilings('acc_s4', project(5), 0, { amount: '0.00', currency: 'EUR', period: 'week' as never }));
 
