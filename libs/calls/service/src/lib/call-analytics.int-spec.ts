@@ -22,6 +22,9 @@ interface Seed {
   transferredTo?: string;
 }
 
+/** The usage and turn measures of calls that have none. */
+const NO_USAGE = { cost: '0', agentTurns: 0, bargeIns: 0, latencyTurns: 0, latencyP50: null, latencyP95: null };
+
 describe('call analytics (real PostgreSQL)', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
@@ -108,12 +111,7 @@ describe('call analytics (real PostgreSQL)', () => {
         // 5, 4 and 7 of 10 (3.67).
         csatAverage: expect.closeTo((5 + 4 + 3.67) / 3, 9),
         // No usage or turns recorded on these calls (call-usage.int-spec.ts has them).
-        cost: '0',
-        agentTurns: 0,
-        bargeIns: 0,
-        latencyTurns: 0,
-        latencyP50: null,
-        latencyP95: null,
+        ...NO_USAGE,
       });
     });
 
@@ -142,12 +140,7 @@ describe('call analytics (real PostgreSQL)', () => {
         durationAvg: null,
         durationP50: null,
         durationP95: null,
-        cost: '0',
-        agentTurns: 0,
-        bargeIns: 0,
-        latencyTurns: 0,
-        latencyP50: null,
-        latencyP95: null,
+        ...NO_USAGE,
         csatCount: 0,
         csatAverage: null,
       });

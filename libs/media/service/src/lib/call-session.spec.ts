@@ -143,6 +143,14 @@ class FlakyCalls extends FakeCalls {
 
 const loud = pcm16ToMulaw(new Int16Array(160).fill(10000));
 
+/** A second of quiet, 400 ms of speech, 800 ms of quiet on the stream's timeline from 2 s: one question the VAD hears. */
+async function askAfterTheGreeting(session: CallSession): Promise<void> {
+  const quiet = pcm16ToMulaw(new Int16Array(160));
+  for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+  for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, 2000 + t));
+  for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+}
+
 describe('a carrier media stream session', () => {
   it('closes a stream whose token the calls service refuses, and reports nothing for it', async () => {
     const { session, closes, calls } = setup();
@@ -437,12 +445,9 @@ describe('a carrier media stream session', () => {
       // As the worker wires it: one search per call, bound to the call's account.
       deps: { agents: groundedAgent, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm: new FakeLlm(['We open at nine.']) }, knowledge: (account) => (accounts.push(account), knowledge) },
     });
-    const quiet = pcm16ToMulaw(new Int16Array(160));
     await session.onFrame(frames.start('good-token'));
     await until(() => calls.reports.length >= 1, 'the greeting appended');
-    for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
-    for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, 2000 + t));
-    for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    await askAfterTheGreeting(session);
     await until(() => calls.reports.length >= 3, 'the answer appended');
 
     const turns = calls.reports.filter((r): r is callsV1.AppendTurnRequest => 'turn' in r).map((r) => [r.turn?.role, r.turn?.text, r.turn?.grounding]);
@@ -464,12 +469,9 @@ describe('a carrier media stream session', () => {
     const stt = new FakeSpeechToText().queue('When does the store open?');
     const llm = new FakeLlm([{ deltas: ['We open', ' at nine.'], usage: { inputTokens: 42, outputTokens: 5 } }]);
     const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: talker, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm } } });
-    const quiet = pcm16ToMulaw(new Int16Array(160));
     await session.onFrame(frames.start('good-token'));
     await until(() => calls.reports.length >= 1, 'the greeting appended');
-    for (let t = 0; t < 1000; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
-    for (let t = 1000; t < 1400; t += 20) await session.onFrame(frames.media(loud, 2000 + t));
-    for (let t = 1400; t < 2200; t += 20) await session.onFrame(frames.media(quiet, 2000 + t));
+    await askAfterTheGreeting(session);
     await until(() => calls.reports.some((r) => 'turn' in r && r.turn?.text === 'We open at nine.'), 'the answer appended');
     await session.onClose();
 
