@@ -466,6 +466,15 @@ export class CallsRepository {
     await m.insert(CallTurnEntity, turn);
   }
 
+  /** An agent turn's response latency with its call's creation time, agent, direction and project (the analytics' copy). */
+  async insertTurnLatency(m: EntityManager, call: CallEntity, seq: number, latencyMs: number): Promise<void> {
+    await m.query(
+      `INSERT INTO call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [call.id, seq, call.accountId, call.createdAt, call.agentId, call.direction, call.projectId, latencyMs],
+    );
+  }
+
   turns(accountId: string, callId: string): Promise<CallTurnEntity[]> {
     return this.dataSource.getRepository(CallTurnEntity).find({ where: { callId, accountId }, order: { seq: 'ASC' } });
   }
@@ -644,5 +653,4 @@ const NO_USAGE = {
   costCurrency: null,
   agentTurns: 0,
   bargeIns: 0,
-  responseLatenciesMs: null,
 } satisfies Partial<CallEntity>;
