@@ -1,4 +1,4 @@
-import type { ChatMessage, CompletionRequest, LlmProvider } from '@parley/llm';
+import type { ChatMessage, CompletionRequest, LlmProvider, LlmUsage } from '@parley/llm';
 
 /** One field to fill from the transcript (an agent's `post_call.extraction[]`). */
 export interface ExtractionField {
@@ -60,7 +60,7 @@ export async function analysePostCall(
   llm: LlmProvider,
   settings: PostCallSettings,
   transcript: TranscriptTurn[],
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; onUsage?: (usage: LlmUsage) => void } = {},
 ): Promise<PostCallResult> {
   const fields = settings.extraction;
   if (!settings.summary && fields.length === 0) {
@@ -79,7 +79,13 @@ export async function analysePostCall(
     ...(options.signal ? { signal: options.signal } : {}),
   });
 
-  let answer = await llm.complete(request(messages));
+  // Each answer's tokens, as the provider reported them (the call's usage and cost).
+  const ask = async (msgs: ChatMessage[]) => {
+    const result = await llm.complete(request(msgs));
+    if (result.usage) options.onUsage?.(result.usage);
+    return result;
+  };
+  let answer = await ask(messages);
   let parsed = parseJsonObject(answer.text);
   if (parsed === undefined) {
     const retryMessages: ChatMessage[] = [
@@ -87,7 +93,7 @@ export async function analysePostCall(
       { role: 'assistant', content: answer.text },
       { role: 'user', content: CORRECTION },
     ];
-    answer = await llm.complete(request(retryMessages));
+    answer = await ask(retryMessages);
     parsed = parseJsonObject(answer.text);
     if (parsed === undefined) {
       throw new PostCallError(

@@ -62,6 +62,8 @@ export interface CompletionResult {
   text: string;
   /** The model the provider reports having used (may differ from the requested one, e.g. a dated snapshot). */
   model: string;
+  /** The tokens the answer used, as the provider reported them (absent when it reported none). */
+  usage?: LlmUsage;
 }
 
 /** `auto`, `none`, `required` (some tool), or this one tool (a flow node's `tool`). */

@@ -27,7 +27,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
   const llm = (options: { apiKey?: string; maxRetries?: number; timeoutMs?: number } = {}) =>
     new OpenAiCompatibleLlm({ baseURL, maxRetries: 0, ...options });
 
-  it('returns the assistant text and the model the server reports', async () => {
+  it('returns the assistant text, the model the server reports and the tokens it used', async () => {
     server.reply(() => ({ content: 'Hello there.', model: 'gpt-4o-mini-2024-07-18' }));
 
     const result = await llm().complete({
@@ -38,7 +38,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
       ],
     });
 
-    expect(result).toEqual({ text: 'Hello there.', model: 'gpt-4o-mini-2024-07-18' });
+    expect(result).toEqual({ text: 'Hello there.', model: 'gpt-4o-mini-2024-07-18', usage: { inputTokens: 4, outputTokens: 3 } });
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0].method).toBe('POST');
     expect(server.requests[0].path).toBe('/v1/chat/completions');
@@ -54,7 +54,7 @@ describe('OpenAiCompatibleLlm against an OpenAI-protocol server', () => {
   it('falls back to the requested model when the server reports none', async () => {
     server.reply(() => ({ content: 'x', model: '' }));
 
-    await expect(llm().complete({ model: 'llama3.1:8b', messages: [{ role: 'user', content: 'x' }] })).resolves.toEqual({
+    await expect(llm().complete({ model: 'llama3.1:8b', messages: [{ role: 'user', content: 'x' }] })).resolves.toMatchObject({
       text: 'x',
       model: 'llama3.1:8b',
     });

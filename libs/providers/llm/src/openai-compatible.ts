@@ -66,7 +66,8 @@ export class OpenAiCompatibleLlm implements LlmProvider {
         code: 'invalid_response',
       });
     }
-    return { text, model: completion.model || request.model };
+    const usage = completion.usage ? { usage: { inputTokens: completion.usage.prompt_tokens ?? 0, outputTokens: completion.usage.completion_tokens ?? 0 } } : {};
+    return { text, model: completion.model || request.model, ...usage };
   }
 
   /**

@@ -8,7 +8,10 @@ import { openServiceDatabase } from '@parley/persistence';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { ANALYSIS_WAITS_FOR_MEDIA_MS, CallsDomain, toCallMessage } from './calls.domain';
 import { CallsRepository, NewCall } from './calls.repository';
+import { CallUsage } from './call-usage';
+import { CallUsageRepository } from './call-usage.repository';
 import { CallEntity, CallTurnEntity } from './entities';
+import { parsePrices } from './price-table';
 import { CALLS_MIGRATIONS } from './migrations';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
 import { POST_CALL_CONCURRENCY, POST_CALL_LEASE_MS, POST_CALL_MAX_ATTEMPTS, POST_CALL_RETRY_DELAYS_MS, PostCallAnalysis } from './post-call-analysis';
@@ -160,6 +163,24 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     expect(request.messages[0].content).toContain('one of "booked", "not_booked", "unclear"');
     // Nothing due any more.
     expect(await workerWith(llm).runDue()).toEqual([]);
+  });
+
+  it('records the tokens the model reported with the call’s usage and cost (a line per attempt)', async () => {
+    const prices = parsePrices({ llm: { 'post-call-default': { input: '1', output: '2' } } });
+    const usage = new CallUsage(new CallUsageRepository(dataSource), prices);
+    const llm = new FakeLlm([{ text: JSON_ANSWER, model: 'post-call-default-2025', usage: { inputTokens: 1000, outputTokens: 200 } }]);
+    const call = await endedCall('agt_full', [['user', 'A table for four on Friday, please.']]);
+
+    expect(await new PostCallAnalysis(calls, llm, agents, config, clock, usage).runDue()).toEqual([{ callId: call.id, outcome: 'analysed' }]);
+    expect(toCallMessage(await calls.get('acc_1', call.id))).toMatchObject({
+      usage: { llm_input_tokens: 1000, llm_output_tokens: 200 },
+      // 1000 × 1/M + 200 × 2/M, priced by the model asked for (not the dated one the provider reported).
+      cost: { llm: '0.0014', amount: '0.0014', currency: 'USD' },
+    });
+    expect(await dataSource.query(`SELECT stream_id, kind, provider, model, quantity::int FROM calls.call_usage WHERE call_id = $1 ORDER BY kind`, [call.id])).toEqual([
+      { stream_id: 'post-call:1', kind: 'llm_input_tokens', provider: llm.name, model: 'post-call-default', quantity: 1000 },
+      { stream_id: 'post-call:1', kind: 'llm_output_tokens', provider: llm.name, model: 'post-call-default', quantity: 200 },
+    ]);
   });
 
   it('waits for a media stream still attached at the end, so the turns it writes after the end are analysed', async () => {

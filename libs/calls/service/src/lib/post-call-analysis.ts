@@ -10,6 +10,8 @@ import { CONFIG } from '@parley/runtime';
 import { AGENTS_GRPC } from './call-control';
 import { CallsDomain } from './calls.domain';
 import { AnalysisClaim } from './calls.repository';
+import { CallUsage } from './call-usage';
+import { CallEntity, CallTurnEntity } from './entities';
 
 export const POST_CALL_LLM = Symbol('POST_CALL_LLM');
 /** Optional `() => Date` the worker reads the time from (tests); the wall clock by default. */
@@ -60,6 +62,8 @@ export class PostCallAnalysis {
     @Inject(AGENTS_GRPC) grpc: ClientGrpc,
     @Inject(CONFIG) private readonly config: ServiceConfig,
     @Optional() @Inject(POST_CALL_CLOCK) clock?: () => Date,
+    /** Records the model's tokens with the call's usage; absent (some tests): not recorded. */
+    @Optional() private readonly usage?: CallUsage,
   ) {
     this.agents = new RpcClient(grpc, AGENTS_V1, 'agents', config.RPC_TIMEOUT_MS);
     this.clock = clock ?? (() => new Date());
@@ -123,15 +127,38 @@ export class PostCallAnalysis {
         turns.length === 0
           ? // Nothing was said: nothing to ask the model. Every field is known to be unknown.
             { summary: null, extracted: Object.fromEntries(settings.extraction.map((f) => [f.name, null])), model: settings.model }
-          : await analysePostCall(
-              this.llm,
-              settings,
-              turns.map((t) => ({ role: t.role, text: t.text })),
-              { signal: anySignal([AbortSignal.timeout(POST_CALL_DEADLINE_MS), this.stopping.signal]) },
-            );
+          : await this.askModel(call, settings, turns);
       return (await this.calls.recordAnalysis(accountId, callId, result)) ? 'analysed' : 'already_done';
     } catch (error) {
       return this.failed(claim, error);
+    }
+  }
+
+  /**
+   * Asks the model, then records the tokens its answers used (also when the attempt failed) as the call's usage:
+   * a line per attempt (`post-call:<n>`), priced like the conversation's model.
+   */
+  private async askModel(call: CallEntity, settings: PostCallSettings, turns: CallTurnEntity[]): Promise<PostCallResult> {
+    const used = { inputTokens: 0, outputTokens: 0 };
+    try {
+      return await analysePostCall(
+        this.llm,
+        settings,
+        turns.map((t) => ({ role: t.role, text: t.text })),
+        {
+          signal: anySignal([AbortSignal.timeout(POST_CALL_DEADLINE_MS), this.stopping.signal]),
+          onUsage: (u) => ((used.inputTokens += u.inputTokens), (used.outputTokens += u.outputTokens)),
+        },
+      );
+    } finally {
+      if (this.usage && (used.inputTokens || used.outputTokens)) {
+        await this.usage
+          .record(call.accountId, call.id, `post-call:${call.analysisAttempts + 1}`, [
+            { kind: 'llm_input_tokens', provider: this.llm.name, model: settings.model, quantity: used.inputTokens },
+            { kind: 'llm_output_tokens', provider: this.llm.name, model: settings.model, quantity: used.outputTokens },
+          ])
+          .catch((error: unknown) => this.log.warn({ err: error, callId: call.id }, 'post-call usage not recorded'));
+      }
     }
   }
 

@@ -15,7 +15,7 @@ describe('UsageMeter', () => {
   };
   const llm = (usage?: { inputTokens: number; outputTokens: number }): LlmProvider => ({
     name: 'openai-compatible',
-    complete: async () => ({ text: '', model: 'm' }),
+    complete: async () => ({ text: 'book', model: 'm', ...(usage ? { usage } : {}) }),
     async *stream(): AsyncGenerator<LlmStreamEvent> {
       yield { type: 'text', delta: 'Hi.' };
       yield { type: 'done', finishReason: 'stop', model: 'm', ...(usage ? { usage } : {}) };
@@ -32,18 +32,20 @@ describe('UsageMeter', () => {
     expect(meter.items()).toEqual([{ kind: 'stt_ms', provider: 'deepgram', model: 'nova-2', quantity: 62 }]);
   });
 
-  it('counts the characters sent to a synthesizer and the tokens a model reports; an answer without usage adds none', async () => {
+  it('counts the characters sent to a synthesizer and the tokens a model reports, streamed or whole; an answer without usage adds none', async () => {
     const meter = new UsageMeter();
     const ac = new AbortController();
     for await (const chunk of meter.tts(tts).synthesize({ text: 'Hello there.', language: 'en-US', model: 'flash', signal: ac.signal })) void chunk;
     const model = meter.llm(llm({ inputTokens: 120, outputTokens: 8 }));
     for (let i = 0; i < 2; i++) for await (const e of model.stream({ model: 'gpt-4o-mini', messages: [] })) void e;
     for await (const e of meter.llm(llm()).stream({ model: 'gpt-4o-mini', messages: [] })) void e;
+    // A whole answer (a flow's intent routing) counts as well.
+    await model.complete({ model: 'gpt-4o-mini', messages: [] });
 
     expect(meter.items()).toEqual([
       { kind: 'tts_characters', provider: 'elevenlabs', model: 'flash', quantity: 12 },
-      { kind: 'llm_input_tokens', provider: 'openai-compatible', model: 'gpt-4o-mini', quantity: 240 },
-      { kind: 'llm_output_tokens', provider: 'openai-compatible', model: 'gpt-4o-mini', quantity: 16 },
+      { kind: 'llm_input_tokens', provider: 'openai-compatible', model: 'gpt-4o-mini', quantity: 360 },
+      { kind: 'llm_output_tokens', provider: 'openai-compatible', model: 'gpt-4o-mini', quantity: 24 },
     ]);
     // Items are copies: the running totals are not changed by a reader.
     meter.items()[0].quantity = 0;

@@ -1,5 +1,5 @@
 import type { callsV1 } from '@parley/contracts';
-import type { LlmProvider, LlmStreamEvent, StreamRequest } from '@parley/llm';
+import type { LlmProvider, LlmStreamEvent, LlmUsage, StreamRequest } from '@parley/llm';
 import type { SpeechChunk, SpeechToText, SttOptions, SttStream, SttStreamHandlers, SynthesisRequest, TextToSpeech } from '@parley/speech';
 
 /** What a usage line counts (UsageItem.kind, parley.calls.v1). */
@@ -64,19 +64,24 @@ export class UsageMeter {
     };
   }
 
-  /** The model, counting the tokens its streamed answers report (an answer cut off reports none). */
+  /** The model, counting the tokens its answers report (a streamed answer cut off reports none). */
   llm(provider: LlmProvider): LlmProvider {
-    const count = (request: StreamRequest, event: LlmStreamEvent) => {
-      if (event.type !== 'done' || !event.usage) return;
-      this.add('llm_input_tokens', provider.name, request.model, event.usage.inputTokens);
-      this.add('llm_output_tokens', provider.name, request.model, event.usage.outputTokens);
+    const count = (model: string, usage: LlmUsage | undefined) => {
+      if (!usage) return;
+      this.add('llm_input_tokens', provider.name, model, usage.inputTokens);
+      this.add('llm_output_tokens', provider.name, model, usage.outputTokens);
     };
     return {
       name: provider.name,
-      complete: (request) => provider.complete(request),
+      // A flow's intent routing asks for whole answers.
+      complete: async (request) => {
+        const result = await provider.complete(request);
+        count(request.model, result.usage);
+        return result;
+      },
       async *stream(request: StreamRequest): AsyncGenerator<LlmStreamEvent> {
         for await (const event of provider.stream(request)) {
-          count(request, event);
+          if (event.type === 'done') count(request.model, event.usage);
           yield event;
         }
       },
