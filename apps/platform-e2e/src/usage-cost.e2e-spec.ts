@@ -94,10 +94,12 @@ describe('usage, cost and response latency of a phone call (standalone)', () => 
 
     await media.stop();
     expect(await twilio.sendStatusCallback(call.carrier_call_id, 'completed')).toBe(204);
+    // Ended: the carrier's minute is priced, and the post-call analysis' answer (a whole completion) adds its tokens.
     const ended = await until(async () => {
       const c = await get();
-      return c.status === 'ended' && c.cost.breakdown.carrier > 0 ? c : undefined;
-    }, 'the ended call’s carrier cost', 20_000);
+      return c.status === 'ended' && c.cost.breakdown.carrier > 0 && c.usage.llm_input_tokens > live.usage.llm_input_tokens ? c : undefined;
+    }, 'the ended call’s carrier cost and post-call tokens', 30_000);
+    expect(llm.requests.filter((r) => !r.body.stream)).toHaveLength(1);
 
     // Usage: the audio sent to Deepgram, the model's tokens, the characters synthesized, one started minute.
     expect(ended.usage.carrier_minutes).toBe(1);
