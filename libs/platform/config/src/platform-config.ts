@@ -621,5 +621,5 @@ export class GatewayConfig extends ServiceConfig {
  */
 export class StandaloneConfig extends GatewayConfig {
   @IsEmpty({ message: 'OPS_PORT is for a distributed service; standalone serves /healthz, /readyz and /metrics on PORT (unset OPS_PORT)' })
-  override OPS_PORT?: number;
+  override OPS_PORT?: number = undefined;
 }
