@@ -137,6 +137,17 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
 
     const listed = await owner.get(`/v1/agents?project_id=${project.id}`);
     expect(listed.body.data.map((a: { name: string }) => a.name).sort()).toEqual(['a', 'b']);
+    // A restore counts as a create: refused at the ceiling, and refused (409) once the agent's project is gone.
+    expect((await owner.delete(`/v1/agents/${made[0].body.id}`)).status).toBe(200);
+    expect((await owner.post('/v1/agents', { name: 'c', languages: [{ code: 'en' }], project_id: project.id })).status).toBe(201);
+    const restore = await owner.post(`/v1/agents/${made[0].body.id}/restore`);
+    expect(restore.status).toBe(402);
+    expect(restore.body.limit).toBe('max_agents');
+    const gone = (await owner.post('/v1/projects', { name: 'Gone' })).body;
+    const orphan = (await owner.post('/v1/agents', { name: 'orphan', languages: [{ code: 'en' }], project_id: gone.id })).body;
+    await owner.delete(`/v1/agents/${orphan.id}`);
+    expect((await owner.delete(`/v1/projects/${gone.id}`)).status).toBe(200);
+    expect((await owner.post(`/v1/agents/${orphan.id}/restore`)).status).toBe(409);
     // Without a project an agent goes into the default project; another account's project is no project.
     expect((await owner.post('/v1/agents', { name: 'anywhere', languages: [{ code: 'en' }] })).body.project_id).not.toBe(project.id);
     const foreign = (await stranger.post('/v1/projects', { name: 'theirs' })).body;

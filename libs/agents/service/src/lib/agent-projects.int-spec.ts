@@ -79,6 +79,18 @@ describe('agents in projects: max_agents (real PostgreSQL)', () => {
     await agents.create(ACME, spec('a2'), { id: SALES, maxAgents: 1 });
   });
 
+  it('counts a restored agent against its project’s ceiling: refused at it, restored under it', async () => {
+    const first = await agents.create(ACME, spec('a1'), { id: SALES, maxAgents: 1 });
+    await agents.softDelete(ACME, first.id);
+    await agents.create(ACME, spec('a2'), { id: SALES, maxAgents: 1 });
+
+    expect(await agents.projectOf(ACME, first.id)).toBe(SALES);
+    expect(await refusal(agents.restore(ACME, first.id, 1))).toMatchObject({ code: 'plan_limit_reached', extra: { limit: 'max_agents', project_id: SALES } });
+    expect(await agents.find(ACME, first.id)).toBeNull();
+    expect((await agents.restore(ACME, first.id, 2))?.deletedAt).toBeNull();
+    expect(await agents.projectOf('acct_other', first.id)).toBeNull();
+  });
+
   it('holds the ceiling under parallel creates', async () => {
     const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => agents.create(ACME, spec(`p${i}`), { id: SALES, maxAgents: 2 })));
 

@@ -3,7 +3,7 @@ import { EntityManager } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { EffectiveConfig, FieldProblem, RegisteredFunction } from '@parley/contracts';
 import { LlmProvider } from '@parley/llm';
-import { Page } from '@parley/persistence';
+import { isWellFormedId, Page } from '@parley/persistence';
 import { analysePostCall, PostCallResult, TranscriptTurn } from '@parley/post-call';
 import { AppError, pagePosition } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
@@ -93,6 +93,12 @@ export class AgentsDomain {
     return { view, toolConfigs: runtimeToolConfigs(agent.spec, this.sealer), functions: this.functions.filter((f) => named.has(f.name)) };
   }
 
+  async agentProject(accountId: string, id: string): Promise<string> {
+    const projectId = isWellFormedId('agt', id) ? await this.agents.projectOf(accountId, id) : null;
+    if (!projectId) throw AppError.notFound('agent');
+    return projectId;
+  }
+
   async locateAgent(id: string): Promise<string> {
     const accountId = await this.agents.accountOf(id);
     if (!accountId) throw AppError.notFound('agent');
@@ -111,8 +117,9 @@ export class AgentsDomain {
     if (!(await this.agents.softDelete(accountId, id))) throw AppError.notFound('agent');
   }
 
-  async restoreAgent(accountId: string, id: string): Promise<AgentView> {
-    const agent = await this.agents.restore(accountId, id);
+  /** `maxAgents`: the ceiling of the agent's project (the gateway owns projects); 0: none. */
+  async restoreAgent(accountId: string, id: string, maxAgents = 0): Promise<AgentView> {
+    const agent = await this.agents.restore(accountId, id, maxAgents);
     if (!agent) throw AppError.notFound('agent');
     return this.view(agent);
   }

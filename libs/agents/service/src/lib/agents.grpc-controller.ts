@@ -91,7 +91,11 @@ export class AgentsGrpcController implements agentsV1.AgentsServiceController {
   }
 
   async restoreAgent(req: agentsV1.RestoreAgentRequest): Promise<agentsV1.RestoreAgentResponse> {
-    return { agent: toAgent(await this.domain.restoreAgent(req.account_id, req.id)) };
+    return { agent: toAgent(await this.domain.restoreAgent(req.account_id, req.id, Math.max(0, req.max_agents))) };
+  }
+
+  async getAgentProject(req: agentsV1.GetAgentProjectRequest): Promise<agentsV1.GetAgentProjectResponse> {
+    return { project_id: await this.domain.agentProject(req.account_id, req.id) };
   }
 
   async listAgents(req: agentsV1.ListAgentsRequest): Promise<agentsV1.ListAgentsResponse> {

@@ -3,7 +3,7 @@ import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { AgentChanged, SUBJECTS, Subject, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
-import { isWellFormedId, keysetPage, newId, Page, Position, projectCondition } from '@parley/persistence';
+import { defaultProjectId, isWellFormedId, keysetPage, newId, Page, Position, projectCondition } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { AgentEntity } from './agent.entity';
 import { readIsolated } from './isolated-batch';
@@ -180,13 +180,30 @@ export class AgentsRepository {
     return deleted !== null;
   }
 
-  /** Brings a deleted agent back; an agent that is not deleted is returned unchanged. */
-  async restore(accountId: string, id: string): Promise<AgentEntity | null> {
-    return this.mutate(accountId, id, true, async (agent) => {
+  /**
+   * Brings a deleted agent back; an agent that is not deleted is returned unchanged. With `maxAgents` (its project's
+   * ceiling; 0: none) it is refused as a create would be when the project already holds that many.
+   */
+  async restore(accountId: string, id: string, maxAgents = 0): Promise<AgentEntity | null> {
+    let refused: AppError | undefined;
+    const restored = await this.mutate(accountId, id, true, async (agent, m) => {
       if (!agent.deletedAt) return undefined;
+      if (maxAgents > 0) refused = await this.refusalAtCeiling(m, accountId, { id: agent.projectId ?? defaultProjectId(accountId), maxAgents });
+      if (refused) return undefined;
       agent.deletedAt = null;
       return SUBJECTS.agentCreated;
     });
+    if (refused) {
+      this.relay.nudge();
+      throw refused;
+    }
+    return restored;
+  }
+
+  /** The project of the account's agent, deleted or not (the default project for one stored before projects); null: none. */
+  async projectOf(accountId: string, id: string): Promise<string | null> {
+    const agent = await this.dataSource.getRepository(AgentEntity).findOne({ select: { projectId: true }, where: { id, accountId } });
+    return agent ? (agent.projectId ?? defaultProjectId(accountId)) : null;
   }
 
   /** Live agents, newest first; `projectId`: only that project's (agents stored before projects are the default's). */

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseInterceptors } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { agentsV1, readAgent } from '@parley/contracts';
+import { AppError } from '@parley/rpc';
 import { Principal } from '../auth/api-keys.repository';
 import { CurrentPrincipal } from '../auth/principal.decorator';
 import { Operation } from '../http/operation';
@@ -19,7 +20,7 @@ import { AgentsClient } from './agents.client';
 import { AgentRuleProblemsInterceptor } from './rule-problems.interceptor';
 import { ResourceId } from '../http/resource-id';
 import { callListFilter } from '../calls/calls.controller';
-import { ProjectsService } from '../projects/projects.service';
+import { noSuchProject, ProjectsService } from '../projects/projects.service';
 
 /** The public agent: the stored document (secrets redacted) plus id, object, the effective block and times. */
 export function presentAgent(a: agentsV1.Agent | undefined): AgentDto {
@@ -71,7 +72,7 @@ export class AgentsController {
   async create(@CurrentPrincipal() who: Principal, @Body() body: AgentInputDto): Promise<AgentDto> {
     const { project_id: projectId, ...spec } = body;
     // Created under the project's share lock: its max_agents holds still and it cannot be deleted meanwhile.
-    const res = await this.projects.within(who.accountId, projectId, 'project_id', (project) =>
+    const res = await this.projects.within(who.accountId, projectId, noSuchProject('project_id'), (project) =>
       this.agents.call('createAgent', (s, md) =>
         s.createAgent({ account_id: who.accountId, spec_json: JSON.stringify(spec), project_id: project.id, max_agents: project.max_agents ?? 0 }, md),
       ),
@@ -121,15 +122,22 @@ export class AgentsController {
   @HttpCode(200)
   @Operation({
     summary: 'Restore a deleted agent',
-    description: 'No body. Returns the agent; restoring an agent that is not deleted returns it unchanged.',
+    description:
+      'No body. Returns the agent; restoring an agent that is not deleted returns it unchanged. The agent counts against its project’s ' +
+      '`max_agents` again (402 `plan_limit_reached` at the ceiling); an agent whose project was deleted is not restored (409 `conflict`).',
     permission: 'agents:create',
     idempotent: true,
-    problems: ['not_found'],
+    problems: ['not_found', 'conflict', 'plan_limit_reached'],
   })
   @ApiOkResponse({ type: AgentDto })
   @NoBody()
   async restore(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
-    const res = await this.agents.call('restoreAgent', (s, md) => s.restoreAgent({ account_id: who.accountId, id }, md));
+    // Counted against its project's max_agents, read under the project's share lock as for a create.
+    const { project_id: projectId } = await this.agents.call('getAgentProject', (s, md) => s.getAgentProject({ account_id: who.accountId, id }, md));
+    const gone = () => new AppError('conflict', `The agent's project (${projectId}) was deleted; it cannot be restored.`);
+    const res = await this.projects.within(who.accountId, projectId, gone, (project) =>
+      this.agents.call('restoreAgent', (s, md) => s.restoreAgent({ account_id: who.accountId, id, max_agents: project.max_agents ?? 0 }, md)),
+    );
     return presentAgent(res.agent);
   }
 

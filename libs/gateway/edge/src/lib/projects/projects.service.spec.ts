@@ -7,7 +7,7 @@ import { AgentsClient } from '../agents/agents.client';
 import { CallsClient } from '../calls/calls.client';
 import { WebhooksClient } from '../webhooks/webhooks.client';
 import { ProjectRecord, ProjectsRepository } from './projects.repository';
-import { ProjectsService } from './projects.service';
+import { noSuchProject, ProjectsService } from './projects.service';
 
 const ACCOUNT = 'acme';
 const SALES = `prj_${'1'.repeat(22)}`;
@@ -120,8 +120,8 @@ describe('projects in the gateway', () => {
   it('creates a resource in the default project when none is named (creating it first), and refuses a project that is not the account’s with 422', async () => {
     const { projects } = service([record({ account_id: 'umbrella' })]);
 
-    expect(await projects.within(ACCOUNT, undefined, 'project_id', async (p) => p.id)).toBe(defaultProjectId(ACCOUNT));
-    const refused = await projects.within(ACCOUNT, SALES, 'project_id', async () => 'created').catch((e: AppError) => e);
+    expect(await projects.within(ACCOUNT, undefined, noSuchProject('project_id'), async (p) => p.id)).toBe(defaultProjectId(ACCOUNT));
+    const refused = await projects.within(ACCOUNT, SALES, noSuchProject('project_id'), async () => 'created').catch((e: AppError) => e);
     expect(refused).toMatchObject({ code: 'validation_error', errors: [{ field: 'project_id', message: 'names no project of this account' }] });
   });
 });

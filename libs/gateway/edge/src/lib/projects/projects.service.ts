@@ -78,14 +78,14 @@ export class ProjectsService {
 
   /**
    * Runs `work` (a resource's creation in the owning service) with the project it goes into, held under a share lock:
-   * `id` absent means the account's default project. 422 naming `field` when the account has no such project.
+   * `id` absent means the account's default project. `missing()` is thrown when the account has no such project.
    */
-  async within<T>(accountId: string, id: string | undefined, field: string, work: (project: ProjectRecord) => Promise<T>): Promise<T> {
+  async within<T>(accountId: string, id: string | undefined, missing: () => AppError, work: (project: ProjectRecord) => Promise<T>): Promise<T> {
     const projectId = id ?? defaultProjectId(accountId);
     if (projectId === defaultProjectId(accountId)) await this.ensureDefault(accountId);
     return this.projects.transaction(async (m) => {
       const project = await this.projects.lock(m, accountId, projectId, 'share');
-      if (!project) throw AppError.validation([{ field, message: 'names no project of this account' }]);
+      if (!project) throw missing();
       return work(project);
     });
   }
@@ -100,6 +100,11 @@ export class ProjectsService {
       s.putProjectCeilings({ account_id: project.account_id, project_id: project.id, max_live_calls: project.max_live_calls ?? 0, spend: spendOf(project) ?? undefined }, md),
     );
   }
+}
+
+/** A project named in a body that the account does not have: 422 on `field`. */
+export function noSuchProject(field: string): () => AppError {
+  return () => AppError.validation([{ field, message: 'names no project of this account' }]);
 }
 
 export function fieldsOf(p: ProjectRecord): ProjectFields {

@@ -28,7 +28,7 @@ import { WebhooksClient } from './webhooks.client';
 import { ResourceId } from '../http/resource-id';
 import { callListFilter } from '../calls/calls.controller';
 import { ProjectRecord } from '../projects/projects.repository';
-import { ProjectsService } from '../projects/projects.service';
+import { noSuchProject, ProjectsService } from '../projects/projects.service';
 
 /** The public endpoint: never the secret, nor the account or the failure counter. */
 export function presentEndpoint(e: webhooksV1.Endpoint | undefined): WebhookEndpointDto {
@@ -143,7 +143,7 @@ export class WebhookEndpointsController {
   @ApiCreatedResponse({ type: CreatedWebhookEndpointDto })
   async create(@CurrentPrincipal() who: Principal, @Body() body: WebhookEndpointInputDto): Promise<CreatedWebhookEndpointDto> {
     // Created under the project's share lock, as agents are: its ceiling holds still, it cannot be deleted meanwhile.
-    const res = await this.projects.within(who.accountId, body.project_id, 'project_id', (project) =>
+    const res = await this.projects.within(who.accountId, body.project_id, noSuchProject('project_id'), (project) =>
       this.webhooks.call('createEndpoint', (s, md) =>
         s.createEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)), ...inProject(project) }, md),
       ),
@@ -171,7 +171,7 @@ export class WebhookEndpointsController {
     @Body() body: WebhookEndpointInputDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<WebhookEndpointDto | CreatedWebhookEndpointDto> {
-    const res = await this.projects.within(who.accountId, body.project_id, 'project_id', (project) =>
+    const res = await this.projects.within(who.accountId, body.project_id, noSuchProject('project_id'), (project) =>
       this.webhooks.call('declareEndpoint', (s, md) =>
         s.declareEndpoint({ account_id: who.accountId, endpoint: toEndpointInput(withDefaults(body)), ...inProject(project) }, md),
       ),

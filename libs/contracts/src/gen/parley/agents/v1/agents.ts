@@ -110,6 +110,21 @@ export interface DeleteAgentResponse {
 export interface RestoreAgentRequest {
   account_id: string;
   id: string;
+  /**
+   * The ceiling on live agents of the agent's project (GetAgentProject), sent by the gateway; a restore past it is
+   * refused (plan_limit_reached, limit max_agents), as a create is. 0: no ceiling.
+   */
+  max_agents: number;
+}
+
+/** The project of an agent of the account, deleted or not (a restore counts against it); not_found otherwise. */
+export interface GetAgentProjectRequest {
+  account_id: string;
+  id: string;
+}
+
+export interface GetAgentProjectResponse {
+  project_id: string;
 }
 
 export interface RestoreAgentResponse {
@@ -308,6 +323,8 @@ export interface AgentsServiceClient {
 
   restoreAgent(request: RestoreAgentRequest, metadata?: Metadata): Observable<RestoreAgentResponse>;
 
+  getAgentProject(request: GetAgentProjectRequest, metadata?: Metadata): Observable<GetAgentProjectResponse>;
+
   listAgents(request: ListAgentsRequest, metadata?: Metadata): Observable<ListAgentsResponse>;
 
   testPostCall(request: TestPostCallRequest, metadata?: Metadata): Observable<TestPostCallResponse>;
@@ -371,6 +388,11 @@ export interface AgentsServiceController {
     request: RestoreAgentRequest,
     metadata?: Metadata,
   ): Promise<RestoreAgentResponse> | Observable<RestoreAgentResponse> | RestoreAgentResponse;
+
+  getAgentProject(
+    request: GetAgentProjectRequest,
+    metadata?: Metadata,
+  ): Promise<GetAgentProjectResponse> | Observable<GetAgentProjectResponse> | GetAgentProjectResponse;
 
   listAgents(
     request: ListAgentsRequest,
@@ -443,6 +465,7 @@ export function AgentsServiceControllerMethods() {
       "updateAgent",
       "deleteAgent",
       "restoreAgent",
+      "getAgentProject",
       "listAgents",
       "testPostCall",
       "createAgentGroup",
