@@ -107,9 +107,10 @@ export class CallOutcomes {
       const workflow = run && (await this.repository.getWorkflow(run.accountId, run.workflowId, m));
       if (!run || !workflow) return;
       const spec = workflow.spec;
-      // A line may come free here: released and handed on under the account's line lock, as lines are taken, so a
-      // recipient that found no line a moment ago is already waiting when the wake looks for it.
-      if (r.state !== 'analysing') await this.repository.lockAccountLines(m, r.accountId);
+      // A line may come free here: it is handed on under the account's line lock, as lines are taken, so a recipient
+      // that found no line a moment ago is already waiting when the wake looks for it. wakeWaiting takes that lock,
+      // after this recipient's own updates: those are seen by others only at the commit, which the lock outlasts, so it
+      // need not cover them (held from here, it serialised every ended call of the account behind the dispatches).
       await this.repository.addCall(m, r.id, callId);
       const after = await change(m, { ...r, callIds: r.callIds.includes(callId) ? r.callIds : [...r.callIds, callId] }, run, spec, now, pending);
       if (after.state === 'succeeded' || after.state === 'failed' || after.state === 'cancelled') {
