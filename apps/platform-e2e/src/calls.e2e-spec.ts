@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 import WebSocket from 'ws';
 import { parseWav, pcm16ToMulaw } from '@parley/audio';
 import { FakeTwilioServer, signedTwilioWebhook } from '@parley/carrier-twilio';
-import { ApiClient, EventStreamClient, RunningPlatform } from '@parley/testing';
+import { ApiClient, EventStreamClient, RunningPlatform, waitFor } from '@parley/testing';
 
 const KEY = 'vsk_calls_owner_key_00000001';
 const OTHER = 'vsk_calls_other_key_00000001';
@@ -69,15 +69,6 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
   const events = (callId: string) =>
     received.map((r) => ({ ...r, event: JSON.parse(r.body) })).filter((r) => r.event.call_id === callId);
 
-  async function waitFor<T>(check: () => T | undefined, ms = 20_000): Promise<T> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = check();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   const dialsTo = (to: string) => twilio.calls.filter((c) => c.action === 'create' && c.form['To'] === to);
 

@@ -7,7 +7,7 @@ import Stripe from 'stripe';
 import { FakeTwilioServer } from '@parley/carrier-twilio';
 import { CALLS_V1, PROTO_ROOT } from '@parley/contracts';
 import { FakeOpenAiServer } from '@parley/llm';
-import { ApiClient, freePort, RunningPlatform } from '@parley/testing';
+import { ApiClient, freePort, RunningPlatform, waitFor } from '@parley/testing';
 
 const KEY = 'vsk_postcall_owner_key_0001';
 const stripe = new Stripe('sk_test_unused');
@@ -88,15 +88,6 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
   const events = (callId: string) =>
     received.map((r) => ({ ...r, event: JSON.parse(r.body) })).filter((r) => r.event.call_id === callId);
 
-  async function waitFor<T>(check: () => T | undefined, ms = 30_000): Promise<T> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = check();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   it('analyses an ended call with the fake model: webhook after call.ended, then GET /v1/calls/{id} shows it', async () => {
     llm.reply(() => JSON.stringify({ summary: SUMMARY, extracted: { party_size: '4', outcome: 'Booked' } }));
@@ -124,8 +115,8 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
     expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'in_progress', turns: 3, summary: null, extracted: null });
 
     expect((await api.post(`/v1/calls/${call.id}/end`)).body).toMatchObject({ status: 'ended', end_reason: 'hangup' });
-    const ended = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.ended'));
-    const analysed = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.analysed'));
+    const ended = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.ended'), 30_000);
+    const analysed = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.analysed'), 30_000);
 
     const extracted = { party_size: 4, outcome: 'booked' };
     expect(ended.event.data).toEqual({ duration_seconds: expect.any(Number), turns: 3, end_reason: 'hangup' });

@@ -4,7 +4,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeTwilioServer } from '@parley/carrier-twilio';
-import { ApiClient, RunningPlatform } from '@parley/testing';
+import { ApiClient, RunningPlatform, waitFor } from '@parley/testing';
 
 const OWNER = 'vsk_projects_owner_key_000001';
 const STRANGER = 'vsk_projects_stranger_key_0001';
@@ -58,15 +58,6 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
 
   const hookUrl = (path: string) => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}${path}`;
 
-  async function waitFor<T>(check: () => T | undefined, ms = 20_000): Promise<T> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = check();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error('timed out');
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   it('lists the default project, creates, reads, pages, updates and deletes projects with the contract’s conventions', async () => {
     const first = await owner.get('/v1/projects');

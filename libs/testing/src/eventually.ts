@@ -11,3 +11,14 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** Checks `check` every 100 ms until it yields a value (what a test server has received, say); rejects after `timeoutMs`. */
+export async function waitFor<T>(check: () => T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
