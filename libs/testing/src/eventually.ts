@@ -12,13 +12,7 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
   }
 }
 
-/** Checks `check` every 100 ms until it yields a value (what a test server has received, say); rejects after `timeoutMs`. */
-export async function waitFor<T>(check: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** `eventually` for a synchronous check (what a test server has received, say). */
+export function waitFor<T>(check: () => T | undefined, timeoutMs = 20_000, what = 'the expected value'): Promise<T> {
+  return eventually(async () => check(), timeoutMs, what);
 }
