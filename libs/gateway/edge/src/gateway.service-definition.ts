@@ -1,6 +1,6 @@
 import { GatewayConfig } from '@parley/config';
 import { ServiceDefinition } from '@parley/runtime';
-import { CreateAccountsAndKeys1763700000101 } from './lib/auth/migrations';
+import { AddApiKeyProject1765800000107, CreateAccountsAndKeys1763700000101 } from './lib/auth/migrations';
 import { CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103 } from './lib/edge/migrations';
 import { GatewayModule } from './lib/gateway.module';
 import { AddProjectSpend1765500000105, AddProjectWebhookCeiling1765500000106, CreateProjects1765500000104 } from './lib/projects/migrations';
@@ -13,7 +13,7 @@ export const gatewayService: ServiceDefinition<GatewayConfig> = {
   database: {
     schema: 'gateway',
     entities: [],
-    migrations: [CreateAccountsAndKeys1763700000101, CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103, CreateProjects1765500000104, AddProjectSpend1765500000105, AddProjectWebhookCeiling1765500000106],
+    migrations: [CreateAccountsAndKeys1763700000101, CreateIdempotencyAndRateLimits1763700000102, IdempotencyRetryableKeys1764100000103, CreateProjects1765500000104, AddProjectSpend1765500000105, AddProjectWebhookCeiling1765500000106, AddApiKeyProject1765800000107],
   },
   http: {
     port: (c) => c.PORT,

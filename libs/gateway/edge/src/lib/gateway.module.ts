@@ -25,6 +25,7 @@ import { AgentGroupsController } from './agents/agent-groups.controller';
 import { FunctionsController } from './agents/functions.controller';
 import { ApiKeysRepository } from './auth/api-keys.repository';
 import { AuthGuard } from './auth/auth.guard';
+import { ProjectScopeGuard } from './auth/project-scope.guard';
 import { CursorCodec } from './http/pagination';
 import { ProblemFilter } from './http/problem';
 import { BodyValidationPipe } from './http/validation';
@@ -132,8 +133,10 @@ import { WorkflowsClient, WORKFLOWS_GRPC } from './workflows/workflows.client';
       inject: [CONFIG, RATE_LIMIT_STORE],
       useFactory: (c: GatewayConfig, store: RateLimitStore) => new RateLimiter(c.RATE_LIMIT_REQUESTS, c.RATE_LIMIT_WINDOW_SECONDS, store),
     },
-    // Guards run in this order: authentication + permission, input hygiene, query, no body where none is taken.
+    // Guards run in this order: authentication + permission, a scoped key's project, input hygiene, query, no body
+    // where none is taken.
     { provide: APP_GUARD, useClass: AuthGuard },
+    { provide: APP_GUARD, useClass: ProjectScopeGuard },
     { provide: APP_GUARD, useClass: InputHygieneGuard },
     { provide: APP_GUARD, useClass: QueryGuard },
     { provide: APP_GUARD, useClass: NoBodyGuard },

@@ -40,7 +40,7 @@ export class AgentsController {
   ) {}
 
   @Get()
-  @Operation({ summary: 'List agents, newest first', permission: 'agents:read', list: true, query: ['project_id'] })
+  @Operation({ summary: 'List agents, newest first', project: 'list', permission: 'agents:read', list: true, query: ['project_id'] })
   @ApiQuery({
     name: 'project_id',
     required: false,
@@ -63,7 +63,7 @@ export class AgentsController {
   @Post()
   @Operation({
     summary: 'Create an agent',
-    permission: 'agents:create',
+    project: 'body_project', permission: 'agents:create',
     idempotent: true,
     problems: ['validation_error', 'plan_limit_reached', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
@@ -81,7 +81,7 @@ export class AgentsController {
   }
 
   @Get(':id')
-  @Operation({ summary: 'Retrieve an agent, with its effective configuration', permission: 'agents:read', problems: ['not_found'] })
+  @Operation({ summary: 'Retrieve an agent, with its effective configuration', project: { param: 'id', object: 'agent' }, permission: 'agents:read', problems: ['not_found'] })
   @ApiOkResponse({ type: AgentDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<AgentDto> {
     return presentAgent(await this.agents.getAgent(who.accountId, id));
@@ -91,7 +91,7 @@ export class AgentsController {
   @Operation({
     summary: 'Update an agent: scalars merge, lists and blocks are replaced whole',
     description: 'Send `flow: {}` to remove the flow. Credentials omitted from a tool keep their stored values.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'agent' }, permission: 'agents:write',
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiOkResponse({ type: AgentDto })
@@ -108,7 +108,7 @@ export class AgentsController {
   @Operation({
     summary: 'Delete an agent',
     description: 'Soft delete: the agent leaves lists and reads (404), calls keep referencing it, and restore brings it back.',
-    permission: 'agents:create',
+    project: { param: 'id', object: 'agent' }, permission: 'agents:create',
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: DeletedAgentDto })
@@ -125,7 +125,7 @@ export class AgentsController {
     description:
       'No body. Returns the agent; restoring an agent that is not deleted returns it unchanged. The agent counts against its project’s ' +
       '`max_agents` again (402 `plan_limit_reached` at the ceiling); an agent whose project was deleted is not restored (409 `conflict`).',
-    permission: 'agents:create',
+    project: { param: 'id', object: 'agent' }, permission: 'agents:create',
     idempotent: true,
     problems: ['not_found', 'conflict', 'plan_limit_reached'],
   })
@@ -146,7 +146,7 @@ export class AgentsController {
   @Operation({
     summary: "Run the agent's post-call analysis on a transcript",
     description: 'Nothing is stored. Uses the agent’s post_call settings and the deployment’s language model.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'agent' }, permission: 'agents:write',
     problems: ['not_found', 'validation_error'],
   })
   @ApiOkResponse({ type: PostCallTestResultDto })

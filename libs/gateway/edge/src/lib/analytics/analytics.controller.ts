@@ -105,7 +105,7 @@ export class AnalyticsController {
       'cost (total and per call, by the operator’s price table), per-turn response latency p50/p95 and the barge-in rate.',
       'A bad query value is 400 `invalid_request`; an unknown query parameter is refused.',
     ].join(' '),
-    permission: 'analytics:read',
+    project: 'list', permission: 'analytics:read',
     problems: ['invalid_request', 'validation_error'],
     query: FILTERS,
   })
@@ -157,7 +157,7 @@ export class AnalyticsController {
       'Day, week (from Monday) and month buckets are local calendar units, so a day is 23 or 25 hours on a daylight-saving change;',
       'the hour a change skips has no bucket and the hour it repeats has two. At most 1000 buckets: more is 422 `validation_error` on `bucket`.',
     ].join(' '),
-    permission: 'analytics:read',
+    project: 'list', permission: 'analytics:read',
     problems: ['invalid_request', 'validation_error'],
     query: [...FILTERS, 'bucket', 'timezone'],
   })

@@ -10,6 +10,13 @@ import { ROLE_RANK } from './permissions';
 import { CurrentPrincipal } from './principal.decorator';
 import { ResourceId } from '../http/resource-id';
 import { NoBody } from '../http/no-body';
+import { noSuchProject, ProjectsService } from '../projects/projects.service';
+
+/**
+ * Why a key cannot be scoped to the default project: its webhook endpoints receive every project's events, so such a
+ * key would read the other projects' calls through an endpoint it creates.
+ */
+const DEFAULT_NOT_SCOPABLE = 'is the default project, whose webhook endpoints receive every project’s events: a key cannot be scoped to it';
 
 export class CreateApiKeyDto {
   @ApiPropertyOptional({ description: 'A label for the key.', maxLength: 200 })
@@ -27,6 +34,16 @@ export class CreateApiKeyDto {
   @IsOptional()
   @IsDateString({ strict: true })
   expires_at?: string;
+
+  @ApiPropertyOptional({
+    pattern: '^prj_[0-9A-Za-z]{22}$',
+    description:
+      'Scopes the key to this project of the account (not the default project): it reaches only that project’s agents, calls, webhook ' +
+      'endpoints and analytics, and account-wide routes refuse it (403). Omit for an account-wide key.',
+  })
+  @IsOptional()
+  @IsString()
+  project_id?: string;
 }
 
 export class ApiKeyDto {
@@ -35,6 +52,7 @@ export class ApiKeyDto {
   @ApiProperty() name: string;
   @ApiProperty({ enum: ROLES }) role: Role;
   @ApiProperty({ description: 'Last four characters of the secret.' }) hint: string;
+  @ApiProperty({ type: 'string', nullable: true, description: 'The project the key is scoped to; null: account-wide.' }) project_id: string | null;
   @ApiProperty({ format: 'date-time' }) created_at: string;
   @ApiProperty({ format: 'date-time', type: 'string', nullable: true }) expires_at: string | null;
   @ApiProperty({ format: 'date-time', type: 'string', nullable: true }) last_used_at: string | null;
@@ -66,6 +84,7 @@ function present(k: ApiKeyRecord): ApiKeyDto {
     name: k.name,
     role: k.role,
     hint: k.hint,
+    project_id: k.project_id,
     created_at: new Date(k.created_at).toISOString(),
     expires_at: iso(k.expires_at),
     last_used_at: iso(k.last_used_at),
@@ -79,6 +98,7 @@ export class ApiKeysController {
   constructor(
     private readonly keys: ApiKeysRepository,
     private readonly cursors: CursorCodec,
+    private readonly projects: ProjectsService,
   ) {}
 
   @Get()
@@ -102,6 +122,7 @@ export class ApiKeysController {
   @Post()
   @Operation({
     summary: 'Issue an API key; its secret is in this response only',
+    description: 'With `project_id`, the key is scoped to that project (docs/projects.md); a project the account does not have, or its default project, is 422 on `project_id`.',
     permission: 'keys:write',
     idempotent: true,
     problems: ['validation_error'],
@@ -116,7 +137,14 @@ export class ApiKeysController {
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
       throw AppError.validation([{ field: 'expires_at', message: 'must be in the future' }]);
     }
-    const created = await this.keys.create(who.accountId, { name: body.name ?? '', role, expiresAt });
+    const input = { name: body.name ?? '', role, expiresAt };
+    const created = body.project_id
+      ? // Under the project's share lock: it cannot be deleted while the key is issued (a project with scoped keys is not deleted).
+        await this.projects.within(who.accountId, body.project_id, noSuchProject('project_id'), (project) => {
+          if (project.is_default) throw AppError.validation([{ field: 'project_id', message: DEFAULT_NOT_SCOPABLE }]);
+          return this.keys.create(who.accountId, { ...input, projectId: project.id });
+        })
+      : await this.keys.create(who.accountId, { ...input, projectId: null });
     return { ...present(created), secret: created.secret };
   }
 

@@ -8,6 +8,8 @@ export interface Principal {
   accountId: string;
   role: Role;
   keyId: string;
+  /** The project a scoped key is confined to (ProjectScopeGuard); absent: account-wide. */
+  projectId?: string;
   /** Set when an operator console's token (not an API key) authenticated the request: who holds the console. */
   operator?: string;
   /** The console session's end (console tokens only). */
@@ -24,10 +26,14 @@ export interface ApiKeyRecord {
   name: string;
   role: Role;
   hint: string;
+  /** null: account-wide. */
+  project_id: string | null;
   created_at: Date;
   expires_at: Date | null;
   last_used_at: Date | null;
 }
+
+const COLUMNS = 'id, name, role, hint, project_id, created_at, expires_at, last_used_at';
 
 /** last_used_at is written at most this often per key, so authentication stays one read on the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -45,13 +51,13 @@ export class ApiKeysRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** Issues a key; the secret is returned here and never again (only its digest is stored). */
-  async create(accountId: string, input: { name: string; role: Role; expiresAt: Date | null }): Promise<ApiKeyRecord & { secret: string }> {
+  async create(accountId: string, input: { name: string; role: Role; expiresAt: Date | null; projectId: string | null }): Promise<ApiKeyRecord & { secret: string }> {
     const secret = `vsk_${randomBytes(24).toString('base64url')}`;
     const [row]: ApiKeyRecord[] = await this.dataSource.query(
-      `INSERT INTO api_keys (id, account_id, role, secret_hash, hint, name, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING id, name, role, hint, created_at, expires_at, last_used_at`,
-      [newId('key'), accountId, input.role, hashKey(secret), secret.slice(-4), input.name, input.expiresAt],
+      `INSERT INTO api_keys (id, account_id, role, secret_hash, hint, name, expires_at, project_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       RETURNING ${COLUMNS}`,
+      [newId('key'), accountId, input.role, hashKey(secret), secret.slice(-4), input.name, input.expiresAt, input.projectId],
     );
     return { ...row, secret };
   }
@@ -59,7 +65,7 @@ export class ApiKeysRepository {
   /** Live (not revoked) keys of the account, newest first, keyset-paginated like every list. */
   async list(accountId: string, limit: number, after?: { createdAt: Date; id: string }): Promise<{ items: ApiKeyRecord[]; hasMore: boolean }> {
     const rows: ApiKeyRecord[] = await this.dataSource.query(
-      `SELECT id, name, role, hint, created_at, expires_at, last_used_at FROM api_keys
+      `SELECT ${COLUMNS} FROM api_keys
         WHERE account_id = $1 AND revoked_at IS NULL
           AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3))
         ORDER BY created_at DESC, id DESC LIMIT $4`,
@@ -90,14 +96,14 @@ export class ApiKeysRepository {
       return cached.principal;
     }
     this.cache.delete(digest);
-    const rows: { id: string; account_id: string; role: Role; expires_at: Date | null }[] = await this.dataSource.query(
-      `SELECT id, account_id, role, expires_at FROM api_keys
+    const rows: { id: string; account_id: string; role: Role; project_id: string | null; expires_at: Date | null }[] = await this.dataSource.query(
+      `SELECT id, account_id, role, project_id, expires_at FROM api_keys
         WHERE secret_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
       [digest],
     );
     const row = rows[0];
     if (!row) return undefined;
-    const principal: Principal = { accountId: row.account_id, role: row.role, keyId: row.id };
+    const principal: Principal = { accountId: row.account_id, role: row.role, keyId: row.id, ...(row.project_id ? { projectId: row.project_id } : {}) };
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(digest, {
       principal,

@@ -30,3 +30,21 @@ export class CreateAccountsAndKeys1763700000101 implements MigrationInterface {
     await q.query(`DROP TABLE IF EXISTS accounts`);
   }
 }
+
+/**
+ * A key scoped to a project (docs/projects.md): null is account-wide. No foreign key: a project with live keys scoped
+ * to it is not deleted (409), and a revoked key keeps naming its deleted project as history.
+ */
+export class AddApiKeyProject1765800000107 implements MigrationInterface {
+  name = 'AddApiKeyProject1765800000107';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS project_id text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS api_keys_project ON api_keys (account_id, project_id) WHERE project_id IS NOT NULL AND revoked_at IS NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS api_keys_project`);
+    await q.query(`ALTER TABLE api_keys DROP COLUMN IF EXISTS project_id`);
+  }
+}

@@ -53,7 +53,7 @@ export class CallsController {
   ) {}
 
   @Get()
-  @Operation({ summary: 'List calls, newest first', permission: 'calls:read', list: true, query: FILTERS })
+  @Operation({ summary: 'List calls, newest first', project: 'list', permission: 'calls:read', list: true, query: FILTERS })
   @ApiQuery({ name: 'agent_id', required: false, schema: { type: 'string' } })
   @ApiQuery({ name: 'status', required: false, schema: { type: 'string', enum: CALL_STATUSES } })
   @ApiQuery({ name: 'direction', required: false, schema: { type: 'string', enum: ['outbound', 'inbound', 'web'] } })
@@ -102,7 +102,7 @@ export class CallsController {
       'The call starts `queued`. Send an Idempotency-Key: a retried request never dials twice, even after a 503 that did not say ' +
       'nothing was dialled. When the platform is at capacity the call is refused before dialling: 503 `service_unavailable` ' +
       'with `Retry-After`.',
-    permission: 'calls:write',
+    project: 'body_agent', permission: 'calls:write',
     idempotent: 'forwarded',
     problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
@@ -131,7 +131,7 @@ export class CallsController {
   }
 
   @Get(':id')
-  @Operation({ summary: 'Retrieve a call', permission: 'calls:read', problems: ['not_found'] })
+  @Operation({ summary: 'Retrieve a call', project: { param: 'id', object: 'call' }, permission: 'calls:read', problems: ['not_found'] })
   @ApiOkResponse({ type: CallDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<CallDto> {
     return presentCall((await this.calls.call('getCall', (s, md) => s.getCall({ account_id: who.accountId, id }, md))).call);
@@ -142,7 +142,7 @@ export class CallsController {
   @Operation({
     summary: 'End a call',
     description: 'No body. Before it is answered the call ends `canceled`, after `hangup`. Ending an ended call is 409 `conflict`.',
-    permission: 'calls:write',
+    project: { param: 'id', object: 'call' }, permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict'],
   })
@@ -159,7 +159,7 @@ export class CallsController {
     description:
       'No body. Ends a call that was not answered with end_reason `no_answer` (a ringing rendezvous; a ringing phone call nobody claimed: the carrier leg ' +
       'is hung up and the caller’s stream closed); 409 `conflict` once answered (claimed) or ended.',
-    permission: 'calls:write',
+    project: { param: 'id', object: 'call' }, permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict'],
   })
@@ -173,7 +173,7 @@ export class CallsController {
   @Operation({
     summary: 'Retrieve the transcript',
     description: 'Turns in order, with offsets from the start of the call. Grows while the call is live; `final` once it is over.',
-    permission: 'calls:read',
+    project: { param: 'id', object: 'call' }, permission: 'calls:read',
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: TranscriptDto })
@@ -202,7 +202,7 @@ export class CallsController {
   @Operation({
     summary: 'Download the recording',
     description: 'The audio file (WAV, 16-bit PCM, caller and agent mixed). 404 `not_found` while there is none.',
-    permission: 'calls:read',
+    project: { param: 'id', object: 'call' }, permission: 'calls:read',
     problems: ['not_found'],
   })
   @ApiProduces('audio/wav')
@@ -216,7 +216,7 @@ export class CallsController {
   @Operation({
     summary: 'Get a playable recording link',
     description: 'A signed link that plays without an API key until it expires (RECORDING_URL_TTL_SECONDS, default one hour).',
-    permission: 'calls:read',
+    project: { param: 'id', object: 'call' }, permission: 'calls:read',
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: RecordingUrlDto })
@@ -239,7 +239,7 @@ export class CallsController {
       'The stream ends after the call reaches `ended` or `failed` (at once for a call that is already over).',
       'A comment line is sent every 15 s to keep proxies from closing an idle stream.',
     ].join(' '),
-    permission: 'calls:read',
+    project: { param: 'id', object: 'call' }, permission: 'calls:read',
     problems: ['not_found'],
   })
   @ApiProduces('text/event-stream')
@@ -266,7 +266,7 @@ export class CallsController {
       '`delivered` says whether the running conversation received it; false means the conversation has not taken it yet: an event for a call',
       'whose media has not started is kept and handed to the conversation when it starts. 409 `conflict` once the call is over.',
     ].join(' '),
-    permission: 'calls:write',
+    project: { param: 'id', object: 'call' }, permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'conflict', 'validation_error', 'idempotency_conflict'],
   })

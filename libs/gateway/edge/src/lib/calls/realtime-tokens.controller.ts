@@ -40,7 +40,7 @@ export class RealtimeTokensController {
       '`Authorization: Bearer rtk_…` on `GET /v1/calls/ringing` and `POST /v1/calls/{id}/claim`, as often as it likes until `expires_at` ' +
       '(`ttl_seconds`, default 900, at most 3600), and refreshes it before then with `POST /v1/realtime/tokens/refresh`, up to `session_expires_at` ' +
       '(12 hours after this mint). It opens no call on the realtime socket and is refused by every other route.',
-    permission: 'calls:write',
+    project: 'body_agent', permission: 'calls:write',
     idempotent: 'forwarded',
     problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
@@ -106,7 +106,7 @@ export class RealtimeTokensController {
     description:
       'A token to join the call from a browser, as for `POST /v1/realtime/tokens`. Today: a web call nobody has joined yet (its first token ' +
       'expired unused, say). A call with a browser on it, an ended call, or a phone call is 409 `conflict` (an operator joins with the token `POST /v1/calls/{id}/claim` answers; listeners are not supported yet).',
-    permission: 'calls:write',
+    project: { param: 'id', object: 'call' }, permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'validation_error', 'conflict'],
   })

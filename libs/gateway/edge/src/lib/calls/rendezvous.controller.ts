@@ -34,7 +34,7 @@ export class RendezvousController {
       '(`call.started`). The second must join within the agent’s `ring_seconds` (0: 30) of the first, else the call ends `no_answer`. ' +
       'No model runs and no greeting is spoken: the server relays the browsers’ signalling and the audio runs between them. ' +
       'At capacity the call is refused before it is recorded: 503 `service_unavailable` with `Retry-After`.',
-    permission: 'calls:write',
+    project: 'body_agent', permission: 'calls:write',
     idempotent: 'forwarded',
     problems: ['validation_error', 'plan_limit_reached', 'idempotency_conflict', 'service_unavailable'],
   })
@@ -59,7 +59,7 @@ export class RendezvousController {
       'A token that joins the rendezvous as `seat` from a browser (as `POST /v1/realtime/tokens` mints, role `seat`): redeemable once, within 60 s. ' +
       'A seat is taken once a browser joined with one of its tokens: then 409 `conflict`; so is the free seat of a claimed rendezvous (the claim’s token takes it). A call that is not a rendezvous, or is over, is 409; ' +
       'another account’s call is 404.',
-    permission: 'calls:write',
+    project: { param: 'id', object: 'call' }, permission: 'calls:write',
     idempotent: true,
     problems: ['not_found', 'validation_error', 'conflict'],
   })

@@ -3,6 +3,7 @@ import { ApiExtension, ApiHeader, ApiOperation, ApiQuery } from '@nestjs/swagger
 import { ProblemCode } from '@parley/contracts';
 import { Public } from '../auth/auth.guard';
 import { Permission, RequirePermission } from '../auth/permissions';
+import { describeScope, ProjectScope, ProjectScoped } from '../auth/project-scope';
 import { IDEMPOTENCY_FORWARDED, IdempotencyInterceptor } from '../edge/idempotency.interceptor';
 import { ApiProblems } from './openapi-decorators';
 
@@ -24,6 +25,11 @@ export interface OperationOptions {
   list?: boolean;
   /** Query parameters the route accepts; any other is refused with 400. */
   query?: string[];
+  /**
+   * How a key scoped to a project reaches this route (ProjectScope); absent: the route is account-wide and such a
+   * key is refused (403).
+   */
+  project?: ProjectScope;
 }
 
 const LIST_QUERY = [
@@ -42,9 +48,14 @@ const LIST_QUERY = [
  */
 export function Operation(options: OperationOptions) {
   const isPublic = options.permission === 'public';
+  if (options.project === 'list' && !options.query?.includes('project_id')) {
+    throw new Error(`${options.summary}: a route scoped as a list must accept the project_id query parameter`);
+  }
+  const scope = describeScope(options.project);
   const description = [
     options.description,
     isPublic ? 'No API key needed.' : `Requires the \`${options.permission}\` permission.`,
+    isPublic ? undefined : scope.sentence,
     options.idempotent ? 'Honours `Idempotency-Key` for 24 hours.' : undefined,
   ]
     .filter(Boolean)
@@ -52,7 +63,8 @@ export function Operation(options: OperationOptions) {
   return applyDecorators(
     isPublic ? Public() : RequirePermission(options.permission as Permission),
     ApiOperation({ summary: options.summary, description }),
-    ...(isPublic ? [] : [ApiExtension('x-permission', options.permission)]),
+    ...(isPublic ? [] : [ApiExtension('x-permission', options.permission), ApiExtension('x-project-scope', scope.extension)]),
+    ...(options.project ? [ProjectScoped(options.project)] : []),
     SetMetadata(QUERY_KEY, [...(options.list ? ['limit', 'starting_after'] : []), ...(options.query ?? [])]),
     ...(options.list ? LIST_QUERY : []),
     ...(options.idempotent

@@ -40,10 +40,12 @@ export class ProjectsController {
   ) {}
 
   @Get()
-  @Operation({ summary: 'List projects, newest first (the default project included)', permission: 'billing:read', list: true })
+  @Operation({ summary: 'List projects, newest first (the default project included)', project: 'own_project', permission: 'billing:read', list: true })
   @ApiOkResponse({ type: ProjectListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<ProjectDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('projects', who.accountId, c));
+    // A key scoped to a project sees that project alone (one page, no cursor).
+    if (who.projectId) return { object: 'list', data: [presentProject(await this.projects.get(who.accountId, who.projectId))], has_more: false };
     const [iso, id] = after ? after.split('|') : [];
     const page = await this.projects.list(who.accountId, limit, after ? { createdAt: new Date(iso), id } : undefined);
     const last = page.items.at(-1);
@@ -65,7 +67,7 @@ export class ProjectsController {
   }
 
   @Get(':id')
-  @Operation({ summary: 'Retrieve a project', permission: 'billing:read', problems: ['not_found'] })
+  @Operation({ summary: 'Retrieve a project', project: { param: 'id', object: 'project' }, permission: 'billing:read', problems: ['not_found'] })
   @ApiOkResponse({ type: ProjectDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<ProjectDto> {
     return presentProject(await this.projects.get(who.accountId, id));

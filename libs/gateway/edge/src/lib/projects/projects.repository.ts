@@ -103,6 +103,12 @@ export class ProjectsRepository {
     return row;
   }
 
+  /** Whether live (not revoked) API keys are scoped to the project: it is not deleted under them. */
+  async hasScopedKeys(m: EntityManager, accountId: string, id: string): Promise<boolean> {
+    const rows: unknown[] = await m.query(`SELECT 1 FROM api_keys WHERE account_id = $1 AND project_id = $2 AND revoked_at IS NULL LIMIT 1`, [accountId, id]);
+    return rows.length > 0;
+  }
+
   async delete(m: EntityManager, accountId: string, id: string): Promise<void> {
     await m.query(`DELETE FROM projects WHERE account_id = $1 AND id = $2 AND NOT is_default`, [accountId, id]);
   }

@@ -45,6 +45,7 @@ function repository(projects: ProjectRecord[]): ProjectsRepository & { deleted: 
     },
     find,
     lock: async (_m: unknown, accountId: string, id: string) => find(accountId, id),
+    hasScopedKeys: async () => false,
     update: async (_m: unknown, _a: string, id: string, f: { name: string; maxLiveCalls: number | null; maxAgents: number | null }) =>
       Object.assign(byId.get(id)!, { name: f.name, max_live_calls: f.maxLiveCalls, max_agents: f.maxAgents }),
     delete: async (_m: unknown, _a: string, id: string) => void deleted.push(id),

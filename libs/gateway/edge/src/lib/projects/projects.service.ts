@@ -54,7 +54,7 @@ export class ProjectsService {
   }
 
   /**
-   * Deletes a project that holds no agents and no webhook endpoints (409 otherwise: move nothing silently); the
+   * Deletes a project that holds no agents, no webhook endpoints and no live keys scoped to it (409 otherwise: move nothing silently); the
    * default project stays (409).
    * Its calls keep naming it. Under the project's lock, so no agent is created in it meanwhile.
    */
@@ -70,6 +70,7 @@ export class ProjectsService {
       if (agents.data.length) throw new AppError('conflict', 'The project still has agents: delete them (or create them elsewhere) first.');
       const endpoints = await this.webhooks.call('listEndpoints', (s, md) => s.listEndpoints({ account_id: accountId, limit: 1, after: '', project_id: id }, md));
       if (endpoints.data.length) throw new AppError('conflict', 'The project still has webhook endpoints: delete them first.');
+      if (await this.projects.hasScopedKeys(m, accountId, id)) throw new AppError('conflict', 'API keys are scoped to the project: revoke them first.');
       await this.projects.delete(m, accountId, id);
       // Nothing can be placed in it any more (it has no agents); its stored ceilings are cleared all the same.
       await this.calls.call('putProjectCeilings', (s, md) => s.putProjectCeilings({ account_id: accountId, project_id: id, max_live_calls: 0, spend: undefined }, md));

@@ -109,7 +109,7 @@ export class WebhookEndpointsController {
   ) {}
 
   @Get()
-  @Operation({ summary: 'List webhook endpoints, newest first (secrets redacted)', permission: 'agents:read', list: true, query: ['project_id'] })
+  @Operation({ summary: 'List webhook endpoints, newest first (secrets redacted)', project: 'list', permission: 'agents:read', list: true, query: ['project_id'] })
   @ApiQuery({
     name: 'project_id',
     required: false,
@@ -136,7 +136,7 @@ export class WebhookEndpointsController {
     description:
       'Always creates a new endpoint, also when the account has others with the same URL (for example with other ' +
       '`events`). Returns it with its signing `secret` (whsec_…), which is shown only in this response.',
-    permission: 'agents:write',
+    project: 'body_project', permission: 'agents:write',
     idempotent: true,
     problems: ['validation_error', 'plan_limit_reached', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
   })
@@ -183,7 +183,7 @@ export class WebhookEndpointsController {
   }
 
   @Get(':id')
-  @Operation({ summary: 'Retrieve a webhook endpoint (secret redacted)', permission: 'agents:read', problems: ['not_found'] })
+  @Operation({ summary: 'Retrieve a webhook endpoint (secret redacted)', project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:read', problems: ['not_found'] })
   @ApiOkResponse({ type: WebhookEndpointDto })
   async get(@CurrentPrincipal() who: Principal, @Param('id') id: string): Promise<WebhookEndpointDto> {
     const res = await this.webhooks.call('getEndpoint', (s, md) => s.getEndpoint({ account_id: who.accountId, id }, md));
@@ -198,7 +198,7 @@ export class WebhookEndpointsController {
       '`enabled: false` stops deliveries and keeps the secret: pending deliveries are cancelled, attempts in flight abandoned, ' +
       'and events that occur meanwhile are recorded as skipped. `enabled: true` (also after an automatic disable) resets the ' +
       'failure count; only events from then on are delivered.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:write',
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type'],
   })
   @ApiOkResponse({ type: WebhookEndpointDto })
@@ -214,7 +214,7 @@ export class WebhookEndpointsController {
   @Operation({
     summary: 'Delete a webhook endpoint',
     description: 'Deliveries to it stop at once (pending ones cancelled, attempts in flight abandoned); its delivery history stays readable.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:write',
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: DeletedWebhookEndpointDto })
@@ -231,7 +231,7 @@ export class WebhookEndpointsController {
       'One entry per attempt, with the status received, the error and when the next attempt is due, and one per delivery ' +
       'that ended without an attempt (`outcome` cancelled or skipped). Test deliveries (POST …/test) are listed too, with ' +
       '`test: true`. Readable after the endpoint was deleted.',
-    permission: 'agents:read',
+    project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:read',
     list: true,
     problems: ['not_found'],
   })
@@ -261,7 +261,7 @@ export class WebhookEndpointsController {
       'No body. Sends one signed delivery now, also to a disabled endpoint, and reports the outcome: `delivered` on a 2xx ' +
       'answer, `response_code` (0 when no response arrived) and, on failure, `error`. Never retried; recorded in the ' +
       'delivery history with `test: true`; neither counts towards automatic disabling nor resets the failure count.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:write',
     problems: ['not_found'],
   })
   @ApiOkResponse({ type: WebhookTestResultDto })
@@ -279,7 +279,7 @@ export class WebhookEndpointsController {
       'Returns a new secret (shown only here). The current one keeps signing beside it for `overlap_seconds` ' +
       `(default ${ROTATION_OVERLAP_DEFAULT}): during the overlap every delivery carries one v1= signature per active secret, ` +
       'so receivers can switch over without missing a delivery. The body is optional.',
-    permission: 'agents:write',
+    project: { param: 'id', object: 'webhook endpoint' }, permission: 'agents:write',
     idempotent: true,
     problems: ['not_found', 'validation_error', 'idempotency_conflict'],
   })
