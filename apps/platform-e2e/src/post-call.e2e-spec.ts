@@ -120,7 +120,7 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
 
     const extracted = { party_size: 4, outcome: 'booked' };
     expect(ended.event.data).toEqual({ duration_seconds: expect.any(Number), turns: 3, end_reason: 'hangup' });
-    expect(analysed.event.data).toEqual({ summary: SUMMARY, extracted, model: 'analysis-model' });
+    expect(analysed.event.data).toEqual({ summary: SUMMARY, extracted, model: 'analysis-model', successful: null });
     expect(Date.parse(analysed.event.created_at)).toBeGreaterThanOrEqual(Date.parse(ended.event.created_at));
     expect(analysed.at).toBeGreaterThanOrEqual(ended.at);
     expect(() => stripe.webhooks.constructEvent(analysed.body, analysed.signature, secret, 300)).not.toThrow();

@@ -1,4 +1,5 @@
 import type { Agent, GetAgentRuntimeResponse } from './gen/parley/agents/v1/agents';
+import type { SuccessCriteria } from './success';
 
 /*
  * The agent model: the fields of the public Agent, defined once. The gateway's DTO classes implement these types
@@ -145,6 +146,8 @@ export interface PostCall {
   summary?: boolean;
   model?: string;
   extraction?: ExtractionField[];
+  /** What counts as a successful call (the call's `successful`); absent: the agent defines none, calls say null. */
+  success?: SuccessCriteria;
 }
 
 export interface ToolParameter {

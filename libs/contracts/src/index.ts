@@ -14,6 +14,7 @@ export * from './live';
 export * from './transcript';
 export * from './realtime';
 export * from './workflows';
+export * from './success';
 export * from './calls';
 export * from './csat';
 export * from './projects';

@@ -11,7 +11,8 @@ export interface WebhookEventData {
   'call.transcript.updated': { role: 'user' | 'assistant'; text: string; language?: string; speaker?: string };
   'call.transferred': { destination: string };
   'call.recording.ready': { recording_url: string; content_type: string; duration_seconds: number };
-  'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string };
+  /** `successful`: the call's verdict by its agent's `post_call.success` (null: the agent defines none). */
+  'call.analysed': { summary: string | null; extracted: Record<string, unknown>; model: string; successful: boolean | null };
   'call.opt_out': { number: string };
   'call.tool.called': { name: string; kind: string; arguments: Record<string, unknown>; ok: boolean; error?: string };
   /**

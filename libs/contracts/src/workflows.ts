@@ -1,3 +1,5 @@
+import type { SuccessCriteria } from './success';
+
 /*
  * The workflow model (outbound campaigns): the fields of the public Workflow, run and recipient, defined once. The
  * gateway's DTO classes implement these types; the workflows service stores them; the definition crosses gRPC as
@@ -50,16 +52,6 @@ export interface RecipientVariable {
   name: string;
   type?: 'string' | 'number' | 'boolean';
   required?: boolean;
-}
-
-export interface SuccessCriteria {
-  /** The call's end reasons that count as success. Default `["completed", "hangup", "transferred"]`. */
-  end_reasons?: string[];
-  /**
-   * A post-call extracted field (the agent's `post_call.extract`) that decides success: present and truthy, or equal
-   * to `equals` when given. The recipient's outcome then waits for the call's analysis.
-   */
-  extracted_field?: { name: string; equals?: string | number | boolean };
 }
 
 /** The writable fields of a workflow (the public WorkflowInput). */

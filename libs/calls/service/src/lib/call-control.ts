@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ClientGrpc } from '@nestjs/microservices';
-import { AgentMode, AGENTS_V1, agentsV1, callsV1, EndReason, InjectedCallEvent, readAgent, VoicemailAction } from '@parley/contracts';
+import { AgentMode, AGENTS_V1, agentsV1, callsV1, EndReason, InjectedCallEvent, readAgent, SuccessCriteria, VoicemailAction } from '@parley/contracts';
 import { DEV_CARRIER_NAME, DEV_CARRIER_NUMBER } from '@parley/carrier-dev';
 import { CarrierAdapter, CarrierError, CarrierStatusUpdate, isE164, isSipUri, MachineDetection, TransferResult } from '@parley/carrier-core';
 import { resolveSecretKey, ServiceConfig } from '@parley/config';
@@ -97,6 +97,8 @@ export interface AgentSettings {
   answersByClaim: boolean;
   /** The agent's project: its calls count against that project's ceilings. */
   projectId: string;
+  /** The agent's `post_call.success`; null: it defines none. */
+  success: SuccessCriteria | null;
 }
 
 /**
@@ -194,6 +196,7 @@ export class CallControl {
         workflowRunId: input.workflowRunId || null,
         workflowRecipientId: input.workflowRecipientId || null,
         projectId: agent.projectId,
+        successCriteria: agent.success,
       },
       beforeCommit,
     );
@@ -440,6 +443,7 @@ export class CallControl {
         metadata: {},
         claimable: agent?.answersByClaim ?? false,
         projectId: agent?.projectId ?? defaultProjectId(accountId),
+        successCriteria: agent?.success,
       }));
     return carrier.answerInbound({ streamUrl: this.streamUrl(carrier), streamToken: this.streamToken(call) });
   }
@@ -460,6 +464,7 @@ export class CallControl {
         mode: spec.mode ?? 'conversation',
         answersByClaim: (spec.mode ?? 'conversation') === 'conversation' && effective.autonomy === 'simple',
         projectId: agent.project_id || defaultProjectId(accountId),
+        success: spec.post_call?.success ?? null,
       };
     } catch (error) {
       if (field && error instanceof AppError && error.code === 'not_found') {

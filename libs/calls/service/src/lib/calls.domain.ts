@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, SPEND_PERIODS, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callSucceeded, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, SPEND_PERIODS, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -243,6 +243,8 @@ export class CallsDomain {
         // An answering machine took the call and the agent carried on (voicemail `continue`): the record says so.
         current.endReason = next.endReason === 'completed' && current.answeredBy === 'machine' ? 'voicemail' : next.endReason ?? 'completed';
         current.failureReason = next.failureReason ?? null;
+        // Decided by the end reason, or left to the analysis when an extracted field decides (null until then).
+        if (current.successCriteria) current.successful = callSucceeded(current.successCriteria, current.endReason);
         // Same transaction as call.ended: the post-call analysis is due once the end is committed (PostCallAnalysis),
         // or, while a media stream is attached, once it stops (see mediaStopped): its last turns are written by then.
         if (wantsAnalysis(current)) current.analysisDueAt = this.mediaAttached(current, now) ? new Date(now.getTime() + ANALYSIS_WAITS_FOR_MEDIA_MS) : now;
@@ -397,10 +399,12 @@ export class CallsDomain {
       const call = await this.lock(m, accountId, id);
       if (call.analysedAt) return undefined;
       const now = new Date();
-      const fields = { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, updatedAt: now };
+      // An extracted field of the agent's success criteria decides the verdict now (the end reason alone did before).
+      const successful = call.successCriteria ? callSucceeded(call.successCriteria, call.endReason ?? '', result.extracted) : null;
+      const fields = { summary: result.summary, extracted: result.extracted, analysisModel: result.model, analysedAt: now, analysisError: null, analysisDueAt: null, successful, updatedAt: now };
       await this.repository.update(m, accountId, id, fields);
       Object.assign(call, fields);
-      const event = await this.emit(m, call, 'call.analysed', { summary: result.summary, extracted: result.extracted, model: result.model });
+      const event = await this.emit(m, call, 'call.analysed', { summary: result.summary, extracted: result.extracted, model: result.model, successful });
       return { call, event };
     });
     if (!written) return undefined;
@@ -744,6 +748,7 @@ export function toCallMessage(c: CallEntity): callsV1.Call {
     transcript_available: c.transcriptAvailable,
     failure_reason: c.failureReason ?? '',
     recording_enabled: c.recordingEnabled,
+    successful: c.successful ?? undefined,
     recording_content_type: c.recordingContentType ?? '',
     recording_duration_seconds: c.recordingDurationSeconds ?? 0,
     answered_by: c.answeredBy ?? '',

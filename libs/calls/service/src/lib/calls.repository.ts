@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, SpendPeriod, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { CallDirection, FlowTransition, FlowTransitionKind, InjectedCallEvent, ProjectLimit, SpendPeriod, SuccessCriteria, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox } from '@parley/messaging';
 import { keysetPage, Page, Position, projectCondition } from '@parley/persistence';
 import { CallEntity, CallTurnEntity, Seat } from './entities';
@@ -29,6 +29,8 @@ export interface NewCall {
   /** The workflow run and recipient that placed the call (outbound calls of the workflows service); absent: none. */
   workflowRunId?: string | null;
   workflowRecipientId?: string | null;
+  /** The agent's `post_call.success` (absent: none): the call's `successful` follows it. */
+  successCriteria?: SuccessCriteria | null;
 }
 
 export interface CallFilters {
@@ -260,8 +262,8 @@ export class CallsRepository {
     const [{ created_at: createdAt }]: { created_at: Date }[] = await m.query(
       `INSERT INTO calls (id, account_id, agent_id, direction, to_number, from_number, status, carrier, carrier_call_id,
                           recording_enabled, variables, metadata, idempotency_key, seats, claimable, workflow_run_id,
-                          workflow_recipient_id, project_id, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, now(), now())
+                          workflow_recipient_id, project_id, success_criteria, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, now(), now())
        RETURNING created_at`,
       [
         id,
@@ -282,6 +284,7 @@ export class CallsRepository {
         input.workflowRunId || null,
         input.workflowRecipientId || null,
         input.projectId ?? null,
+        input.successCriteria ? JSON.stringify(input.successCriteria) : null,
       ],
     );
     return Object.assign(new CallEntity(), {
@@ -292,6 +295,8 @@ export class CallsRepository {
       workflowRunId: input.workflowRunId || null,
       workflowRecipientId: input.workflowRecipientId || null,
       projectId: input.projectId ?? null,
+      successCriteria: input.successCriteria ?? null,
+      successful: null,
       claimedBy: null,
       claimedAt: null,
       id,

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { SuccessCriteria } from '@parley/contracts';
 import { GroundingSource } from '@parley/contracts';
 import { CallStatus } from './call-state';
 
@@ -85,6 +86,10 @@ export class CallEntity {
   /** Agent turns stored, and of them the ones the caller cut off. */
   @Column({ name: 'agent_turns', type: 'int', default: 0 }) agentTurns: number;
   @Column({ name: 'barge_ins', type: 'int', default: 0 }) bargeIns: number;
+  /** The agent's `post_call.success` when the call was created (null: it defined none); it decides `successful`. */
+  @Column({ name: 'success_criteria', type: 'jsonb', nullable: true }) successCriteria: SuccessCriteria | null;
+  /** Whether the call met them: null until decided (at its end, or by its analysis), or when there are none. */
+  @Column({ type: 'boolean', nullable: true }) successful: boolean | null;
 }
 
 export interface Seat {

@@ -621,6 +621,22 @@ export class CreateCallTurnLatencies1765700000510 implements MigrationInterface 
   }
 }
 
+/**
+ * Post-call success (the agent's `post_call.success`): the criteria in force when the call was created, and the
+ * verdict (`successful`): null while undecided or when the agent defines none.
+ */
+export class AddCallSuccess1765800000630 implements MigrationInterface {
+  name = 'AddCallSuccess1765800000630';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS success_criteria jsonb, ADD COLUMN IF NOT EXISTS successful boolean`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS successful, DROP COLUMN IF EXISTS success_criteria`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -649,4 +665,5 @@ export const CALLS_MIGRATIONS = [
   AddProjectSpendCeiling1765500000500,
   AddCallUsage1765600000500,
   CreateCallTurnLatencies1765700000510,
+  AddCallSuccess1765800000630,
 ];

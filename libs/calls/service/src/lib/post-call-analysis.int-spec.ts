@@ -2,6 +2,7 @@ import { ClientGrpc } from '@nestjs/microservices';
 import { of, throwError } from 'rxjs';
 import { DataSource } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
+import { EndReason, SuccessCriteria } from '@parley/contracts';
 import { FakeLlm, LlmError } from '@parley/llm';
 import { InProcessBus, OutboxRecord, OutboxRelay } from '@parley/messaging';
 import { openServiceDatabase } from '@parley/persistence';
@@ -104,15 +105,22 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
 
   const workerWith = (llm: FakeLlm) => new PostCallAnalysis(calls, llm, agents, config, clock);
 
-  /** A call answered and ended with `turns`; `mediaAttached`: a media worker's stream was still reporting at the end. */
-  async function endedCall(agentId: string, turns: [('user' | 'assistant'), string][], { mediaAttached = false } = {}): Promise<CallEntity> {
-    const call = await calls.insert(newCall(agentId));
+  /**
+   * A call answered and ended with `turns`; `mediaAttached`: a media worker's stream was still reporting at the end;
+   * `success`: the agent's post_call.success when the call was created; `endReason`: default completed.
+   */
+  async function endedCall(
+    agentId: string,
+    turns: [('user' | 'assistant'), string][],
+    { mediaAttached = false, success = undefined as SuccessCriteria | undefined, endReason = 'completed' as EndReason } = {},
+  ): Promise<CallEntity> {
+    const call = await calls.insert({ ...newCall(agentId), successCriteria: success });
     await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
     if (mediaAttached) await calls.touchMedia('acc_1', call.id);
     for (const [i, [role, text]] of turns.entries()) {
       await calls.appendTurn('acc_1', call.id, { role, text, language: 'en', startMs: i * 1000, endMs: i * 1000 + 800, interrupted: false });
     }
-    return calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason: 'completed' }));
+    return calls.transition('acc_1', call.id, () => ({ status: 'ended', endReason }));
   }
 
   const rows = async (callId: string) =>
@@ -151,7 +159,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     const ended = (await webhookEvents(call.id)).find((e) => e.type === 'call.ended');
     expect(ended?.data).not.toHaveProperty('summary');
     expect(ended?.data).not.toHaveProperty('extracted');
-    expect((await analysed(call.id))[0].data).toEqual({ summary: 'Ada booked a table for four on Friday.', extracted, model: 'post-call-default-2025' });
+    expect((await analysed(call.id))[0].data).toEqual({ summary: 'Ada booked a table for four on Friday.', extracted, model: 'post-call-default-2025', successful: null });
 
     // One JSON-mode request with the deployment's model, the transcript and every field.
     expect(llm.requests).toHaveLength(1);
@@ -217,7 +225,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     expect(llm.requests[0].model).toBe('agent-model');
     expect(llm.requests[0].messages[0].content).not.toContain('"summary"');
     // An enum value outside the options is null.
-    expect((await analysed(call.id)).map((e) => e.data)).toEqual([{ summary: null, extracted: { outcome: null }, model: 'agent-model' }]);
+    expect((await analysed(call.id)).map((e) => e.data)).toEqual([{ summary: null, extracted: { outcome: null }, model: 'agent-model', successful: null }]);
     expect(await calls.get('acc_1', call.id)).toMatchObject({ summary: null, extracted: { outcome: null }, analysisModel: 'agent-model' });
   });
 
@@ -240,7 +248,7 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     expect(await outcomes(workerWith(llm))).toEqual(['analysed']);
     expect(llm.requests).toHaveLength(0);
     const nulls = { caller_name: null, party_size: null, vip: null, outcome: null };
-    expect((await analysed(call.id)).map((e) => e.data)).toEqual([{ summary: null, extracted: nulls, model: 'post-call-default' }]);
+    expect((await analysed(call.id)).map((e) => e.data)).toEqual([{ summary: null, extracted: nulls, model: 'post-call-default', successful: null }]);
     expect(await calls.get('acc_1', call.id)).toMatchObject({ summary: null, extracted: nulls, analysisModel: 'post-call-default' });
   });
 
@@ -250,8 +258,8 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     const deleted = await endedCall('agt_deleted', [['user', 'Just checking again.']]);
 
     expect(await outcomes(workerWith(llm))).toEqual(['analysed', 'analysed']);
-    expect((await analysed(plain.id))[0].data).toEqual({ summary: 'A short call.', extracted: {}, model: 'post-call-default' });
-    expect((await analysed(deleted.id))[0].data).toEqual({ summary: 'Another short call.', extracted: {}, model: 'post-call-default' });
+    expect((await analysed(plain.id))[0].data).toEqual({ summary: 'A short call.', extracted: {}, model: 'post-call-default', successful: null });
+    expect((await analysed(deleted.id))[0].data).toEqual({ summary: 'Another short call.', extracted: {}, model: 'post-call-default', successful: null });
   });
 
   it(`retries after ${POST_CALL_RETRY_DELAYS_MS.map((d) => d / 1000).join(' s, ')} s, then gives up after ${POST_CALL_MAX_ATTEMPTS} failed attempts without touching the status`, async () => {
@@ -388,5 +396,71 @@ describe('post-call analysis worker (real PostgreSQL, fake LLM, injected clock)'
     const after = await calls.get('acc_1', call.id);
     expect(after).toMatchObject({ analysisAttempts: 0, analysisError: null, analysedAt: null });
     expect(after.analysisDueAt!.getTime()).toBeLessThanOrEqual(clock().getTime());
+  });
+
+  describe('the call’s verdict by the agent’s post_call.success', () => {
+    const verdict = async (callId: string) => (await calls.get('acc_1', callId)).successful;
+
+    it('is decided in the transaction that ends the call by its end reason when no extracted field decides', async () => {
+      const success = { end_reasons: ['completed', 'transferred'] };
+      const completed = await endedCall('agt_full', [['user', 'Hello?']], { success });
+      const hungUp = await endedCall('agt_full', [['user', 'Hello?']], { success, endReason: 'hangup' });
+      // The default end reasons: completed, hangup, transferred.
+      const byDefault = await endedCall('agt_full', [['user', 'Hello?']], { success: {}, endReason: 'hangup' });
+
+      expect([completed.successful, hungUp.successful, byDefault.successful]).toEqual([true, false, true]);
+      expect([await verdict(completed.id), await verdict(hungUp.id), await verdict(byDefault.id)]).toEqual([true, false, true]);
+      expect(toCallMessage(completed).successful).toBe(true);
+      expect(toCallMessage(hungUp).successful).toBe(false);
+      // The analysis confirms it and says so in call.analysed.
+      await workerWith(new FakeLlm([], { fallback: JSON_ANSWER })).runDue();
+      expect((await analysed(hungUp.id))[0].data).toMatchObject({ successful: false });
+      expect(await verdict(completed.id)).toBe(true);
+    });
+
+    it('is null for a call whose agent defines no success, before and after its analysis', async () => {
+      const call = await endedCall('agt_full', [['user', 'Hello?']]);
+      expect(call.successful).toBeNull();
+      expect(toCallMessage(call).successful).toBeUndefined();
+      await workerWith(new FakeLlm([JSON_ANSWER])).runDue();
+      expect(await verdict(call.id)).toBeNull();
+      expect((await analysed(call.id))[0].data).toMatchObject({ successful: null });
+    });
+
+    it('with an extracted field, waits for the analysis: the field present and truthy, or equal to equals', async () => {
+      const llm = new FakeLlm([], { fallback: JSON_ANSWER });
+      // JSON_ANSWER: vip yes (true), outcome Booked (booked), caller_name Ada.
+      const vip = await endedCall('agt_full', [['user', 'I am a member.']], { success: { extracted_field: { name: 'vip' } } });
+      const booked = await endedCall('agt_full', [['user', 'A table, please.']], { success: { extracted_field: { name: 'outcome', equals: 'booked' } } });
+      const notBooked = await endedCall('agt_full', [['user', 'A table, please.']], { success: { extracted_field: { name: 'outcome', equals: 'not_booked' } } });
+      const fourPeople = await endedCall('agt_full', [['user', 'For four.']], { success: { extracted_field: { name: 'party_size', equals: 4 } } });
+      expect([vip, booked, notBooked, fourPeople].map((c) => c.successful)).toEqual([null, null, null, null]);
+
+      expect(await outcomes(workerWith(llm))).toEqual(['analysed', 'analysed', 'analysed', 'analysed']);
+      expect([await verdict(vip.id), await verdict(booked.id), await verdict(notBooked.id), await verdict(fourPeople.id)]).toEqual([true, true, false, true]);
+      expect((await analysed(vip.id))[0].data).toMatchObject({ extracted: { vip: true }, successful: true });
+      expect((await analysed(notBooked.id))[0].data).toMatchObject({ extracted: { outcome: 'booked' }, successful: false });
+    });
+
+    it('with an extracted field, an end reason that does not count decides false at the end, whatever the analysis says', async () => {
+      const call = await endedCall('agt_full', [['user', 'I am a member.']], { success: { end_reasons: ['completed'], extracted_field: { name: 'vip' } }, endReason: 'hangup' });
+      expect(call.successful).toBe(false);
+      await workerWith(new FakeLlm([JSON_ANSWER])).runDue();
+      expect(await verdict(call.id)).toBe(false);
+    });
+
+    it('a field the analysis could not fill is not a success (a call with no turns: every field null)', async () => {
+      const call = await endedCall('agt_full', [], { success: { extracted_field: { name: 'vip' } } });
+      expect(await outcomes(workerWith(new FakeLlm()))).toEqual(['analysed']);
+      expect(await verdict(call.id)).toBe(false);
+    });
+
+    it('stays null when the analysis is given up: it could not be decided', async () => {
+      const call = await endedCall('agt_full', [['user', 'I am a member.']], { success: { extracted_field: { name: 'vip' } } });
+      const now = clock();
+      const [claim] = await calls.claimDueAnalyses(now, 10, new Date(now.getTime() + POST_CALL_LEASE_MS));
+      expect(await calls.rescheduleAnalysis('acc_1', call.id, claim.lease, 'fake: the model is down', 1, () => new Date())).toMatchObject({ outcome: 'given_up' });
+      expect(await calls.get('acc_1', call.id)).toMatchObject({ analysisError: 'fake: the model is down', successful: null });
+    });
   });
 });

@@ -175,6 +175,7 @@ export class WebCalls {
         // A rendezvous' second end may be a person who claims it from the ringing list.
         claimable: seats !== undefined || answeredByClaim,
         projectId: agent.projectId,
+        successCriteria: agent.success,
       });
       ticket.recorded();
       return call;

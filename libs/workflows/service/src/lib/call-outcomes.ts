@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { outcomeOfEndReason, RETRYABLE_OUTCOMES, RetryableOutcome, WebhookEvent, WorkflowSpec } from '@parley/contracts';
+import { callSucceeded, outcomeOfEndReason, RETRYABLE_OUTCOMES, RetryableOutcome, WebhookEvent, WorkflowSpec } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { CONFIG } from '@parley/runtime';
 import { RunDispatcher } from './dispatcher';
@@ -8,8 +8,6 @@ import { WORKFLOW_JOBS, WorkflowJobs } from './job-engine';
 import { PendingEvents, RunEvents } from './run-events';
 import { WORKFLOW_CLOCK, WorkflowClock } from './workflow-clock';
 import { RecipientChange, RecipientRecord, RunRecord, WorkflowsRepository } from './workflows.repository';
-
-const DEFAULT_SUCCESS_REASONS = ['completed', 'hangup', 'transferred'];
 
 /**
  * What a recipient's call came to, from the calls service's events (`call.ended`, and `call.analysed` when success
@@ -34,9 +32,9 @@ export class CallOutcomes {
       const endReason = event.data.end_reason;
       const outcome = outcomeOfEndReason(endReason);
       const base: RecipientChange = { lastOutcome: outcome, lastEndReason: endReason };
-      const succeeded = (spec.success?.end_reasons ?? DEFAULT_SUCCESS_REASONS).includes(endReason);
+      const succeeded = callSucceeded(spec.success ?? {}, endReason);
       let change: RecipientChange;
-      if (succeeded && spec.success?.extracted_field) {
+      if (succeeded === null) {
         // Success is decided by the analysis; the line is free meanwhile.
         change = { ...base, state: 'analysing', dueAt: new Date(now.getTime() + this.config.WORKFLOW_ANALYSIS_WAIT_SECONDS * 1000) };
         await this.jobs.schedule(m, [{ recipientId: r.id, at: change.dueAt as Date }]);
@@ -55,9 +53,8 @@ export class CallOutcomes {
     const link = event.workflow;
     if (!link || !event.call_id) return;
     await this.apply(link.recipient_id, event.call_id, ['analysing'], async (m, r, _run, spec, now) => {
-      const field = spec.success?.extracted_field;
-      const value = field ? event.data.extracted[field.name] : undefined;
-      const ok = field?.equals === undefined ? Boolean(value) : String(value) === String(field.equals);
+      // Analysing: its end reason counted already.
+      const ok = callSucceeded(spec.success ?? {}, r.lastEndReason ?? '', event.data.extracted) === true;
       const change: RecipientChange = ok ? { state: 'succeeded', dueAt: null, reason: null } : { state: 'failed', dueAt: null, reason: 'not_successful' };
       await this.repository.updateRecipient(m, r.id, change, now);
       return { ...r, ...change } as RecipientRecord;

@@ -321,7 +321,7 @@ describe('workflow runs (real PostgreSQL, pg-boss, a test clock)', () => {
     const analysed = (c: PlacedCall, extracted: Record<string, unknown>): WebhookEvent<'call.analysed'> => ({
       ...calls.end(c, 'completed'),
       type: 'call.analysed',
-      data: { summary: null, extracted, model: 'm' },
+      data: { summary: null, extracted, model: 'm', successful: null },
     });
     await outcomes().callAnalysed(analysed(renewed, { renewed: true }));
     await outcomes().callAnalysed(analysed(declined, { renewed: false }));

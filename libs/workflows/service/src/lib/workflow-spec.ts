@@ -7,14 +7,14 @@
  */
 import {
   CallingWindow,
-  END_REASONS,
-  EndReason,
+  DEFAULT_SUCCESS_END_REASONS,
   FieldProblem,
   RecipientVariable,
   RETRYABLE_OUTCOMES,
   RetryableOutcome,
   RetryRule,
   SuccessCriteria,
+  successCriteriaProblems,
   WEEKDAYS,
   Weekday,
   WorkflowSpec,
@@ -31,7 +31,6 @@ export const DEFAULT_RETRY: Readonly<Record<RetryableOutcome, Readonly<RetryRule
   carrier_error: { retries: 1, wait_seconds: 300 },
   voicemail: { retries: 0, wait_seconds: 3600 },
 });
-export const DEFAULT_SUCCESS_END_REASONS: readonly EndReason[] = ['completed', 'hangup', 'transferred'];
 export const MAX_RECIPIENT_VARIABLES = 100;
 export const MAX_HOLIDAYS = 366;
 export const MAX_METADATA_ENTRIES = 50;
@@ -327,13 +326,9 @@ function readSuccess(check: Checker, value: unknown): SuccessCriteria {
   if (!isAbsent(given['end_reasons'])) {
     const reasons = check.array(given['end_reasons'], 'success.end_reasons');
     if (reasons) {
-      if (reasons.length === 0) check.add('success.end_reasons', 'must name at least one end reason');
-      reasons.forEach((reason, i) => {
-        if (!END_REASONS.includes(reason as EndReason)) {
-          check.add(`success.end_reasons[${i}]`, `must be one of ${END_REASONS.join(', ')}`);
-        }
-      });
       success.end_reasons = reasons as string[];
+      // The extracted field is checked against the agent's extraction by the domain (it reads the agent).
+      for (const problem of successCriteriaProblems({ end_reasons: success.end_reasons }, 'success')) check.add(problem.field, problem.message);
     }
   }
 

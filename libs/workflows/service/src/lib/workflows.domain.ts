@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { ServiceConfig, hasPhoneCarrier } from '@parley/config';
-import { FieldProblem, RECIPIENT_STATES, RecipientState, RunStatus, WorkflowSpec, workflowsV1 } from '@parley/contracts';
+import { FieldProblem, RECIPIENT_STATES, RecipientState, RunStatus, successCriteriaProblems, WorkflowSpec, workflowsV1 } from '@parley/contracts';
 import { newId, Page } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
@@ -90,9 +90,7 @@ export class WorkflowsDomain {
     if (!agent) problems.push({ field: 'agent_id', message: 'names no agent of this account' });
     else if (agent.mode === 'webrtc') problems.push({ field: 'agent_id', message: 'names a webrtc agent: it places no phone calls' });
     else if (agent.autonomy === 'simple') problems.push({ field: 'agent_id', message: 'names a simple agent: a person answers its calls, it places none' });
-    else if (field && !(agent.post_call?.extraction ?? []).some((e) => e.name === field.name)) {
-      problems.push({ field: 'success.extracted_field.name', message: `is not a field the agent's post_call.extraction extracts` });
-    }
+    else if (field) problems.push(...successCriteriaProblems(spec.success ?? {}, 'success', agent.post_call?.extraction ?? []));
     if (problems.length) throw AppError.validation(problems);
     return spec;
   }

@@ -30,6 +30,7 @@ export function presentCall(c: callsV1.Call | undefined): CallDto {
     answered_by: orNull(c.answered_by),
     summary: orNull(c.summary),
     extracted: c.extracted_json ? (JSON.parse(c.extracted_json) as Record<string, unknown>) : null,
+    successful: c.successful ?? null,
     seats: c.seats?.length ? c.seats.map((s) => ({ name: s.name, taken: s.taken, copy: s.copy ?? null })) : null,
     claimable: c.claimable,
     claimed_by: orNull(c.claimed_by),

@@ -119,6 +119,14 @@ export class CallDto {
     description: 'Post-call extracted fields by name; null until the analysis has run.',
   })
   extracted: Record<string, unknown> | null;
+  @ApiProperty({
+    type: 'boolean',
+    nullable: true,
+    description:
+      "Whether the call met its agent's `post_call.success`: decided at the end from the end reason, or by the post-call analysis " +
+      'when an extracted field decides. Null when the agent defines no success, until it is decided, or when its analysis failed.',
+  })
+  successful: boolean | null;
   @ApiProperty({ type: [SeatDto], nullable: true, description: 'A rendezvous’ two seats (`POST /v1/calls/rendezvous`); null on any other call.' })
   seats: SeatDto[] | null;
   @ApiProperty({

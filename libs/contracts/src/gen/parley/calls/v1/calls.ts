@@ -60,7 +60,14 @@ export interface Call {
   project_id: string;
   /** What the call used so far (recorded as it runs) and what that costs by the operator's price table. */
   usage: CallUsage | undefined;
-  cost: CallCost | undefined;
+  cost:
+    | CallCost
+    | undefined;
+  /**
+   * Whether the call met its agent's post_call.success: unset while undecided (the analysis decides when an
+   * extracted field is named) or when the agent defines none.
+   */
+  successful?: boolean | undefined;
 }
 
 export interface Call_VariablesEntry {
