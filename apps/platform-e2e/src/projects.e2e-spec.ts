@@ -208,6 +208,10 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     const second = await owner.post('/v1/webhook_endpoints', { url: hookUrl('/hooked-2'), project_id: mine.id });
     expect(second.status).toBe(402);
     expect(second.body).toMatchObject({ code: 'plan_limit_reached', limit: 'max_webhook_endpoints', ceiling: 1 });
+    // Reported once, however many creates are refused, to the default project's endpoint (which hears every project).
+    expect((await owner.post('/v1/webhook_endpoints', { url: hookUrl('/hooked-3'), project_id: mine.id })).status).toBe(402);
+    const ceiling = await waitFor(() => received.find((e) => e.path === '/hooks' && e.data['limit'] === 'max_webhook_endpoints'));
+    expect(ceiling).toMatchObject({ type: 'project.limit_reached', data: { project_id: mine.id, limit: 'max_webhook_endpoints', ceiling: 1 } });
     expect((await owner.get(`/v1/webhook_endpoints?project_id=${mine.id}`)).body.data.map((e: { id: string }) => e.id)).toEqual([hook.body.id]);
     expect((await owner.patch(`/v1/webhook_endpoints/${hook.body.id}`, { project_id: theirs.id })).status).toBe(400);
     expect((await owner.delete(`/v1/projects/${mine.id}`)).status).toBe(409);
@@ -222,5 +226,6 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
     const heard = await waitFor(() => received.find((e) => e.path === '/hooked' && e.type === 'project.limit_reached'));
     expect(heard.data['project_id']).toBe(mine.id);
     expect(received.filter((e) => e.path === '/hooked' && e.data['project_id'] === theirs.id)).toEqual([]);
+    expect(received.filter((e) => e.path === '/hooks' && e.data['limit'] === 'max_webhook_endpoints')).toHaveLength(1);
   });
 });

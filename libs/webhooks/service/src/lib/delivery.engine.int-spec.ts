@@ -2,12 +2,11 @@ import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { DataSource } from 'typeorm';
-import { STREAMS, WebhookEvent } from '@parley/contracts';
+import { STREAMS, WebhookEvent, webhookEventSubject } from '@parley/contracts';
 import { parseEgressAllowlist } from '@parley/egress';
 import { defaultProjectId, openServiceDatabase, Sealer } from '@parley/persistence';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- test-only helper for a fresh database
 import { createTestDatabase, TestDatabase } from '@parley/testing';
-import { consumerName, DeadLetter, DeadLetterStore, MAX_DELIVERIES } from '@parley/messaging';
+import { consumerName, DeadLetter, DeadLetterStore, MAX_DELIVERIES, OutboxRecord } from '@parley/messaging';
 import { DbClock } from './db-clock';
 import { DeliveriesRepository } from './deliveries.repository';
 import { DeliveryEngine } from './delivery.engine';
@@ -91,7 +90,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    ds = await openServiceDatabase(db.url, { schema: 'webhooks', entities: [EndpointEntity], migrations: WEBHOOKS_MIGRATIONS });
+    ds = await openServiceDatabase(db.url, { schema: 'webhooks', entities: [EndpointEntity, OutboxRecord], migrations: WEBHOOKS_MIGRATIONS });
     receiver = new Receiver();
     await receiver.start();
   });
@@ -103,7 +102,7 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
   });
 
   beforeEach(async () => {
-    await ds.query('TRUNCATE endpoints, dead_letters CASCADE');
+    await ds.query('TRUNCATE endpoints, dead_letters, outbox, project_limits_reported CASCADE');
     receiver.received.length = 0;
     receiver.status = 200;
     clock = new FakeClock();
@@ -160,6 +159,34 @@ describe('webhook delivery (real PostgreSQL, local receiver)', () => {
       expect((await endpoints.declare('acme', { url: `${receiver.url}/b` }, sales)).created).toBe(false);
       await endpoints.create('acme', { url: `${receiver.url}/e` }, { id: SUPPORT, maxEndpoints: 2 });
       expect((await endpoints.list('acme', 10, '', SALES)).items.map((e) => e.url).sort()).toEqual([`${receiver.url}/a`, `${receiver.url}/b`]);
+    });
+
+    it('sends project.limit_reached once however many creates are refused in parallel at max_webhook_endpoints, and again once it was back under', async () => {
+      const support = { id: SUPPORT, maxEndpoints: 1 };
+      const reports = async () =>
+        (await ds.query(`SELECT payload FROM outbox WHERE subject = $1`, [webhookEventSubject('project.limit_reached').name])).map((r: { payload: WebhookEvent }) => r.payload);
+      const first = await endpoints.create('acme', { url: `${receiver.url}/only` }, support);
+      const refuse = (n: number) =>
+        Promise.all(
+          Array.from({ length: n }, (_, i) =>
+            (i % 2 ? endpoints.declare('acme', { url: `${receiver.url}/d${i}` }, support) : endpoints.create('acme', { url: `${receiver.url}/c${i}` }, support)).catch((e: unknown) => e),
+          ),
+        );
+      expect(await refuse(12)).toEqual(Array.from({ length: 12 }, () => expect.objectContaining({ code: 'plan_limit_reached' })));
+      expect(await reports()).toEqual([
+        expect.objectContaining({
+          type: 'project.limit_reached',
+          call_id: null,
+          account_id: 'acme',
+          project_id: SUPPORT,
+          data: { project_id: SUPPORT, limit: 'max_webhook_endpoints', ceiling: 1 },
+        }),
+      ]);
+      // Back under the ceiling: the next endpoint is created and clears the mark, so reaching it again is reported again.
+      await endpoints.delete('acme', first.endpoint.id);
+      await endpoints.create('acme', { url: `${receiver.url}/again` }, support);
+      await refuse(4);
+      expect(await reports()).toHaveLength(2);
     });
   });
 

@@ -57,10 +57,12 @@ export class EndpointsDomain {
    */
   async create(accountId: string, fields: EndpointFields, project?: EndpointProject): Promise<{ endpoint: EndpointEntity; secret: string }> {
     await this.checkUrl(fields.url);
-    return this.endpoints.transaction(async (m) => {
-      await this.refuseAtCeiling(m, accountId, project);
-      return this.insert(m, accountId, fields, null, project?.id ?? null);
-    });
+    const outcome = await this.endpoints.transaction(
+      async (m) => (await this.refusalAtCeiling(m, accountId, project)) ?? this.insert(m, accountId, fields, null, project?.id ?? null),
+    );
+    // A refusal is committed, not thrown inside: its project.limit_reached event (and its mark) must be kept.
+    if (outcome instanceof AppError) throw outcome;
+    return outcome;
   }
 
   /**
@@ -71,7 +73,7 @@ export class EndpointsDomain {
    */
   async declare(accountId: string, fields: EndpointFields, project?: EndpointProject): Promise<{ endpoint: EndpointEntity; created: boolean; secret?: string }> {
     const url = await this.checkUrl(fields.url);
-    return this.endpoints.transaction(async (m) => {
+    const outcome = await this.endpoints.transaction(async (m) => {
       await this.endpoints.lockUrl(m, accountId, url);
       const sharing = await this.endpoints.withUrl(m, accountId, url, 100);
       if (sharing.length > 1) {
@@ -85,7 +87,8 @@ export class EndpointsDomain {
       }
       const [existing] = sharing;
       if (!existing) {
-        await this.refuseAtCeiling(m, accountId, project);
+        const refused = await this.refusalAtCeiling(m, accountId, project);
+        if (refused) return refused;
         return { ...(await this.insert(m, accountId, fields, null, project?.id ?? null)), created: true };
       }
       const wasEnabled = existing.enabled;
@@ -101,6 +104,8 @@ export class EndpointsDomain {
       if (wasEnabled && !existing.enabled) await this.deliveries.cancelPending(m, existing.id, DISABLED);
       return { endpoint: existing, created: false };
     });
+    if (outcome instanceof AppError) throw outcome;
+    return outcome;
   }
 
   /** The account's endpoint; a deleted one only when asked for (its history stays readable). */
@@ -176,16 +181,34 @@ export class EndpointsDomain {
     });
   }
 
-  /** 402 when the project already has its ceiling of endpoints (counted under the account's lock). */
-  private async refuseAtCeiling(m: EntityManager, accountId: string, project: EndpointProject | undefined): Promise<void> {
-    if (!project?.maxEndpoints) return;
+  /**
+   * The refusal (402, limit max_webhook_endpoints) when `project` already holds its ceiling's worth of endpoints,
+   * counted under the account's lock. The first refusal enqueues `project.limit_reached` (once, until an endpoint is
+   * created under the ceiling again, which clears the mark), in this transaction: the caller commits it.
+   */
+  private async refusalAtCeiling(m: EntityManager, accountId: string, project: EndpointProject | undefined): Promise<AppError | undefined> {
+    if (!project?.maxEndpoints) return undefined;
     const live = await this.endpoints.countInProject(m, accountId, project.id);
-    if (live < project.maxEndpoints) return;
-    throw new AppError(
+    if (live < project.maxEndpoints) {
+      await this.endpoints.clearLimitReport(m, project.id);
+      return undefined;
+    }
+    const data = { project_id: project.id, limit: 'max_webhook_endpoints' as const, ceiling: project.maxEndpoints };
+    await this.endpoints.reportLimitOnce(m, {
+      id: newId('evt'),
+      type: 'project.limit_reached',
+      call_id: null,
+      created_at: new Date().toISOString(),
+      data,
+      account_id: accountId,
+      agent_id: null,
+      project_id: project.id,
+    });
+    return new AppError(
       'plan_limit_reached',
       `Project ${project.id} already has ${live} webhook endpoints, its ceiling (max_webhook_endpoints: ${project.maxEndpoints}).`,
       undefined,
-      { limit: 'max_webhook_endpoints', project_id: project.id, ceiling: project.maxEndpoints },
+      data,
     );
   }
 

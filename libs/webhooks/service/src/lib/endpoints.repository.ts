@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, In, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { enqueueOutbox } from '@parley/messaging';
 import { keysetPage, Page, Position, projectCondition } from '@parley/persistence';
 import { CLOCK, DbClock, sqlNow } from './db-clock';
 import { EndpointEntity } from './entities';
@@ -65,6 +67,24 @@ export class EndpointsRepository {
       [accountId, projectId],
     );
     return live;
+  }
+
+  /**
+   * Enqueues `event` (the project's project.limit_reached) unless the project's ceiling was already reported since
+   * an endpoint was last created under it; in the caller's transaction, under the lock countInProject took, so
+   * parallel refusals send it once.
+   */
+  async reportLimitOnce(m: EntityManager, event: WebhookEvent<'project.limit_reached'>): Promise<void> {
+    const first: unknown[] = await m.query(
+      `INSERT INTO project_limits_reported (project_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING project_id`,
+      [event.data.project_id, event.account_id],
+    );
+    if (first.length) await enqueueOutbox(m, webhookEventSubject(event.type), event, event.id);
+  }
+
+  /** The project is under its ceiling again: the next time it is reached is reported. */
+  async clearLimitReport(m: EntityManager, projectId: string): Promise<void> {
+    await m.query(`DELETE FROM project_limits_reported WHERE project_id = $1`, [projectId]);
   }
 
   /** A new endpoint with its first (sealed) secret. */

@@ -1,3 +1,4 @@
+import { CreateOutbox1763700000000 } from '@parley/messaging';
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
 export class CreateWebhooks1763700000201 implements MigrationInterface {
@@ -237,6 +238,27 @@ export class AddEndpointProjects1765500000209 implements MigrationInterface {
   }
 }
 
+/**
+ * The dispatcher's own events (docs/projects.md: `project.limit_reached` for max_webhook_endpoints) go through an
+ * outbox, as every other service's: the outbox table (CreateOutbox1763700000000's shape plus BusDeadLetters's
+ * `poison_strikes`; its dead_letters table already has the shared shape), and the mark of a project whose ceiling was
+ * reported, until an endpoint is created under it again.
+ */
+export class AddOutboxAndLimitReports1765800000210 implements MigrationInterface {
+  name = 'AddOutboxAndLimitReports1765800000210';
+
+  async up(q: QueryRunner): Promise<void> {
+    await new CreateOutbox1763700000000().up(q);
+    await q.query(`ALTER TABLE outbox ADD COLUMN IF NOT EXISTS poison_strikes int NOT NULL DEFAULT 0`);
+    await q.query(`CREATE TABLE IF NOT EXISTS project_limits_reported (project_id text PRIMARY KEY, account_id text NOT NULL, reported_at timestamptz(3) NOT NULL DEFAULT now())`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS project_limits_reported`);
+    await q.query(`DROP TABLE IF EXISTS outbox`);
+  }
+}
+
 export const WEBHOOKS_MIGRATIONS = [
   CreateWebhooks1763700000201,
   AgentOwnedEndpoints1763700000202,
@@ -247,4 +269,5 @@ export const WEBHOOKS_MIGRATIONS = [
   WebhookPromises1763700000207,
   SharedDeadLetters1764200000208,
   AddEndpointProjects1765500000209,
+  AddOutboxAndLimitReports1765800000210,
 ];
