@@ -29,12 +29,14 @@ describe('call analytics (real PostgreSQL)', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
   let analytics: CallAnalytics;
+  let repository: CallAnalyticsRepository;
   let n = 0;
 
   beforeAll(async () => {
     db = await createTestDatabase('parley_calls');
     dataSource = await openServiceDatabase(db.url, { schema: 'calls', entities: [CallEntity, CallTurnEntity, OutboxRecord], migrations: CALLS_MIGRATIONS });
-    analytics = new CallAnalytics(new CallAnalyticsRepository(dataSource));
+    repository = new CallAnalyticsRepository(dataSource);
+    analytics = new CallAnalytics(repository);
   });
 
   afterAll(async () => {
@@ -69,6 +71,18 @@ describe('call analytics (real PostgreSQL)', () => {
         score,
       ],
     );
+
+  /** Recomputes every dirty slot and day (as the refresher's passes do). */
+  const refreshAll = async () => {
+    for (let batch = await repository.refresh(); batch?.more; batch = await repository.refresh());
+  };
+  const marks = async (): Promise<number> =>
+    Number((await dataSource.query(`SELECT (SELECT count(*) FROM calls.call_analytics_dirty_slots) + (SELECT count(*) FROM calls.call_analytics_dirty_days) AS n`))[0].n);
+  /** Marks every slot and day dirty: the answers then come from the rows alone. */
+  const markAllDirty = async () => {
+    await dataSource.query(`INSERT INTO calls.call_analytics_dirty_slots SELECT DISTINCT account_id, date_bin('15 minutes', created_at, '2000-01-01Z') FROM calls.calls`);
+    await dataSource.query(`INSERT INTO calls.call_analytics_dirty_days SELECT DISTINCT account_id, date_bin('1 day', created_at, '2000-01-01Z') FROM calls.calls`);
+  };
 
   describe('overview', () => {
     const period = { accountId: 'acc_1', from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z' };
@@ -113,6 +127,15 @@ describe('call analytics (real PostgreSQL)', () => {
         // No usage or turns recorded on these calls (call-usage.int-spec.ts has them).
         ...NO_USAGE,
       });
+    });
+
+    it('answers the same from the refreshed figures as from the rows', async () => {
+      const fromRows = await analytics.overview(period);
+      await refreshAll();
+      expect(await marks()).toBe(0);
+      expect(await analytics.overview(period)).toEqual(fromRows);
+      expect(await analytics.overview({ ...period, agentId: 'agt_b' })).toMatchObject({ calls: 3, durationP50: 300, csatCount: 1, csatAverage: 3.67 });
+      expect(await analytics.overview({ ...period, direction: 'inbound' })).toMatchObject({ calls: 2, answered: 2, transferred: 1, answeredSeconds: 330 });
     });
 
     it('filters by agent and by direction', async () => {
@@ -255,6 +278,16 @@ describe('call analytics (real PostgreSQL)', () => {
       ]);
     });
 
+    it('buckets the same local days across the changes from the refreshed figures', async () => {
+      const q = { ...ny, from: '2026-03-07T00:00:00-05:00', to: '2026-03-10T00:00:00-04:00' };
+      const fromRows = await analytics.timeseries(q, 'day', 'America/New_York');
+      const hoursFromRows = await analytics.timeseries({ ...ny, from: '2026-11-01T00:00:00-04:00', to: '2026-11-01T03:00:00-05:00' }, 'hour', 'America/New_York');
+      await refreshAll();
+      expect(await analytics.timeseries(q, 'day', 'America/New_York')).toEqual(fromRows);
+      expect(fromRows.map((d) => d.calls)).toEqual([1, 5, 1]);
+      expect(await analytics.timeseries({ ...ny, from: '2026-11-01T00:00:00-04:00', to: '2026-11-01T03:00:00-05:00' }, 'hour', 'America/New_York')).toEqual(hoursFromRows);
+    });
+
     it('caps the number of buckets (validation_error on bucket beyond it)', async () => {
       const from = '2026-01-01T00:00:00Z';
       await expect(analytics.timeseries({ ...ny, from, to: '2026-01-01T16:40:00Z' }, 'minute', 'UTC')).resolves.toHaveLength(1000);
@@ -275,6 +308,174 @@ describe('call analytics (real PostgreSQL)', () => {
         code: 'validation_error',
         errors: [expect.objectContaining({ field })],
       });
+    });
+  });
+  describe('pre-aggregated figures', () => {
+    const account = 'acc_agg';
+    // Not on a slot or a day: the edges are read from the rows.
+    const period = { accountId: account, from: '2026-05-26T10:07:13.500Z', to: '2026-06-25T10:07:13.500Z' };
+    const ids: string[] = [];
+    const liveIds: string[] = [];
+
+    /** The answers compared: overviews with each filter, timeseries by day in a zone, by hour, by week. */
+    const answers = () =>
+      Promise.all([
+        analytics.overview(period),
+        analytics.overview({ ...period, agentId: 'agt_b' }),
+        analytics.overview({ ...period, direction: 'inbound' }),
+        analytics.overview({ ...period, agentId: 'agt_c', direction: 'outbound' }),
+        analytics.overview({ ...period, projectId: 'prj_x' }),
+        analytics.timeseries(period, 'day', 'America/New_York'),
+        analytics.timeseries({ ...period, projectId: 'prj_x' }, 'hour', 'UTC', 1000),
+        analytics.timeseries({ ...period, agentId: 'agt_a' }, 'week', 'Europe/Paris'),
+      ]);
+
+    beforeAll(async () => {
+      // 500 calls over 35 days, deterministic: three agents, every direction, two projects, durations to the ms, costs
+      // to 10 decimals, turns, barge-ins, ratings on both scales and response latencies (some beyond 10 s); written in
+      // three statements.
+      let seed = 7;
+      const next = (k: number) => Math.floor((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 8) % k;
+      const start = Date.parse('2026-05-23T00:00:00Z');
+      const calls: Record<string, unknown>[] = [];
+      const latencies: Record<string, unknown>[] = [];
+      const ratings: Record<string, unknown>[] = [];
+      for (let i = 0; i < 500; i++) {
+        const id = `call_agg${String(i).padStart(4, '0')}`;
+        const created = start + next(35 * 86_400) * 1000 + next(1000);
+        const answered = next(4) > 0 ? created + next(10) * 1000 : null;
+        const live = next(20) === 0;
+        const ended = live ? null : (answered ?? created) + next(900_000) + next(1000);
+        const turns = answered ? 1 + next(12) : 0;
+        calls.push({
+          id,
+          agent_id: ['agt_a', 'agt_b', 'agt_c'][next(3)],
+          direction: ['outbound', 'inbound', 'web'][next(3)],
+          status: live ? (answered ? 'in_progress' : 'ringing') : 'ended',
+          end_reason: live ? null : answered ? ['completed', 'hangup', 'transferred', 'silence'][next(4)] : ['no_answer', 'busy'][next(2)],
+          transferred_to: answered && next(10) === 0 ? '+15559990000' : null,
+          created_at: new Date(created).toISOString(),
+          answered_at: answered && new Date(answered).toISOString(),
+          ended_at: ended && new Date(ended).toISOString(),
+          project_id: next(3) === 0 ? 'prj_x' : null,
+          cost: answered ? `0.${String(next(10 ** 9)).padStart(9, '0')}7` : '0',
+          agent_turns: turns,
+          barge_ins: turns ? next(turns) : 0,
+        });
+        ids.push(id);
+        if (live) liveIds.push(id);
+        for (let t = 1; t < turns; t++) latencies.push({ call_id: id, seq: t, latency_ms: next(10) === 0 ? 10_000 + next(5000) : 300 + next(1700) });
+        const scale = next(2) ? 5 : 10;
+        if (answered && next(4) === 0) ratings.push({ id: `csat_agg${i}`, call_id: id, scale, score: 1 + next(scale) });
+      }
+      await dataSource.query(
+        `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, end_reason, transferred_to, created_at, updated_at,
+                                  answered_at, ended_at, project_id, cost, agent_turns, barge_ins)
+         SELECT r.id, $2, r.agent_id, r.direction, '+15550001111', '+15550002222', r.status, r.end_reason, r.transferred_to, r.created_at, r.created_at,
+                r.answered_at, r.ended_at, r.project_id, r.cost, r.agent_turns, r.barge_ins
+           FROM jsonb_to_recordset($1::jsonb) AS r(id text, agent_id text, direction text, status text, end_reason text, transferred_to text,
+                created_at timestamptz, answered_at timestamptz, ended_at timestamptz, project_id text, cost numeric, agent_turns int, barge_ins int)`,
+        [JSON.stringify(calls), account],
+      );
+      await dataSource.query(
+        `INSERT INTO calls.call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
+         SELECT c.id, r.seq, c.account_id, c.created_at, c.agent_id, c.direction, c.project_id, r.latency_ms
+           FROM jsonb_to_recordset($1::jsonb) AS r(call_id text, seq int, latency_ms int) JOIN calls.calls c ON c.id = r.call_id`,
+        [JSON.stringify(latencies)],
+      );
+      await dataSource.query(
+        `INSERT INTO calls.call_ratings (id, account_id, call_id, source, scale, score, call_created_at, agent_id, direction)
+         SELECT r.id, c.account_id, c.id, 'api', r.scale, r.score, c.created_at, c.agent_id, c.direction
+           FROM jsonb_to_recordset($1::jsonb) AS r(id text, call_id text, scale int, score int) JOIN calls.calls c ON c.id = r.call_id`,
+        [JSON.stringify(ratings)],
+      );
+    });
+
+    it('a 30-day overview and timeseries from the figures equal those from the rows, edge slots and days included', async () => {
+      await refreshAll();
+      expect(await marks()).toBe(0);
+      const fromFigures = await answers();
+      const [overview, byAgent] = fromFigures;
+      expect(overview.calls).toBeGreaterThan(300);
+      expect(overview.csatCount).toBeGreaterThan(20);
+      expect(overview.latencyTurns).toBeGreaterThan(500);
+      expect(byAgent.calls).toBeLessThan(overview.calls);
+      // The figures are what was read: one changed by hand shows (until its slot or day is recomputed).
+      const oneRow = (table: string) => `UPDATE calls.${table} SET calls = calls + 1000 WHERE ctid = (SELECT ctid FROM calls.${table} WHERE account_id = $1 AND ${table === 'call_analytics_days' ? 'day' : 'slot'} BETWEEN '2026-06-01Z' AND '2026-06-20Z' LIMIT 1)`;
+      await dataSource.query(oneRow('call_analytics_days'), [account]);
+      await dataSource.query(oneRow('call_analytics_slots'), [account]);
+      expect((await analytics.overview(period)).calls).toBe(overview.calls + 1000);
+      expect((await analytics.timeseries(period, 'day', 'America/New_York')).reduce((sum, d) => sum + d.calls, 0)).toBe(overview.calls + 1000);
+      await markAllDirty();
+      expect(await answers()).toEqual(fromFigures);
+      // The hour buckets add up to the overview of the same period.
+      const [, , , , byProject, , hours] = fromFigures;
+      expect(hours.reduce((sum, h) => sum + h.calls, 0)).toBe(byProject.calls);
+      expect(hours.reduce((sum, h) => sum + h.csatCount, 0)).toBe(byProject.csatCount);
+    });
+
+    it('reads the slots and days changed since the last refresh from the rows: late cost, a rating, an end, a latency', async () => {
+      await refreshAll();
+      const before = await answers();
+      const [late, rated, live] = [ids[10], ids[20], liveIds[0]];
+      await dataSource.query(`UPDATE calls.calls SET cost = cost + 0.0000000001, agent_turns = agent_turns + 1 WHERE id = $1`, [late]);
+      await dataSource.query(`DELETE FROM calls.call_ratings WHERE call_id = $1`, [rated]);
+      await rate(rated, 9, { account, scale: 10, source: 'keypad' });
+      await dataSource.query(`UPDATE calls.calls SET status = 'ended', end_reason = 'completed', answered_at = created_at, ended_at = created_at + interval '61.5 seconds' WHERE id = $1`, [live]);
+      await dataSource.query(
+        `INSERT INTO calls.call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
+         SELECT id, 99, account_id, created_at, agent_id, direction, project_id, 5 FROM calls.calls WHERE id = $1`,
+        [late],
+      );
+      expect(await marks()).toBeGreaterThan(0);
+      const changed = await answers();
+      expect(changed).not.toEqual(before);
+      await markAllDirty();
+      expect(await answers()).toEqual(changed);
+      await refreshAll();
+      expect(await answers()).toEqual(changed);
+    });
+
+    it('keeps the slot of a call changed while the refresher runs dirty, so the change is counted', async () => {
+      await refreshAll();
+      const id = ids[30];
+      const before = await analytics.overview(period);
+      // Its slot is dirty already (a committed change): the writer below relies on no existing mark.
+      await dataSource.query(`UPDATE calls.calls SET barge_ins = barge_ins + 1 WHERE id = $1`, [id]);
+      const writer = dataSource.createQueryRunner();
+      await writer.connect();
+      await writer.startTransaction();
+      try {
+        await writer.query(`UPDATE calls.calls SET cost = cost + 1 WHERE id = $1`, [id]);
+        // The refresher deletes the marks it sees and computes without the uncommitted change.
+        await refreshAll();
+        await writer.commitTransaction();
+      } finally {
+        await writer.release();
+      }
+      expect(await marks()).toBeGreaterThan(0);
+      const after = await analytics.overview(period);
+      expect(Number(after.cost)).toBeCloseTo(Number(before.cost) + 1, 9);
+      expect(after.bargeIns).toBe(before.bargeIns + 1);
+      await refreshAll();
+      expect(await marks()).toBe(0);
+      expect(await analytics.overview(period)).toEqual(after);
+      await markAllDirty();
+      expect(await analytics.overview(period)).toEqual(after);
+    });
+
+    it('marks the slots and days of the calls stored before the migration (backfill)', async () => {
+      await refreshAll();
+      await dataSource.undoLastMigration();
+      await insert({ account: 'acc_before', created: '2026-04-01T12:20:00Z', answeredAfter: 1, seconds: 42, endReason: 'completed' });
+      await dataSource.runMigrations();
+      const dirty = await dataSource.query(`SELECT slot FROM calls.call_analytics_dirty_slots WHERE account_id = 'acc_before'`);
+      expect(dirty.map((r: { slot: Date }) => new Date(r.slot).toISOString())).toEqual(['2026-04-01T12:15:00.000Z']);
+      const q = { accountId: 'acc_before', from: '2026-04-01T00:00:00Z', to: '2026-04-02T00:00:00Z' };
+      expect(await analytics.overview(q)).toMatchObject({ calls: 1, answeredSeconds: 42, durationP50: 42 });
+      await refreshAll();
+      expect(await marks()).toBe(0);
+      expect(await analytics.overview(q)).toMatchObject({ calls: 1, answeredSeconds: 42, durationP50: 42 });
     });
   });
 });

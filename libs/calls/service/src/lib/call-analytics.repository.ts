@@ -57,114 +57,178 @@ export interface BucketStart {
   offsetSeconds: number;
 }
 
-/** A timed call's duration in seconds: answered and ended, never negative. */
-const DURATION = `CASE WHEN c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL THEN greatest(date_part('epoch', c.ended_at - c.answered_at), 0) END`;
+/** A timed call's duration in whole ms: answered and ended, never negative (timestamps are to the ms). */
+const DURATION_MS = `CASE WHEN c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL THEN (greatest(extract(epoch FROM c.ended_at - c.answered_at), 0) * 1000)::bigint END`;
+/** A duration's histogram bin, in seconds: whole seconds (rounded) up to an hour, whole minutes beyond. */
+const DURATION_BIN = `(CASE WHEN ${DURATION_MS} < 3600000 THEN round(${DURATION_MS} / 1000.0) ELSE round(${DURATION_MS} / 60000.0) * 60 END)::int`;
+/** A response latency's histogram bin, in ms: the whole ms it is up to 10 s, then 100 ms steps (rounded). */
+const LATENCY_BIN = `(CASE WHEN c.latency_ms < 10000 THEN c.latency_ms ELSE round(c.latency_ms / 100.0) * 100 END)::int`;
 /** Answered and put through elsewhere: transferred_to stays on a transferred call, end_reason says so once it ended. */
 const TRANSFERRED = `c.answered_at IS NOT NULL AND (c.transferred_to IS NOT NULL OR c.end_reason = 'transferred')`;
 /** The rating on the 1..5 scale, to two decimals (csatRating, csat.received's `rating`). */
 const RATING = `round(CASE WHEN c.scale = 5 THEN c.score ELSE 1 + (c.score - 1) * 4.0 / (c.scale - 1) END, 2)`;
-/** Memory for the percentiles' sort (the answered calls' durations of the period), so it does not spill to disk. */
-const PERCENTILE_WORK_MEM = '64MB';
+
+/** The sums the aggregates keep, in their columns' order and types: of calls `c` (grouped), and of ratings `c`. */
+const SUMS = ['calls', 'answered', 'transferred', 'timed', 'duration_ms', 'cost', 'agent_turns', 'barge_ins', 'csat_count', 'csat_sum'] as const;
+const CALL_SUMS = named([
+  'count(*)::int',
+  'count(c.answered_at)::int',
+  `(count(*) FILTER (WHERE ${TRANSFERRED}))::int`,
+  `count(${DURATION_MS})::int`,
+  `coalesce(sum(${DURATION_MS}), 0)::bigint`,
+  'coalesce(sum(c.cost), 0)::numeric',
+  'coalesce(sum(c.agent_turns), 0)::bigint',
+  'coalesce(sum(c.barge_ins), 0)::bigint',
+  '0::int',
+  '0::numeric',
+]);
+const RATING_SUMS = named(['0::int', '0::int', '0::int', '0::int', '0::bigint', '0::numeric', '0::bigint', '0::bigint', 'count(*)::int', `coalesce(sum(${RATING}), 0)::numeric`]);
+function named(values: string[]): string {
+  return values.map((v, i) => `${v} AS ${SUMS[i]}`).join(', ');
+}
+/** The sums of SUMS over rows `x` (grouped), named as the columns. */
+const SUM_OF_SUMS = SUMS.map((col) => `sum(x.${col})::${col === 'cost' || col === 'csat_sum' ? 'numeric' : col === 'calls' || col === 'answered' || col === 'transferred' || col === 'timed' || col === 'csat_count' ? 'int' : 'bigint'} AS ${col}`).join(', ');
+
+/** The grains the aggregates are kept at: 15-minute slots (the timeseries) and UTC days (the overview). */
+interface Grain {
+  ms: number;
+  interval: string;
+  /** The table of dirty marks and its time column. */
+  marks: string;
+  at: string;
+}
+const SLOT: Grain = { ms: 15 * 60_000, interval: '15 minutes', marks: 'call_analytics_dirty_slots', at: 'slot' };
+const DAY: Grain = { ms: 86_400_000, interval: '1 day', marks: 'call_analytics_dirty_days', at: 'day' };
+/** The slots and days refreshed per transaction (a day of a busy account is a few hundred thousand rows). */
+const REFRESH_SLOTS = 500;
+const REFRESH_DAYS = 2;
+/** One refresher at a time across the service's replicas (pg_try_advisory_xact_lock's key). */
+const REFRESH_LOCK = 7_265_110_022;
+
+/** What one refresh transaction did; null when another replica's refresher held the lock. */
+export interface RefreshBatch {
+  slots: number;
+  days: number;
+  /** There may be more to do now (a batch came back full). */
+  more: boolean;
+}
 
 interface CountsRow {
   calls: number;
   answered: number;
   transferred: number;
   timed: number;
-  answered_seconds: number;
-  agent_turns: number;
-  barge_ins: number;
+  duration_ms: string;
+  agent_turns: string;
+  barge_ins: string;
+}
+
+/** A statement's parameters, added as its text is built. */
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    return `$${this.values.push(value)}`;
+  }
 }
 
 /**
- * Analytics over the calls table and its ratings, computed in PostgreSQL. Each figure comes from one scan of the
- * period's rows: the counts (a parallel aggregate over calls_analytics, grouped by end reason or bucket), the
- * durations' percentiles (an ordered-set aggregate, single process: its own statement), the ratings (a range of
- * call_ratings_analytics: a rating carries its call's creation time, agent and direction, so it counts in its
- * call's period without a join). The statements run at once on separate connections.
+ * Analytics over the calls, their ratings and turn latencies, computed in PostgreSQL from pre-aggregated figures where
+ * they are exact and from the rows elsewhere (docs/analytics.md, Indexes and speed). The overview reads the figures of
+ * the whole UTC days of the period that are not dirty, the timeseries those of the whole 15-minute slots; the period's
+ * partial days or slots at its edges and the dirty ones are read from the rows (index range scans). Each statement
+ * reads the dirty marks in its own snapshot, so its answer is that of the rows it sees. The refresher (refresh)
+ * recomputes the dirty slots and days.
  */
 @Injectable()
 export class CallAnalyticsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async overview(f: AnalyticsFilter): Promise<CallOverview> {
-    const calls = conditions(f);
-    const [byReason, durations, ratings, latency] = await Promise.all([
+    const counts = new Params();
+    const source = covered(counts, f, DAY);
+    const [byReason, durations, latencies] = await Promise.all([
       this.statement(
-        `SELECT c.end_reason,
-                count(*)::int AS calls,
-                count(c.answered_at)::int AS answered,
-                count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
-                count(${DURATION})::int AS timed,
-                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds,
-                coalesce(sum(c.agent_turns), 0)::int AS agent_turns,
-                coalesce(sum(c.barge_ins), 0)::int AS barge_ins,
-                (sum(sum(c.cost)) OVER ())::text AS cost
-           FROM calls c
-          WHERE ${calls.where}
-          GROUP BY 1`,
-        calls.params,
-      ) as Promise<(CountsRow & { end_reason: string | null; cost: string })[]>,
-      this.statement(
-        `SELECT avg(s)::float8 AS avg, percentile_cont(0.5) WITHIN GROUP (ORDER BY s) AS p50, percentile_cont(0.95) WITHIN GROUP (ORDER BY s) AS p95
-           FROM (SELECT ${DURATION} AS s FROM calls c WHERE ${calls.where} AND c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL) d`,
-        calls.params,
-        PERCENTILE_WORK_MEM,
-      ) as Promise<{ avg: number | null; p50: number | null; p95: number | null }[]>,
-      this.ratings(f, null),
-      this.latencyPercentiles(f),
+        `WITH ${source.ctes},
+              x AS (SELECT a.end_reason, ${SUMS.map((c) => `a.${c}`).join(', ')} FROM call_analytics_days a WHERE ${source.aggregated('a')} AND ${dims(counts, f, 'a')}
+                    UNION ALL
+                    SELECT c.end_reason, ${CALL_SUMS} FROM ${source.rows('calls', 'created_at')} WHERE ${dims(counts, f, 'c')} GROUP BY c.end_reason
+                    UNION ALL
+                    SELECT NULL, ${RATING_SUMS} FROM ${source.rows('call_ratings', 'call_created_at')} WHERE ${dims(counts, f, 'c', 'rating')})
+         SELECT x.end_reason, ${SUM_OF_SUMS},
+                (sum(sum(x.cost)) OVER ())::text AS total_cost, (sum(sum(x.csat_count)) OVER ())::int AS total_csat,
+                (sum(sum(x.csat_sum)) OVER () / nullif(sum(sum(x.csat_count)) OVER (), 0))::float8 AS csat_average
+           FROM x GROUP BY x.end_reason`,
+        counts.values,
+      ) as Promise<(CountsRow & { end_reason: string | null; total_cost: string; total_csat: number; csat_average: number | null })[]>,
+      this.percentiles(f, 'call_analytics_day_durations', 'seconds', (p, source) =>
+        `SELECT ${DURATION_BIN} AS v, count(*) AS n FROM ${source.rows('calls', 'created_at')} WHERE ${dims(p, f, 'c')} AND c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL GROUP BY 1`,
+      ),
+      this.percentiles(f, 'call_analytics_day_latencies', 'ms', (p, source) =>
+        `SELECT ${LATENCY_BIN} AS v, count(*) AS n FROM ${source.rows('call_turn_latencies', 'call_created_at')} WHERE ${dims(p, f, 'c')} GROUP BY 1`,
+      ),
     ]);
     const endReasons: Partial<Record<EndReason, number>> = {};
-    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0, agentTurns: 0, bargeIns: 0, cost: decimal(byReason[0]?.cost ?? '0') };
+    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0, agentTurns: 0, bargeIns: 0, cost: decimal(byReason[0]?.total_cost ?? '0') };
+    let durationMs = 0;
     for (const row of byReason) {
       total.calls += Number(row.calls);
       total.answered += Number(row.answered);
       total.transferred += Number(row.transferred);
       total.timed += Number(row.timed);
-      total.answeredSeconds += Number(row.answered_seconds);
+      durationMs += Number(row.duration_ms);
       total.agentTurns += Number(row.agent_turns);
       total.bargeIns += Number(row.barge_ins);
-      if (row.end_reason && (END_REASONS as readonly string[]).includes(row.end_reason)) endReasons[row.end_reason as EndReason] = Number(row.calls);
+      if (row.end_reason && Number(row.calls) && (END_REASONS as readonly string[]).includes(row.end_reason)) endReasons[row.end_reason as EndReason] = Number(row.calls);
     }
-    const [d] = durations;
-    const csat = ratings.get(0) ?? { count: 0, average: null };
+    total.answeredSeconds = durationMs / 1000;
     return {
       ...total,
-      csatCount: csat.count,
-      csatAverage: csat.average,
+      csatCount: Number(byReason[0]?.total_csat ?? 0),
+      csatAverage: nullable(byReason[0]?.csat_average),
       endReasons,
-      durationAvg: nullable(d?.avg),
-      durationP50: nullable(d?.p50),
-      durationP95: nullable(d?.p95),
-      ...latency,
+      durationAvg: total.timed ? durationMs / total.timed / 1000 : null,
+      durationP50: durations.p50,
+      durationP95: durations.p95,
+      latencyTurns: latencies.n,
+      latencyP50: latencies.p50,
+      latencyP95: latencies.p95,
     };
   }
 
   /**
-   * Percentiles (continuous, as percentile_cont) of the agent turns' response latencies of the filter's calls (a
-   * range of call_turn_latencies: each carries its call's creation time, agent, direction and project). The
-   * latencies are whole milliseconds, so they are counted per value (a parallel hash aggregate) rather than sorted; each percentile is then read off the cumulative counts: rank h = p × (n - 1), the
-   * values at ranks floor(h) and ceil(h), interpolated. Same result as percentile_cont over every latency.
+   * Percentiles (continuous, as percentile_cont) over a histogram: the day histogram `table` (column `bin`) of the
+   * period's whole clean days, plus `raw`'s bins counted from the rows elsewhere. Each percentile is read off the
+   * cumulative counts: rank h = p × (n - 1), the bins at ranks floor(h) and ceil(h), interpolated. So it is exact to
+   * the bins (percentile_cont over the binned values), whichever way each day was read.
    */
-  private async latencyPercentiles(f: AnalyticsFilter): Promise<{ latencyTurns: number; latencyP50: number | null; latencyP95: number | null }> {
-    const calls = conditions(f, 'call_created_at', true);
+  private async percentiles(
+    f: AnalyticsFilter,
+    table: string,
+    bin: string,
+    raw: (p: Params, source: Covered) => string,
+  ): Promise<{ n: number; p50: number | null; p95: number | null }> {
+    const p = new Params();
+    const source = covered(p, f, DAY);
     const rows = (await this.statement(
-      `WITH l AS (SELECT c.latency_ms AS v, count(*) AS n FROM call_turn_latencies c WHERE ${calls.where} GROUP BY 1),
+      `WITH ${source.ctes},
+            h AS (SELECT a.${bin} AS v, a.n FROM ${table} a WHERE ${source.aggregated('a')} AND ${dims(p, f, 'a', 'rollup')}
+                  UNION ALL ${raw(p, source)}),
+            l AS (SELECT v, sum(n) AS n FROM h GROUP BY v),
             cum AS (SELECT v, sum(n) OVER (ORDER BY v) AS upto, sum(n) OVER () AS total FROM l),
             q AS (SELECT p, t.total, p * (t.total - 1) AS h FROM (VALUES (0.5), (0.95)) ps(p), (SELECT max(total) AS total FROM cum) t WHERE t.total > 0)
        SELECT q.p::float8 AS p, q.total::int AS total, q.h::float8 AS h,
               (SELECT v FROM cum WHERE cum.upto > floor(q.h) ORDER BY v LIMIT 1) AS lo,
               (SELECT v FROM cum WHERE cum.upto > ceil(q.h) ORDER BY v LIMIT 1) AS hi
          FROM q`,
-      calls.params,
+      p.values,
     )) as { p: number; total: number; h: number; lo: number; hi: number }[];
-    const at = (p: number): number | null => {
-      const r = rows.find((x) => Number(x.p) === p);
+    const at = (q: number): number | null => {
+      const r = rows.find((x) => Number(x.p) === q);
       if (!r) return null;
       const h = Number(r.h);
       return Number(r.lo) + (h - Math.floor(h)) * (Number(r.hi) - Number(r.lo));
     };
-    return { latencyTurns: Number(rows[0]?.total ?? 0), latencyP50: at(0.5), latencyP95: at(0.95) };
+    return { n: Number(rows[0]?.total ?? 0), p50: at(0.5), p95: at(0.95) };
   }
 
   /**
@@ -192,50 +256,52 @@ export class CallAnalyticsRepository {
     return rows.map((r) => ({ start: new Date(r.start), local: r.local, offsetSeconds: Number(r.offset_seconds) }));
   }
 
-  /** The count measures per bucket (`starts` ascending, the first at or before `from`), every bucket present. */
+  /**
+   * The count measures per bucket (`starts` ascending, the first at or before `from`), every bucket present: the
+   * clean slots wholly inside the period and inside one bucket from their figures, the rest from the rows. A bucket
+   * boundary off the 15-minute grid (a zone's offset before standard time, such as LMT) makes its slot read from rows.
+   */
   async countsPerBucket(f: AnalyticsFilter, starts: Date[]): Promise<CallCounts[]> {
-    const calls = conditions(f);
-    const bounds = starts.map((s) => s.toISOString());
-    const [rows, ratings] = await Promise.all([
-      this.statement(
-        `SELECT width_bucket(c.created_at, $${calls.params.length + 1}::timestamptz[]) AS i,
-                count(*)::int AS calls,
-                count(c.answered_at)::int AS answered,
-                count(*) FILTER (WHERE ${TRANSFERRED})::int AS transferred,
-                coalesce(sum(${DURATION}), 0)::float8 AS answered_seconds,
-                coalesce(sum(c.agent_turns), 0)::int AS agent_turns,
-                coalesce(sum(c.barge_ins), 0)::int AS barge_ins,
-                sum(c.cost)::text AS cost
-           FROM calls c
-          WHERE ${calls.where}
-          GROUP BY 1`,
-        [...calls.params, bounds],
-      ) as Promise<(CountsRow & { i: number; cost: string })[]>,
-      this.ratings(f, bounds),
-    ]);
-    const counts: CallCounts[] = starts.map((_, i) => {
-      const csat = ratings.get(i + 1);
-      return {
-        calls: 0,
-        answered: 0,
-        answeredSeconds: 0,
-        transferred: 0,
-        csatCount: csat?.count ?? 0,
-        csatAverage: csat?.average ?? null,
-        cost: '0',
-        agentTurns: 0,
-        bargeIns: 0,
-      };
-    });
+    const p = new Params();
+    const offGrid = starts.map((s) => s.getTime()).filter((t) => t > f.from.getTime() && t < f.to.getTime() && t % SLOT.ms !== 0);
+    const source = covered(p, f, SLOT, offGrid.map((t) => t - (t % SLOT.ms)));
+    const bounds = p.add(starts.map((s) => s.toISOString()));
+    const rows = (await this.statement(
+      `WITH ${source.ctes},
+            x AS (SELECT width_bucket(a.slot, ${bounds}::timestamptz[]) AS i, ${SUMS.map((c) => `a.${c}`).join(', ')}
+                    FROM call_analytics_slots a WHERE ${source.aggregated('a')} AND ${dims(p, f, 'a')}
+                  UNION ALL
+                  SELECT width_bucket(c.created_at, ${bounds}::timestamptz[]), ${CALL_SUMS}
+                    FROM ${source.rows('calls', 'created_at')} WHERE ${dims(p, f, 'c')} GROUP BY 1
+                  UNION ALL
+                  SELECT width_bucket(c.call_created_at, ${bounds}::timestamptz[]), ${RATING_SUMS}
+                    FROM ${source.rows('call_ratings', 'call_created_at')} WHERE ${dims(p, f, 'c', 'rating')} GROUP BY 1)
+       SELECT x.i, ${SUM_OF_SUMS}, sum(x.cost)::text AS total_cost, (sum(x.csat_sum) / nullif(sum(x.csat_count), 0))::float8 AS csat_average
+         FROM x GROUP BY x.i`,
+      p.values,
+    )) as (CountsRow & { i: number; total_cost: string; csat_count: number; csat_average: number | null })[];
+    const counts: CallCounts[] = starts.map(() => ({
+      calls: 0,
+      answered: 0,
+      answeredSeconds: 0,
+      transferred: 0,
+      csatCount: 0,
+      csatAverage: null,
+      cost: '0',
+      agentTurns: 0,
+      bargeIns: 0,
+    }));
     for (const row of rows) {
       const bucket = counts[Number(row.i) - 1];
       if (!bucket) continue;
       Object.assign(bucket, {
         calls: Number(row.calls),
         answered: Number(row.answered),
-        answeredSeconds: Number(row.answered_seconds),
+        answeredSeconds: Number(row.duration_ms) / 1000,
         transferred: Number(row.transferred),
-        cost: decimal(row.cost ?? '0'),
+        csatCount: Number(row.csat_count),
+        csatAverage: nullable(row.csat_average),
+        cost: decimal(row.total_cost ?? '0'),
         agentTurns: Number(row.agent_turns),
         bargeIns: Number(row.barge_ins),
       });
@@ -244,43 +310,144 @@ export class CallAnalyticsRepository {
   }
 
   /**
-   * Runs one analytics statement in a transaction of its own, without JIT compilation (it costs tens of
-   * milliseconds on each of these statements and gains nothing on a scan this simple), with `workMem` if given.
+   * One refresh transaction, if no other replica's is running: recomputes up to REFRESH_SLOTS dirty slots and
+   * REFRESH_DAYS dirty days (days that have ended; an unended day's marks are folded into one, it is read from the
+   * rows until it ends). Each statement deletes the marks it sees and rewrites their figures from the rows in the
+   * same snapshot: a change committed after it left its own mark, which survives, so its slot or day stays dirty.
    */
-  private statement<T>(sql: string, params: unknown[], workMem?: string): Promise<T> {
+  async refresh(): Promise<RefreshBatch | null> {
     return this.dataSource.transaction(async (m) => {
+      const [{ locked }] = (await m.query(`SELECT pg_try_advisory_xact_lock($1) AS locked`, [REFRESH_LOCK])) as { locked: boolean }[];
+      if (!locked) return null;
       await m.query(`SET LOCAL jit = off`);
-      if (workMem) await m.query(`SET LOCAL work_mem = '${workMem}'`);
-      return (await m.query(sql, params)) as T;
+      const [slots] = (await m.query(refreshSql(SLOT, 'call_analytics_slots', REFRESH_SLOTS, ''), [])) as { n: number }[];
+      await m.query(`
+        WITH many AS (SELECT account_id, day FROM call_analytics_dirty_days WHERE day + interval '1 day' > now() GROUP BY 1, 2 HAVING count(*) > 1),
+             gone AS (DELETE FROM call_analytics_dirty_days d USING many WHERE d.account_id = many.account_id AND d.day = many.day)
+        INSERT INTO call_analytics_dirty_days (account_id, day) SELECT account_id, day FROM many`);
+      const [days] = (await m.query(refreshSql(DAY, 'call_analytics_days', REFRESH_DAYS, `AND day + interval '1 day' <= now()`), [])) as { n: number }[];
+      return { slots: Number(slots.n), days: Number(days.n), more: Number(slots.n) >= REFRESH_SLOTS || Number(days.n) >= REFRESH_DAYS };
     });
   }
 
-  /** The ratings of the filter's calls: count and average on 1..5, per bucket (1-based; `bounds` null: all in 0). */
-  private async ratings(f: AnalyticsFilter, bounds: string[] | null): Promise<Map<number, { count: number; average: number | null }>> {
-    const { where, params } = conditions(f, 'call_created_at');
-    const bucket = bounds ? `width_bucket(c.call_created_at, $${params.push(bounds)}::timestamptz[])` : '0';
-    const rows = (await this.dataSource.query(
-      `SELECT ${bucket} AS i, count(*)::int AS n, avg(${RATING})::float8 AS average FROM call_ratings c WHERE ${where} GROUP BY 1`,
-      params,
-    )) as { i: number; n: number; average: number | null }[];
-    return new Map(rows.map((r) => [Number(r.i), { count: Number(r.n), average: nullable(r.average) }]));
+  /**
+   * Runs one analytics statement in a transaction of its own, without JIT compilation (it costs tens of
+   * milliseconds on each of these statements and gains nothing on a scan this simple).
+   */
+  private statement<T>(sql: string, params: unknown[]): Promise<T> {
+    return this.dataSource.transaction(async (m) => {
+      await m.query(`SET LOCAL jit = off`);
+      return (await m.query(sql, params)) as T;
+    });
   }
+}
+
+/**
+ * The statement recomputing up to `limit` dirty grains (slots or days; `when`: which marks) of `table` from the rows;
+ * for days also the histograms, with their rollups over agents and directions ('*').
+ */
+function refreshSql(grain: Grain, table: string, limit: number, when: string): string {
+  const at = grain.at;
+  const within = (row: string, column: string) => `${row}.account_id = p.account_id AND ${row}.${column} >= p.${at} AND ${row}.${column} < p.${at} + interval '${grain.interval}'`;
+  const byEndReason = grain === DAY;
+  const histograms =
+    grain === DAY
+      ? [
+          ['call_analytics_day_durations', 'seconds', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${DURATION_BIN} AS v FROM pick p JOIN calls c ON ${within('c', 'created_at')} WHERE c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL`],
+          ['call_analytics_day_latencies', 'ms', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${LATENCY_BIN} AS v FROM pick p JOIN call_turn_latencies c ON ${within('c', 'call_created_at')}`],
+        ]
+      : [];
+  return `
+    WITH pick AS (SELECT DISTINCT account_id, ${at} FROM ${grain.marks} WHERE true ${when} ORDER BY ${at} DESC LIMIT ${limit}),
+         marks AS (DELETE FROM ${grain.marks} d USING pick p WHERE d.account_id = p.account_id AND d.${at} = p.${at}),
+         gone AS (DELETE FROM ${table} a USING pick p WHERE a.account_id = p.account_id AND a.${at} = p.${at}),
+         fresh AS (
+           INSERT INTO ${table} (account_id, ${at}, project_id, agent_id, direction${byEndReason ? ', end_reason' : ''}, ${SUMS.join(', ')})
+           SELECT x.account_id, x.${at}, x.project_id, x.agent_id, x.direction${byEndReason ? ', x.end_reason' : ''}, ${SUM_OF_SUMS}
+             FROM (SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction${byEndReason ? ', c.end_reason' : ''}, ${CALL_SUMS}
+                     FROM pick p JOIN calls c ON ${within('c', 'created_at')} GROUP BY 1, 2, 3, 4, 5${byEndReason ? ', 6' : ''}
+                   UNION ALL
+                   SELECT p.account_id, p.${at}, k.project_id, c.agent_id, c.direction${byEndReason ? ', NULL' : ''}, ${RATING_SUMS}
+                     FROM pick p JOIN call_ratings c ON ${within('c', 'call_created_at')} JOIN calls k ON k.id = c.call_id GROUP BY 1, 2, 3, 4, 5) x
+            GROUP BY 1, 2, 3, 4, 5${byEndReason ? ', 6' : ''})
+         ${histograms
+           .map(
+             ([hist, bin, rows], i) => `,
+         gone${i} AS (DELETE FROM ${hist} a USING pick p WHERE a.account_id = p.account_id AND a.${at} = p.${at}),
+         fresh${i} AS (
+           INSERT INTO ${hist} (account_id, ${at}, project_id, agent_id, direction, ${bin}, n)
+           SELECT x.account_id, x.${at}, x.project_id, CASE WHEN grouping(x.agent_id) = 1 THEN '*' ELSE x.agent_id END,
+                  CASE WHEN grouping(x.direction) = 1 THEN '*' ELSE x.direction END, x.v, count(*)::int
+             FROM (${rows}) x
+            GROUP BY x.account_id, x.${at}, x.project_id, x.v, GROUPING SETS ((x.agent_id, x.direction), (x.direction), ()))`,
+           )
+           .join('')}
+    SELECT count(*)::int AS n FROM pick`;
+}
+
+/** Where a statement reads its figures from: the CTEs it starts with, the aggregates' condition and the rows' ranges. */
+interface Covered {
+  ctes: string;
+  /** The condition on an aggregate row `a`: its grain is whole in the period, clean and not excluded. */
+  aggregated(a: string): string;
+  /** `table` (aliased c) over the ranges read from rows: `<ranges> JOIN <table> c ON …` over its column `column`. */
+  rows(table: string, column: string): string;
+}
+
+/**
+ * Splits the filter's period [from, to) at `grain`: its whole grains [lo, hi) are read from the aggregates but for
+ * the dirty ones (the marks this statement sees) and `excluded`; the partial grains at the edges, the excluded and
+ * the dirty ones from the rows.
+ */
+function covered(p: Params, f: AnalyticsFilter, grain: Grain, excluded: number[] = []): Covered {
+  const from = f.from.getTime();
+  const to = f.to.getTime();
+  let lo = Math.ceil(from / grain.ms) * grain.ms;
+  let hi = Math.floor(to / grain.ms) * grain.ms;
+  const edges: [number, number][] = [];
+  if (lo >= hi) {
+    lo = hi = from;
+    edges.push([from, to]);
+  } else {
+    if (from < lo) edges.push([from, lo]);
+    if (hi < to) edges.push([hi, to]);
+    for (const t of new Set(excluded)) if (t >= lo && t < hi) edges.push([t, t + grain.ms]);
+  }
+  const iso = (t: number) => new Date(t).toISOString();
+  const account = p.add(f.accountId);
+  const [loP, hiP] = [p.add(iso(lo)), p.add(iso(hi))];
+  const starts = p.add(edges.map(([s]) => iso(s)));
+  const ends = p.add(edges.map(([, e]) => iso(e)));
+  const skip = p.add(excluded.map(iso));
+  return {
+    ctes: `dirty AS (SELECT DISTINCT d.${grain.at} AS at FROM ${grain.marks} d WHERE d.account_id = ${account} AND d.${grain.at} >= ${loP}::timestamptz AND d.${grain.at} < ${hiP}::timestamptz),
+           ranges AS (SELECT r.s, r.e FROM unnest(${starts}::timestamptz[], ${ends}::timestamptz[]) r(s, e)
+                      UNION ALL SELECT at, at + interval '${grain.interval}' FROM dirty WHERE at <> ALL(${skip}::timestamptz[]))`,
+    aggregated: (a) =>
+      `${a}.account_id = ${account} AND ${a}.${grain.at} >= ${loP}::timestamptz AND ${a}.${grain.at} < ${hiP}::timestamptz AND ${a}.${grain.at} <> ALL(${skip}::timestamptz[]) AND ${a}.${grain.at} NOT IN (SELECT at FROM dirty)`,
+    rows: (table, column) => `ranges r JOIN ${table} c ON c.account_id = ${account} AND c.${column} >= r.s AND c.${column} < r.e`,
+  };
+}
+
+/**
+ * The filter's agent, direction and project conditions on `x`: rows carrying them (calls, latencies, slot and day
+ * figures), ratings (their project is their call's, looked up), or histogram rows whose agent and direction may be
+ * the rollup '*' (every agent, every direction).
+ */
+function dims(p: Params, f: AnalyticsFilter, x: string, kind: 'row' | 'rating' | 'rollup' = 'row'): string {
+  const where = ['true'];
+  if (kind === 'rollup') {
+    where.push(f.agentId ? `${x}.agent_id = ${p.add(f.agentId)}` : `${x}.agent_id = '*'`);
+    where.push(f.direction ? `${x}.direction = ${p.add(f.direction)}` : f.agentId ? `${x}.direction <> '*'` : `${x}.direction = '*'`);
+  } else {
+    if (f.agentId) where.push(`${x}.agent_id = ${p.add(f.agentId)}`);
+    if (f.direction) where.push(`${x}.direction = ${p.add(f.direction)}`);
+  }
+  if (f.projectId) {
+    const project = (r: string) => `coalesce(${r}.project_id, ${p.add(defaultProjectId(f.accountId))}) = ${p.add(f.projectId)}`;
+    where.push(kind === 'rating' ? `EXISTS (SELECT 1 FROM calls k WHERE k.id = ${x}.call_id AND ${project('k')})` : project(x));
+  }
+  return where.join(' AND ');
 }
 
 const nullable = (v: number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
-
-/**
- * The WHERE clause over `c` and its parameters ($1 account, $2 from, $3 to, then the filters given). Over a table
- * without `project_id` (the ratings), a project filter looks up each row's call.
- */
-function conditions(f: AnalyticsFilter, created = 'created_at', ownProject = created === 'created_at'): { where: string; params: unknown[] } {
-  const params: unknown[] = [f.accountId, f.from.toISOString(), f.to.toISOString()];
-  const where = ['c.account_id = $1', `c.${created} >= $2::timestamptz`, `c.${created} < $3::timestamptz`];
-  if (f.agentId) where.push(`c.agent_id = $${params.push(f.agentId)}`);
-  if (f.direction) where.push(`c.direction = $${params.push(f.direction)}`);
-  if (f.projectId) {
-    const project = `coalesce(%.project_id, $${params.push(defaultProjectId(f.accountId))}) = $${params.push(f.projectId)}`;
-    where.push(ownProject ? project.replace('%', 'c') : `EXISTS (SELECT 1 FROM calls k WHERE k.id = c.call_id AND ${project.replace('%', 'k')})`);
-  }
-  return { where: where.join(' AND '), params };
-}

@@ -7,6 +7,7 @@ import { grpcClientProvider } from '@parley/rpc';
 import { CONFIG } from '@parley/runtime';
 import { CallAdmission } from './call-admission';
 import { CallAnalytics } from './call-analytics';
+import { CallAnalyticsRefresher } from './call-analytics-refresher';
 import { CallAnalyticsRepository } from './call-analytics.repository';
 import { CallUsage, PRICES } from './call-usage';
 import { CallUsageRepository } from './call-usage.repository';
@@ -35,6 +36,7 @@ import { POST_CALL_DEADLINE_MS, POST_CALL_LLM, PostCallAnalysis } from './post-c
     CallsDomain,
     CallAnalyticsRepository,
     CallAnalytics,
+    CallAnalyticsRefresher,
     CallUsageRepository,
     CallUsage,
     { provide: PRICES, inject: [CONFIG], useFactory: (c: ServiceConfig) => loadPrices(c.PRICES_FILE) },

@@ -1,3 +1,4 @@
+import { ANALYTICS_REFRESH_PASS_MS, CallAnalyticsRefresher } from './call-analytics-refresher';
 import { CallReaper, REAPER_PASS_MS } from './call-reaper';
 import { CallsRunner } from './calls.runner';
 import { CarrierReconciler, RECONCILE_PASS_MS } from './carrier-reconciler';
@@ -8,26 +9,29 @@ function runnerWith(carriers: string[]) {
   const reaper = { runPass: jest.fn(async () => []) };
   const reconciler = { runPass: jest.fn(async () => 0) };
   const analysis = { startDue: jest.fn(async () => []), stop: jest.fn(async () => undefined) };
+  const refresher = { runPass: jest.fn(async () => ({ slots: 0, days: 0 })) };
   const runner = new CallsRunner(
     reaper as unknown as CallReaper,
     reconciler as unknown as CarrierReconciler,
     analysis as unknown as PostCallAnalysis,
     { names: carriers } as unknown as CarrierRegistry,
+    refresher as unknown as CallAnalyticsRefresher,
   );
-  return { runner, reaper, reconciler, analysis };
+  return { runner, reaper, reconciler, analysis, refresher };
 }
 
 describe('CallsRunner', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  it('runs the reaper, the carrier reconciler and the post-call worker on their periods until shutdown, then hands analyses back', async () => {
-    const { runner, reaper, reconciler, analysis } = runnerWith(['twilio']);
+  it('runs the reaper, the carrier reconciler, the post-call worker and the analytics refresher on their periods until shutdown, then hands analyses back', async () => {
+    const { runner, reaper, reconciler, analysis, refresher } = runnerWith(['twilio']);
     runner.onApplicationBootstrap();
     await jest.advanceTimersByTimeAsync(REAPER_PASS_MS);
     expect(reaper.runPass).toHaveBeenCalledTimes(1);
     expect(reconciler.runPass).toHaveBeenCalledTimes(REAPER_PASS_MS / RECONCILE_PASS_MS);
     expect(analysis.startDue).toHaveBeenCalledTimes(REAPER_PASS_MS / POST_CALL_POLL_MS);
+    expect(refresher.runPass).toHaveBeenCalledTimes(Math.floor(REAPER_PASS_MS / ANALYTICS_REFRESH_PASS_MS));
 
     await runner.beforeApplicationShutdown();
     expect(analysis.stop).toHaveBeenCalledTimes(1);

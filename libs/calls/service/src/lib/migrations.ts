@@ -1,5 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
+import { AddCallAnalyticsAggregates1765900000600 } from './call-analytics.migrations';
 
 export class CreateCalls1763700000301 implements MigrationInterface {
   name = 'CreateCalls1763700000301';
@@ -666,4 +667,5 @@ export const CALLS_MIGRATIONS = [
   AddCallUsage1765600000500,
   CreateCallTurnLatencies1765700000510,
   AddCallSuccess1765800000630,
+  AddCallAnalyticsAggregates1765900000600,
 ];
