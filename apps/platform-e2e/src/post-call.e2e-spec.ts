@@ -88,22 +88,14 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
   const events = (callId: string) =>
     received.map((r) => ({ ...r, event: JSON.parse(r.body) })).filter((r) => r.event.call_id === callId);
 
+  const EXTRACTION = [
+    { name: 'party_size', description: 'How many people the table is for', type: 'number' },
+    { name: 'outcome', description: 'Whether a table was booked', type: 'enum', options: ['booked', 'not_booked', 'unclear'] },
+  ];
 
-  it('analyses an ended call with the fake model: webhook after call.ended, then GET /v1/calls/{id} shows it', async () => {
-    llm.reply(() => JSON.stringify({ summary: SUMMARY, extracted: { party_size: '4', outcome: 'Booked' } }));
-    const agent = await api.post('/v1/agents', {
-      name: 'Booker',
-      languages: [{ code: 'en' }],
-      post_call: {
-        model: 'analysis-model',
-        extraction: [
-          { name: 'party_size', description: 'How many people the table is for', type: 'number' },
-          { name: 'outcome', description: 'Whether a table was booked', type: 'enum', options: ['booked', 'not_booked', 'unclear'] },
-        ],
-      },
-    });
-    expect(agent.status).toBe(201);
-    const call = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15550100042' })).body;
+  /** Places a call through `agentId`, answers it, has the engine write three turns; resolves with the call. */
+  async function answeredCallWithTurns(agentId: string): Promise<{ id: string; carrier_call_id: string }> {
+    const call = (await api.post('/v1/calls', { agent_id: agentId, to: '+15550100042' })).body;
     expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
     for (const [i, [role, text]] of [
       ['assistant', 'Good evening, Trattoria Ada.'],
@@ -112,6 +104,18 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
     ].entries()) {
       await calls.appendTurn({ account_id: 'acme', call_id: call.id, turn: { role, text, language: 'en', start_ms: i * 2000, end_ms: i * 2000 + 1500, interrupted: false } });
     }
+    return call;
+  }
+
+  it('analyses an ended call with the fake model: webhook after call.ended, then GET /v1/calls/{id} shows it', async () => {
+    llm.reply(() => JSON.stringify({ summary: SUMMARY, extracted: { party_size: '4', outcome: 'Booked' } }));
+    const agent = await api.post('/v1/agents', {
+      name: 'Booker',
+      languages: [{ code: 'en' }],
+      post_call: { model: 'analysis-model', extraction: EXTRACTION },
+    });
+    expect(agent.status).toBe(201);
+    const call = await answeredCallWithTurns(agent.body.id);
     expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'in_progress', turns: 3, summary: null, extracted: null });
 
     expect((await api.post(`/v1/calls/${call.id}/end`)).body).toMatchObject({ status: 'ended', end_reason: 'hangup' });
@@ -132,5 +136,33 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
     // One analysis per call: the worker keeps polling, the call is no longer due.
     await new Promise((r) => setTimeout(r, 1000));
     expect(events(call.id).filter((e) => e.event.type === 'call.analysed')).toHaveLength(1);
+  }, 60_000);
+
+  it('judges a call by the agent’s post_call.success: null until the analysis, then the extracted field decides', async () => {
+    // A field the agent does not extract is refused, like a workflow's.
+    const refused = await api.post('/v1/agents', {
+      name: 'Booker',
+      languages: [{ code: 'en' }],
+      post_call: { extraction: EXTRACTION, success: { extracted_field: { name: 'booked' } } },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body.errors).toEqual([{ field: 'post_call.success.extracted_field.name', message: "is not a field the agent's post_call.extraction extracts" }]);
+
+    llm.reply(() => JSON.stringify({ summary: SUMMARY, extracted: { party_size: '4', outcome: 'Booked' } }));
+    const success = { end_reasons: ['hangup', 'completed'], extracted_field: { name: 'outcome', equals: 'booked' } };
+    const agent = await api.post('/v1/agents', { name: 'Booker', languages: [{ code: 'en' }], post_call: { model: 'analysis-model', extraction: EXTRACTION, success } });
+    expect(agent.status).toBe(201);
+    expect((await api.get(`/v1/agents/${agent.body.id}`)).body.post_call.success).toEqual(success);
+
+    const call = await answeredCallWithTurns(agent.body.id);
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'in_progress', successful: null });
+    // The end reason counts; the extracted field is still to come.
+    expect((await api.post(`/v1/calls/${call.id}/end`)).body).toMatchObject({ status: 'ended', end_reason: 'hangup', successful: null });
+
+    const analysed = await waitFor(() => events(call.id).find((e) => e.event.type === 'call.analysed'), 30_000);
+    expect(analysed.event.data).toEqual({ summary: SUMMARY, extracted: { party_size: 4, outcome: 'booked' }, model: 'analysis-model', successful: true });
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', successful: true });
+    const listed = await api.get(`/v1/calls?agent_id=${agent.body.id}`);
+    expect(listed.body.data).toEqual([expect.objectContaining({ id: call.id, successful: true })]);
   }, 60_000);
 });

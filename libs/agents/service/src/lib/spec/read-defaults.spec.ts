@@ -37,6 +37,13 @@ describe('agent reads carry the documented defaults', () => {
     expect(read.flow?.nodes?.[0]).toMatchObject({ type: 'llm', edges: [{ type: 'intent', expression: { logic: 'and' } }] });
   });
 
+  it('success criteria read with the default end reasons when they name none', () => {
+    const extraction = [{ name: 'booked', description: 'Booked?', type: 'boolean' as const }];
+    const read = presentAgent({ ...minimal, post_call: { extraction, success: { extracted_field: { name: 'booked' } } } });
+    expect(read.post_call?.success).toEqual({ end_reasons: ['completed', 'hangup', 'transferred'], extracted_field: { name: 'booked' } });
+    expect(presentAgent({ ...minimal, post_call: { success: { end_reasons: ['transferred'] } } }).post_call?.success).toEqual({ end_reasons: ['transferred'] });
+  });
+
   it('reading never changes the stored document', () => {
     const stored = structuredClone(minimal);
     presentAgent(stored);

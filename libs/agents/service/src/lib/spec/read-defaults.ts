@@ -1,3 +1,4 @@
+import { DEFAULT_SUCCESS_END_REASONS } from '@parley/contracts';
 import { AgentSpec } from './agent-spec';
 
 /**
@@ -23,6 +24,7 @@ export function withReadDefaults<T extends Omit<AgentSpec, 'spec_version'>>(spec
   spec.post_call ??= {};
   spec.post_call.summary ??= true;
   for (const field of spec.post_call.extraction ?? []) field.type ??= 'string';
+  if (spec.post_call.success) spec.post_call.success.end_reasons ??= [...DEFAULT_SUCCESS_END_REASONS];
   if (spec.conversation) spec.conversation.voicemail ??= 'continue';
   for (const tc of spec.tool_configs ?? []) {
     if (tc.request) {

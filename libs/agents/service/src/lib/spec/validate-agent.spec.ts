@@ -50,3 +50,19 @@ describe('the end-of-call survey (csat_survey)', () => {
     }
   });
 });
+
+describe('post-call success (post_call.success), checked as a workflow’s success is', () => {
+  const extraction = [{ name: 'booked', description: 'Whether a table was booked', type: 'boolean' as const }];
+
+  it('accepts known end reasons and an extracted field of the agent’s own extraction', () => {
+    expect(fields({ post_call: { extraction, success: { end_reasons: ['completed'], extracted_field: { name: 'booked', equals: true } } } })).toEqual([]);
+    expect(fields({ post_call: { success: { end_reasons: ['completed', 'transferred'] } } })).toEqual([]);
+  });
+
+  it('refuses an unknown end reason, an empty list and a field the agent does not extract', () => {
+    expect(fields({ post_call: { extraction, success: { end_reasons: ['completed', 'won'] } } })).toEqual(['post_call.success.end_reasons[1]']);
+    expect(fields({ post_call: { success: { end_reasons: [] } } })).toEqual(['post_call.success.end_reasons']);
+    expect(fields({ post_call: { extraction, success: { extracted_field: { name: 'paid' } } } })).toEqual(['post_call.success.extracted_field.name']);
+    expect(fields({ post_call: { success: { extracted_field: { name: 'booked' } } } })).toEqual(['post_call.success.extracted_field.name']);
+  });
+});

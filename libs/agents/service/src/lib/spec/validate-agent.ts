@@ -1,4 +1,4 @@
-import { FieldProblem } from '@parley/contracts';
+import { FieldProblem, successCriteriaProblems } from '@parley/contracts';
 import { AgentSpec, Flow, GroupSpec, ToolConfig } from './agent-spec';
 import { UrlRules } from './check-urls';
 import { normalizeLanguage } from './languages';
@@ -242,6 +242,7 @@ export function validateAgent(spec: AgentSpec, catalogue: DeploymentCatalogue): 
     if ((f.type ?? 'string') === 'enum' && !f.options?.length) p.add(`post_call.extraction[${i}].options`, 'are required for an enum field');
     if ((f.type ?? 'string') !== 'enum' && f.options !== undefined) p.add(`post_call.extraction[${i}].options`, 'only apply to enum fields');
   });
+  if (spec.post_call?.success) p.list.push(...successCriteriaProblems(spec.post_call.success, 'post_call.success', spec.post_call.extraction ?? []));
 
   if (new Set(spec.overrides ?? []).size !== (spec.overrides ?? []).length) p.add('overrides', 'lists a field more than once');
   return p.list;

@@ -29,6 +29,7 @@ import {
   TransferDto,
   UpdateAgentDto,
 } from './agent.dto';
+import { ExtractedFieldDto, SuccessDto } from './success.dto';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Harness: run a body through BodyValidationPipe the way the controllers do.
@@ -255,6 +256,7 @@ const fullAgent = (): Record<string, unknown> => ({
       { name: 'callback_time', description: 'When the caller wants to be called back.', type: 'string' },
       { name: 'outcome', description: 'How the call ended.', type: 'enum', options: ['booked', 'declined', 'unclear'] },
     ],
+    success: { end_reasons: ['completed', 'hangup'], extracted_field: { name: 'outcome', equals: 'booked' } },
   },
   csat_survey: { enabled: true, prompt: 'One last thing: how did we do, from 1 to 5?', thanks: 'Thank you!', timeout_seconds: 6 },
   record_calls: true,
@@ -362,6 +364,8 @@ describe('agent DTO fixtures', () => {
       [PostCallDto, [a.post_call]],
       [CsatSurveyDto, [a.csat_survey]],
       [ExtractionFieldDto, a.post_call.extraction],
+      [SuccessDto, [a.post_call.success]],
+      [ExtractedFieldDto, [a.post_call.success.extracted_field]],
       [ToolConfigDto, tools],
       [CalendarDto, [tools[0].calendar]],
       [ApiKeyInputDto, [tools[0].calendar.api_key]],
@@ -436,7 +440,7 @@ const agentCases: Case[] = [
   // Unknown fields, including output-only and no-such fields.
   ...unknown('prompt', 'voice', 'id', 'object', 'created_at', 'effective', 'conversation.colour', 'capabilities.web_search'),
   ...unknown('languages[1].accent', 'flow.colour', `${node}.colour`, `${edge}.colour`, `${condition}.colour`, 'flow.routing.temperature'),
-  ...unknown('post_call.language', 'post_call.extraction[0].required', `${tc(0)}.colour`, `${tc(0)}.calendar.api_key.hint`),
+  ...unknown('post_call.language', 'post_call.extraction[0].required', 'post_call.success.extracted_field.value', `${tc(0)}.colour`, `${tc(0)}.calendar.api_key.hint`),
   ...unknown(`${tc(1)}.transfer.timeout`, `${tc(2)}.request.secret_header_names`, `${tc(2)}.request.parameters[0].default`),
   ...unknown(`${tc(0)}.calendar.colour`, 'flow.nodes[2].edges[0].expression.colour'),
 
@@ -644,6 +648,15 @@ const agentCases: Case[] = [
   ...bad('post_call.extraction[0].type', 'date'),
   ...ok('post_call.extraction[1].options', [], list(50, (i) => `o${i}`)),
   ...bad('post_call.extraction[1].options', list(51, (i) => `o${i}`), [1], 'booked'),
+  // Shape only: known end reasons and the field being one of extraction are the agents service's (successCriteriaProblems).
+  ...ok('post_call.success', {}, { end_reasons: ['transferred'] }, { extracted_field: { name: 'callback_time' } }),
+  ...bad('post_call.success', true, []),
+  ...ok('post_call.success.end_reasons', ['whatever'], list(20, (i) => `r${i}`)),
+  ...bad('post_call.success.end_reasons', 'completed', list(21, (i) => `r${i}`), [1]),
+  ...required('post_call.success.extracted_field.name'),
+  ...bad('post_call.success.extracted_field.name', '', text(201)),
+  ...ok('post_call.success.extracted_field.equals', 'booked', 4, false),
+  ...bad('post_call.success.extracted_field.equals', [], { a: 1 }, text(501)),
 
   // recording
   ...ok('record_calls', true, false),

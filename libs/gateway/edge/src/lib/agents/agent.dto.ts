@@ -63,6 +63,7 @@ import {
   Optional,
 } from '../http/validators';
 import { notYetActedOn } from '../http/openapi-decorators';
+import { SuccessDto } from './success.dto';
 
 /*
  * The agent model at the gateway: each class implements the contract's type (@parley/contracts), so the compiler
@@ -586,6 +587,17 @@ export class PostCallDto implements PostCall {
   @Optional()
   @IsNestedList(() => ExtractionFieldDto, { maxItems: 40 })
   extraction?: ExtractionFieldDto[];
+
+  @ApiPropertyOptional({
+    type: SuccessDto,
+    description:
+      "What counts as a successful call, as a workflow's `success`: the call's `successful` (and `call.analysed`'s) is decided at its end " +
+      'from the end reason, or by the analysis when `extracted_field` (one of `extraction`) decides. Absent: the agent defines none and ' +
+      'its calls say `successful: null`.',
+  })
+  @Optional()
+  @IsNested(() => SuccessDto)
+  success?: SuccessDto;
 }
 
 export class CsatSurveyDto implements CsatSurveySettings {

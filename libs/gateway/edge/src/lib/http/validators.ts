@@ -31,6 +31,12 @@ import {
 type Decorator = PropertyDecorator;
 type ClassRef = () => new (...args: never[]) => object;
 
+/** A one-off custom check; `message` starts with `$property` (BodyValidationPipe drops the first word). */
+export function Satisfies(name: string, validate: (value: unknown) => boolean, message: string): Decorator {
+  return (target: object, propertyName: string | symbol) =>
+    registerDecorator({ name, target: target.constructor, propertyName: propertyName as string, options: { message }, validator: { validate } });
+}
+
 /** The field may be absent; `null` is checked like any other value (and so refused as the wrong type). */
 export function Optional(): Decorator {
   return ValidateIf((_object: object, value: unknown) => value !== undefined);

@@ -8,7 +8,6 @@ import {
   type RetryRule,
   RUN_STATUSES,
   type RunCounts,
-  type SuccessCriteria,
   VARIABLE_TYPES,
   WEEKDAYS,
   type Weekday,
@@ -16,7 +15,8 @@ import {
 } from '@parley/contracts';
 import { ApiProperty, ApiPropertyOptional, IntersectionType, OmitType, PartialType, PickType } from '@nestjs/swagger';
 import { isWellFormedId } from '@parley/persistence';
-import { Matches, registerDecorator } from 'class-validator';
+import { Matches } from 'class-validator';
+import { SuccessDto } from '../agents/success.dto';
 import {
   IsFlag,
   IsIntBetween,
@@ -32,6 +32,7 @@ import {
   mapSchema,
   METADATA_LIMITS,
   Optional,
+  Satisfies,
   textListSchema,
 } from '../http/validators';
 
@@ -53,9 +54,7 @@ export const WAIT_SECONDS_MAX = 604_800;
 export const RECIPIENTS_PER_PAGE = 1000;
 export const HOLIDAYS_MAX = 366;
 export const RECIPIENT_VARIABLES_MAX = 100;
-export const END_REASONS_MAX = 20;
 const TIMEZONE_MAX = 64;
-const NAME_MAX = 64;
 const VARIABLE_NAME_MAX = 40;
 /**
  * A recipient's fields are bounded loosely here: a number the service cannot call, a zone it does not know and
@@ -82,12 +81,6 @@ const variablesSchema = mapSchema(
   "Values for the agent's `{{variables}}` on this recipient's calls. More than 50, a value over 500 characters, a missing required " +
     'variable or a value not of its declared type suppresses the recipient (`invalid_variables`).',
 );
-
-/** A one-off custom check; `message` starts with `$property` (BodyValidationPipe drops the first word). */
-function check(name: string, validate: (value: unknown) => boolean, message: string): PropertyDecorator {
-  return (target: object, propertyName: string | symbol) =>
-    registerDecorator({ name, target: target.constructor, propertyName: propertyName as string, options: { message }, validator: { validate } });
-}
 
 const isTimeZone = (value: unknown): boolean => {
   if (typeof value !== 'string' || !value) return false;
@@ -204,44 +197,6 @@ export class RecipientVariableDto implements RecipientVariable {
   required?: boolean;
 }
 
-export class ExtractedFieldDto {
-  @ApiProperty({ minLength: 1, maxLength: 200, example: 'booked', description: "A field of the agent's `post_call.extraction`." })
-  @IsText(200, { min: 1 })
-  name: string;
-
-  @ApiPropertyOptional({
-    oneOf: [{ type: 'string', maxLength: 500 }, { type: 'number' }, { type: 'boolean' }],
-    example: true,
-    description: 'The value that counts as success. Absent: the field present and truthy.',
-  })
-  @Optional()
-  @check(
-    'isScalar',
-    (v) => (typeof v === 'string' && v.length <= 500) || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)),
-    '$property must be a string (at most 500 characters), a number or a boolean',
-  )
-  equals?: string | number | boolean;
-}
-
-export class SuccessDto implements SuccessCriteria {
-  @ApiPropertyOptional({
-    ...textListSchema({ maxItems: END_REASONS_MAX, maxLength: NAME_MAX }, "The call's end reasons that count as success."),
-    default: ['completed', 'hangup', 'transferred'],
-    example: ['completed', 'hangup', 'transferred'],
-  })
-  @Optional()
-  @IsTextList({ maxItems: END_REASONS_MAX, maxLength: NAME_MAX })
-  end_reasons?: string[];
-
-  @ApiPropertyOptional({
-    type: ExtractedFieldDto,
-    description: "A post-call extracted field that decides success; the recipient's outcome then waits for the call's analysis.",
-  })
-  @Optional()
-  @IsNested(() => ExtractedFieldDto)
-  extracted_field?: ExtractedFieldDto;
-}
-
 export class WorkflowInputDto implements WorkflowSpec {
   @ApiProperty({ minLength: 1, maxLength: WORKFLOW_NAME_MAX, example: 'Appointment reminders' })
   @IsText(WORKFLOW_NAME_MAX, { min: 1 })
@@ -254,7 +209,7 @@ export class WorkflowInputDto implements WorkflowSpec {
 
   @ApiProperty({ example: 'agt_4fT9aQ2LmZ8xV1cN0bR7sD', description: 'The agent that places the calls (`agt_…`).' })
   @IsText(200, { min: 1 })
-  @check('isAgentId', (v) => typeof v === 'string' && isWellFormedId('agt', v), '$property must be an agent id (agt_…)')
+  @Satisfies('isAgentId', (v) => typeof v === 'string' && isWellFormedId('agt', v), '$property must be an agent id (agt_…)')
   agent_id: string;
 
   @ApiPropertyOptional({ pattern: E164.source, example: '+15557654321', description: "Caller id, E.164. Absent: the deployment's." })
@@ -265,7 +220,7 @@ export class WorkflowInputDto implements WorkflowSpec {
   @ApiPropertyOptional({ maxLength: TIMEZONE_MAX, default: 'UTC', example: 'America/New_York', description: 'IANA time zone of recipients that name none.' })
   @Optional()
   @IsText(TIMEZONE_MAX, { min: 1 })
-  @check('isTimeZone', isTimeZone, '$property must be an IANA time zone such as Europe/Paris')
+  @Satisfies('isTimeZone', isTimeZone, '$property must be an IANA time zone such as Europe/Paris')
   timezone?: string;
 
   @ApiPropertyOptional({ type: CallingWindowDto, description: "When recipients may be called, in each recipient's time zone." })
@@ -298,7 +253,10 @@ export class WorkflowInputDto implements WorkflowSpec {
   @IsNestedList(() => RecipientVariableDto, { maxItems: RECIPIENT_VARIABLES_MAX })
   recipient_variables?: RecipientVariableDto[];
 
-  @ApiPropertyOptional({ type: SuccessDto, description: 'What counts as a successful call.' })
+  @ApiPropertyOptional({
+    type: SuccessDto,
+    description: "What counts as a successful call; with `extracted_field`, the recipient's outcome waits for the call's analysis.",
+  })
   @Optional()
   @IsNested(() => SuccessDto)
   success?: SuccessDto;
@@ -394,7 +352,7 @@ export class StartRunDto {
   @ApiPropertyOptional({ format: 'date-time', example: '2026-01-06T09:00:00Z', description: 'When dialling may begin (RFC 3339). Absent: now.' })
   @Optional()
   @IsText(40, { pattern: RFC3339, patternHint: 'an RFC 3339 date-time' })
-  @check('isTime', isRfc3339Time, '$property must be an RFC 3339 date-time')
+  @Satisfies('isTime', isRfc3339Time, '$property must be an RFC 3339 date-time')
   start_at?: string;
 
   @ApiPropertyOptional({
