@@ -23,7 +23,7 @@ interface Seed {
 }
 
 /** The usage and turn measures of calls that have none. */
-const NO_USAGE = { cost: '0', agentTurns: 0, bargeIns: 0, latencyTurns: 0, latencyP50: null, latencyP95: null };
+const NO_USAGE = { cost: '0', agentTurns: 0, bargeIns: 0, latencyTurns: 0, latencyP50: null, latencyP95: null, successEvaluated: 0, successful: 0 };
 
 describe('call analytics (real PostgreSQL)', () => {
   let db: TestDatabase;
@@ -136,6 +136,24 @@ describe('call analytics (real PostgreSQL)', () => {
       expect(await analytics.overview(period)).toEqual(fromRows);
       expect(await analytics.overview({ ...period, agentId: 'agt_b' })).toMatchObject({ calls: 3, durationP50: 300, csatCount: 1, csatAverage: 3.67 });
       expect(await analytics.overview({ ...period, direction: 'inbound' })).toMatchObject({ calls: 2, answered: 2, transferred: 1, answeredSeconds: 330 });
+    });
+
+    it('counts post-call success: the calls with a verdict and the successful ones, overall and per bucket', async () => {
+      const q = { accountId: 'acc_success', from: '2026-02-01T00:00:00Z', to: '2026-02-03T00:00:00Z' };
+      const verdicts = [true, true, false, null];
+      for (const [i, successful] of verdicts.entries()) {
+        const id = await insert({ account: 'acc_success', created: `2026-02-0${1 + (i % 2)}T10:00:00Z`, answeredAfter: 1, seconds: 30, endReason: 'completed' });
+        await dataSource.query(`UPDATE calls.calls SET successful = $2 WHERE id = $1`, [id, successful]);
+      }
+      expect(await analytics.overview(q)).toMatchObject({ calls: 4, successEvaluated: 3, successful: 2 });
+      const days = await analytics.timeseries(q, 'day', 'UTC');
+      expect(days.map((d) => [d.successEvaluated, d.successful])).toEqual([
+        [2, 1],
+        [1, 1],
+      ]);
+      await refreshAll();
+      expect(await analytics.overview(q)).toMatchObject({ calls: 4, successEvaluated: 3, successful: 2 });
+      expect(await analytics.timeseries(q, 'day', 'UTC')).toEqual(days);
     });
 
     it('filters by agent and by direction', async () => {
@@ -361,6 +379,7 @@ describe('call analytics (real PostgreSQL)', () => {
           cost: answered ? `0.${String(next(10 ** 9)).padStart(9, '0')}7` : '0',
           agent_turns: turns,
           barge_ins: turns ? next(turns) : 0,
+          successful: live ? null : [null, true, false][next(3)],
         });
         ids.push(id);
         if (live) liveIds.push(id);
@@ -370,11 +389,12 @@ describe('call analytics (real PostgreSQL)', () => {
       }
       await dataSource.query(
         `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, end_reason, transferred_to, created_at, updated_at,
-                                  answered_at, ended_at, project_id, cost, agent_turns, barge_ins)
+                                  answered_at, ended_at, project_id, cost, agent_turns, barge_ins, successful)
          SELECT r.id, $2, r.agent_id, r.direction, '+15550001111', '+15550002222', r.status, r.end_reason, r.transferred_to, r.created_at, r.created_at,
-                r.answered_at, r.ended_at, r.project_id, r.cost, r.agent_turns, r.barge_ins
+                r.answered_at, r.ended_at, r.project_id, r.cost, r.agent_turns, r.barge_ins, r.successful
            FROM jsonb_to_recordset($1::jsonb) AS r(id text, agent_id text, direction text, status text, end_reason text, transferred_to text,
-                created_at timestamptz, answered_at timestamptz, ended_at timestamptz, project_id text, cost numeric, agent_turns int, barge_ins int)`,
+                created_at timestamptz, answered_at timestamptz, ended_at timestamptz, project_id text, cost numeric, agent_turns int, barge_ins int,
+                successful boolean)`,
         [JSON.stringify(calls), account],
       );
       await dataSource.query(
@@ -400,6 +420,8 @@ describe('call analytics (real PostgreSQL)', () => {
       expect(overview.csatCount).toBeGreaterThan(20);
       expect(overview.latencyTurns).toBeGreaterThan(500);
       expect(byAgent.calls).toBeLessThan(overview.calls);
+      expect(overview.successful).toBeGreaterThan(50);
+      expect(overview.successEvaluated).toBeGreaterThan(overview.successful);
       // The figures are what was read: one changed by hand shows (until its slot or day is recomputed).
       const oneRow = (table: string) => `UPDATE calls.${table} SET calls = calls + 1000 WHERE ctid = (SELECT ctid FROM calls.${table} WHERE account_id = $1 AND ${table === 'call_analytics_days' ? 'day' : 'slot'} BETWEEN '2026-06-01Z' AND '2026-06-20Z' LIMIT 1)`;
       await dataSource.query(oneRow('call_analytics_days'), [account]);
@@ -421,7 +443,14 @@ describe('call analytics (real PostgreSQL)', () => {
       await dataSource.query(`UPDATE calls.calls SET cost = cost + 0.0000000001, agent_turns = agent_turns + 1 WHERE id = $1`, [late]);
       await dataSource.query(`DELETE FROM calls.call_ratings WHERE call_id = $1`, [rated]);
       await rate(rated, 9, { account, scale: 10, source: 'keypad' });
-      await dataSource.query(`UPDATE calls.calls SET status = 'ended', end_reason = 'completed', answered_at = created_at, ended_at = created_at + interval '61.5 seconds' WHERE id = $1`, [live]);
+      await dataSource.query(
+        `UPDATE calls.calls SET status = 'ended', end_reason = 'completed', answered_at = created_at, ended_at = created_at + interval '61.5 seconds' WHERE id = $1`,
+        [live],
+      );
+      await refreshAll();
+      // A verdict written after the end (the post-call analysis decided it): its own change.
+      await dataSource.query(`UPDATE calls.calls SET successful = true WHERE id = $1`, [live]);
+      expect(await marks()).toBeGreaterThan(0);
       await dataSource.query(
         `INSERT INTO calls.call_turn_latencies (call_id, seq, account_id, call_created_at, agent_id, direction, project_id, latency_ms)
          SELECT id, 99, account_id, created_at, agent_id, direction, project_id, 5 FROM calls.calls WHERE id = $1`,
@@ -466,16 +495,20 @@ describe('call analytics (real PostgreSQL)', () => {
 
     it('marks the slots and days of the calls stored before the migration (backfill)', async () => {
       await refreshAll();
+      // Back to before AddCallAnalyticsAggregates (and AddCallAnalyticsSuccess): no trigger marks this call.
       await dataSource.undoLastMigration();
-      await insert({ account: 'acc_before', created: '2026-04-01T12:20:00Z', answeredAfter: 1, seconds: 42, endReason: 'completed' });
+      await dataSource.undoLastMigration();
+      const id = await insert({ account: 'acc_before', created: '2026-04-01T12:20:00Z', answeredAfter: 1, seconds: 42, endReason: 'completed' });
+      await dataSource.query(`UPDATE calls.calls SET successful = true WHERE id = $1`, [id]);
+      expect(await dataSource.query(`SELECT to_regclass('calls.call_analytics_dirty_slots') AS t`)).toEqual([{ t: null }]);
       await dataSource.runMigrations();
       const dirty = await dataSource.query(`SELECT slot FROM calls.call_analytics_dirty_slots WHERE account_id = 'acc_before'`);
-      expect(dirty.map((r: { slot: Date }) => new Date(r.slot).toISOString())).toEqual(['2026-04-01T12:15:00.000Z']);
+      expect(new Set(dirty.map((r: { slot: Date }) => new Date(r.slot).toISOString()))).toEqual(new Set(['2026-04-01T12:15:00.000Z']));
       const q = { accountId: 'acc_before', from: '2026-04-01T00:00:00Z', to: '2026-04-02T00:00:00Z' };
       expect(await analytics.overview(q)).toMatchObject({ calls: 1, answeredSeconds: 42, durationP50: 42 });
       await refreshAll();
       expect(await marks()).toBe(0);
-      expect(await analytics.overview(q)).toMatchObject({ calls: 1, answeredSeconds: 42, durationP50: 42 });
+      expect(await analytics.overview(q)).toMatchObject({ calls: 1, answeredSeconds: 42, durationP50: 42, successEvaluated: 1, successful: 1 });
     });
   });
 });

@@ -125,7 +125,7 @@ export class AddCallAnalyticsAggregates1765900000600 implements MigrationInterfa
   }
 }
 
-/** The calls' columns the figures read (a change to any other column marks nothing). */
+/** The calls' columns the figures read (a change to any other column marks nothing), as of the first migration. */
 const CALL_COLUMNS_READ = [
   'account_id',
   'created_at',
@@ -148,4 +148,30 @@ export async function createCallUpdateTrigger(q: QueryRunner, columns: readonly 
   await q.query(`
     CREATE TRIGGER calls_analytics_update AFTER UPDATE OF ${columns.join(', ')} ON calls
       FOR EACH ROW WHEN (${row('OLD')} IS DISTINCT FROM ${row('NEW')}) EXECUTE FUNCTION call_analytics_mark_call()`);
+}
+
+/**
+ * Post-call success in the figures (calls.successful, AddCallSuccess1765800000630): per slot and day, the calls with a
+ * verdict (`evaluated`) and the successful ones. The update trigger also watches `successful` (set when the call ends
+ * or its analysis decides, often after the other columns), and the slots and days of calls with a verdict are marked.
+ */
+export class AddCallAnalyticsSuccess1765900000610 implements MigrationInterface {
+  name = 'AddCallAnalyticsSuccess1765900000610';
+
+  async up(q: QueryRunner): Promise<void> {
+    for (const table of ['call_analytics_slots', 'call_analytics_days']) {
+      await q.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS evaluated int NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS succeeded int NOT NULL DEFAULT 0`);
+    }
+    await createCallUpdateTrigger(q, [...CALL_COLUMNS_READ, 'successful']);
+    const at = (grain: string) => `date_bin('${grain}', c.created_at, timestamptz '2000-01-01 00:00:00+00')`;
+    await q.query(`INSERT INTO call_analytics_dirty_slots (account_id, slot) SELECT DISTINCT c.account_id, ${at('15 minutes')} FROM calls c WHERE c.successful IS NOT NULL`);
+    await q.query(`INSERT INTO call_analytics_dirty_days (account_id, day) SELECT DISTINCT c.account_id, ${at('1 day')} FROM calls c WHERE c.successful IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await createCallUpdateTrigger(q, CALL_COLUMNS_READ);
+    for (const table of ['call_analytics_slots', 'call_analytics_days']) {
+      await q.query(`ALTER TABLE ${table} DROP COLUMN IF EXISTS evaluated, DROP COLUMN IF EXISTS succeeded`);
+    }
+  }
 }

@@ -30,6 +30,9 @@ export interface CallCounts {
   /** Agent turns stored, and of them the ones the caller cut off. */
   agentTurns: number;
   bargeIns: number;
+  /** Calls with a post-call success verdict (successful not null), and of them the successful ones. */
+  successEvaluated: number;
+  successful: number;
 }
 
 export interface CallOverview extends CallCounts {
@@ -69,7 +72,7 @@ const TRANSFERRED = `c.answered_at IS NOT NULL AND (c.transferred_to IS NOT NULL
 const RATING = `round(CASE WHEN c.scale = 5 THEN c.score ELSE 1 + (c.score - 1) * 4.0 / (c.scale - 1) END, 2)`;
 
 /** The sums the aggregates keep, in their columns' order and types: of calls `c` (grouped), and of ratings `c`. */
-const SUMS = ['calls', 'answered', 'transferred', 'timed', 'duration_ms', 'cost', 'agent_turns', 'barge_ins', 'csat_count', 'csat_sum'] as const;
+const SUMS = ['calls', 'answered', 'transferred', 'timed', 'duration_ms', 'cost', 'agent_turns', 'barge_ins', 'csat_count', 'csat_sum', 'evaluated', 'succeeded'] as const;
 const CALL_SUMS = named([
   'count(*)::int',
   'count(c.answered_at)::int',
@@ -81,13 +84,29 @@ const CALL_SUMS = named([
   'coalesce(sum(c.barge_ins), 0)::bigint',
   '0::int',
   '0::numeric',
+  'count(c.successful)::int',
+  '(count(*) FILTER (WHERE c.successful))::int',
 ]);
-const RATING_SUMS = named(['0::int', '0::int', '0::int', '0::int', '0::bigint', '0::numeric', '0::bigint', '0::bigint', 'count(*)::int', `coalesce(sum(${RATING}), 0)::numeric`]);
+const RATING_SUMS = named([
+  '0::int',
+  '0::int',
+  '0::int',
+  '0::int',
+  '0::bigint',
+  '0::numeric',
+  '0::bigint',
+  '0::bigint',
+  'count(*)::int',
+  `coalesce(sum(${RATING}), 0)::numeric`,
+  '0::int',
+  '0::int',
+]);
 function named(values: string[]): string {
   return values.map((v, i) => `${v} AS ${SUMS[i]}`).join(', ');
 }
 /** The sums of SUMS over rows `x` (grouped), named as the columns. */
-const SUM_OF_SUMS = SUMS.map((col) => `sum(x.${col})::${col === 'cost' || col === 'csat_sum' ? 'numeric' : col === 'calls' || col === 'answered' || col === 'transferred' || col === 'timed' || col === 'csat_count' ? 'int' : 'bigint'} AS ${col}`).join(', ');
+const BIG_SUMS: readonly string[] = ['duration_ms', 'agent_turns', 'barge_ins'];
+const SUM_OF_SUMS = SUMS.map((col) => `sum(x.${col})::${col === 'cost' || col === 'csat_sum' ? 'numeric' : BIG_SUMS.includes(col) ? 'bigint' : 'int'} AS ${col}`).join(', ');
 
 /** The grains the aggregates are kept at: 15-minute slots (the timeseries) and UTC days (the overview). */
 interface Grain {
@@ -121,6 +140,8 @@ interface CountsRow {
   duration_ms: string;
   agent_turns: string;
   barge_ins: string;
+  evaluated: number;
+  succeeded: number;
 }
 
 /** A statement's parameters, added as its text is built. */
@@ -168,7 +189,18 @@ export class CallAnalyticsRepository {
       ),
     ]);
     const endReasons: Partial<Record<EndReason, number>> = {};
-    const total = { calls: 0, answered: 0, transferred: 0, timed: 0, answeredSeconds: 0, agentTurns: 0, bargeIns: 0, cost: decimal(byReason[0]?.total_cost ?? '0') };
+    const total = {
+      calls: 0,
+      answered: 0,
+      transferred: 0,
+      timed: 0,
+      answeredSeconds: 0,
+      agentTurns: 0,
+      bargeIns: 0,
+      successEvaluated: 0,
+      successful: 0,
+      cost: decimal(byReason[0]?.total_cost ?? '0'),
+    };
     let durationMs = 0;
     for (const row of byReason) {
       total.calls += Number(row.calls);
@@ -178,6 +210,8 @@ export class CallAnalyticsRepository {
       durationMs += Number(row.duration_ms);
       total.agentTurns += Number(row.agent_turns);
       total.bargeIns += Number(row.barge_ins);
+      total.successEvaluated += Number(row.evaluated);
+      total.successful += Number(row.succeeded);
       if (row.end_reason && Number(row.calls) && (END_REASONS as readonly string[]).includes(row.end_reason)) endReasons[row.end_reason as EndReason] = Number(row.calls);
     }
     total.answeredSeconds = durationMs / 1000;
@@ -290,6 +324,8 @@ export class CallAnalyticsRepository {
       cost: '0',
       agentTurns: 0,
       bargeIns: 0,
+      successEvaluated: 0,
+      successful: 0,
     }));
     for (const row of rows) {
       const bucket = counts[Number(row.i) - 1];
@@ -304,6 +340,8 @@ export class CallAnalyticsRepository {
         cost: decimal(row.total_cost ?? '0'),
         agentTurns: Number(row.agent_turns),
         bargeIns: Number(row.barge_ins),
+        successEvaluated: Number(row.evaluated),
+        successful: Number(row.succeeded),
       });
     }
     return counts;

@@ -92,6 +92,8 @@ const toAnalyticsMessage = (o: CallOverview, currency: string): callsV1.CallAnal
   response_latency_p95_ms: o.latencyP95 ?? 0,
   agent_turns: o.agentTurns,
   barge_ins: o.bargeIns,
+  success_evaluated: o.successEvaluated,
+  successful: o.successful,
 });
 
 const toPendingEvent = (e: InjectedCallEvent): callsV1.PendingEvent => ({ id: e.id, name: e.name, payload_json: JSON.stringify(e.payload), created_at: e.created_at });
@@ -310,6 +312,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
         cost: b.cost,
         agent_turns: b.agentTurns,
         barge_ins: b.bargeIns,
+        successful: b.successful,
       })),
     };
   }

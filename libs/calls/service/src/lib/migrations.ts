@@ -1,6 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
-import { AddCallAnalyticsAggregates1765900000600 } from './call-analytics.migrations';
+import { AddCallAnalyticsAggregates1765900000600, AddCallAnalyticsSuccess1765900000610 } from './call-analytics.migrations';
 
 export class CreateCalls1763700000301 implements MigrationInterface {
   name = 'CreateCalls1763700000301';
@@ -668,4 +668,5 @@ export const CALLS_MIGRATIONS = [
   CreateCallTurnLatencies1765700000510,
   AddCallSuccess1765800000630,
   AddCallAnalyticsAggregates1765900000600,
+  AddCallAnalyticsSuccess1765900000610,
 ];

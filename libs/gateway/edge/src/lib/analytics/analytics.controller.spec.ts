@@ -33,6 +33,8 @@ const analytics = (over: Partial<callsV1.CallAnalytics> = {}): callsV1.CallAnaly
   response_latency_p95_ms: 1690.3333,
   agent_turns: 52,
   barge_ins: 5,
+  success_evaluated: 3,
+  successful: 2,
   ...over,
 });
 
@@ -42,7 +44,7 @@ function controller(answers: Partial<Record<keyof Service, unknown>>) {
 }
 
 describe('AnalyticsController', () => {
-  it('overview: asks the calls service for the last 30 days by default and presents rates, minutes, durations, CSAT, cost, latency and barge-ins', async () => {
+  it('overview: asks the calls service for the last 30 days by default and presents rates, minutes, durations, CSAT, cost, latency, barge-ins and success', async () => {
     const { c, requests } = controller({ getCallAnalytics: { analytics: analytics() } });
     const before = Date.now();
     const res = await c.overview(who, {});
@@ -69,6 +71,7 @@ describe('AnalyticsController', () => {
       cost: { currency: 'EUR', total: 1.234568, average_per_call: 0.176367 },
       response_latency: { turns: 40, p50_ms: 812.3, p95_ms: 1690.3 },
       barge_in: { agent_turns: 52, count: 5, rate: 0.0962 },
+      success: { evaluated: 3, succeeded: 2, rate: 0.6667 },
     });
   });
 
@@ -91,6 +94,8 @@ describe('AnalyticsController', () => {
       response_latency_p95_ms: 0,
       agent_turns: 0,
       barge_ins: 0,
+      success_evaluated: 0,
+      successful: 0,
     });
     const { c } = controller({ getCallAnalytics: { analytics: none } });
     expect(await c.overview(who, { from: '2026-01-01T00:00:00Z', to: '2026-02-01T00:00:00Z' })).toMatchObject({
@@ -103,6 +108,7 @@ describe('AnalyticsController', () => {
       cost: { currency: 'EUR', total: 0, average_per_call: null },
       response_latency: { turns: 0, p50_ms: null, p95_ms: null },
       barge_in: { agent_turns: 0, count: 0, rate: null },
+      success: { evaluated: 0, succeeded: 0, rate: null },
     });
   });
 
@@ -143,6 +149,7 @@ describe('AnalyticsController', () => {
       cost: calls ? '0.0300000000' : '0',
       agent_turns: calls * 4,
       barge_ins: calls,
+      successful: answered,
     });
     const { c, requests } = controller({
       getCallTimeseries: { buckets: [bucket('2026-03-08T00:00:00-05:00', 3, 2, 90, 3), bucket('2026-03-09T00:00:00-04:00', 0, 0, 0)] },
@@ -151,8 +158,8 @@ describe('AnalyticsController', () => {
     expect(requests.getCallTimeseries).toMatchObject({ bucket: 'day', timezone: 'America/New_York', filter: { account_id: 'acme' } });
     expect(res).toMatchObject({ object: 'analytics_timeseries', bucket: 'day', timezone: 'America/New_York' });
     expect(res.data).toEqual([
-      { start: '2026-03-08T00:00:00-05:00', calls: 3, answered: 2, answer_rate: 0.6667, minutes: 1.5, transferred: 0, csat_count: 3, csat_average: 3.33, cost: 0.03, agent_turns: 12, barge_ins: 3 },
-      { start: '2026-03-09T00:00:00-04:00', calls: 0, answered: 0, answer_rate: null, minutes: 0, transferred: 0, csat_count: 0, csat_average: null, cost: 0, agent_turns: 0, barge_ins: 0 },
+      { start: '2026-03-08T00:00:00-05:00', calls: 3, answered: 2, answer_rate: 0.6667, minutes: 1.5, transferred: 0, csat_count: 3, csat_average: 3.33, cost: 0.03, agent_turns: 12, barge_ins: 3, successful: 2 },
+      { start: '2026-03-09T00:00:00-04:00', calls: 0, answered: 0, answer_rate: null, minutes: 0, transferred: 0, csat_count: 0, csat_average: null, cost: 0, agent_turns: 0, barge_ins: 0, successful: 0 },
     ]);
     await c.timeseries(who, {});
     expect(requests.getCallTimeseries).toMatchObject({ bucket: 'day', timezone: 'UTC' });
@@ -183,7 +190,7 @@ describe('AnalyticsController', () => {
       expect(op.parameters.map((p) => p.name)).toContain('project_id');
     }
     const schemas = document.components?.schemas as Record<string, { properties: Record<string, unknown> }>;
-    expect(Object.keys(schemas['AnalyticsOverviewDto'].properties)).toEqual(expect.arrayContaining(['cost', 'response_latency', 'barge_in']));
+    expect(Object.keys(schemas['AnalyticsOverviewDto'].properties)).toEqual(expect.arrayContaining(['cost', 'response_latency', 'barge_in', 'success']));
     expect(Object.keys(schemas['AnalyticsBucketDto'].properties)).toEqual([
       'start',
       'calls',
@@ -196,6 +203,7 @@ describe('AnalyticsController', () => {
       'cost',
       'agent_turns',
       'barge_ins',
+      'successful',
     ]);
     expect(Object.keys(schemas['CallDto'].properties)).toEqual(expect.arrayContaining(['usage', 'cost']));
   });

@@ -102,7 +102,8 @@ export class AnalyticsController {
     description: [
       'Figures over the calls created in the period (default: the last 30 days): calls, answered and answer rate, answered minutes,',
       'end reasons, duration average/p50/p95 of answered calls, transfers and transfer rate, satisfaction ratings,',
-      'cost (total and per call, by the operator’s price table), per-turn response latency p50/p95 and the barge-in rate.',
+      'cost (total and per call, by the operator’s price table), per-turn response latency p50/p95, the barge-in rate and post-call success',
+      '(calls evaluated against their agent’s `post_call.success`, succeeded, rate).',
       'A bad query value is 400 `invalid_request`; an unknown query parameter is refused.',
     ].join(' '),
     project: 'list', permission: 'analytics:read',
@@ -145,6 +146,7 @@ export class AnalyticsController {
         p95_ms: a.latency_turns ? round(a.response_latency_p95_ms, 1) : null,
       },
       barge_in: { agent_turns: a.agent_turns, count: a.barge_ins, rate: ratio(a.barge_ins, a.agent_turns) },
+      success: { evaluated: a.success_evaluated, succeeded: a.successful, rate: ratio(a.successful, a.success_evaluated) },
     };
   }
 
@@ -198,5 +200,6 @@ function presentBucket(b: callsV1.CallTimeseriesBucket): AnalyticsBucketDto {
     cost: amount(b.cost),
     agent_turns: b.agent_turns,
     barge_ins: b.barge_ins,
+    successful: b.successful,
   };
 }

@@ -50,6 +50,18 @@ export class AnalyticsBargeInDto {
   @ApiProperty({ type: 'number', nullable: true, example: 0.0672, description: '`count / agent_turns`, to four decimals; null without agent turns.' }) rate: number | null;
 }
 
+export class AnalyticsSuccessDto {
+  @ApiProperty({
+    type: 'integer',
+    example: 640,
+    description: 'Calls with a post-call success verdict (`successful` not null): their agent defines `post_call.success` and it was decided.',
+  })
+  evaluated: number;
+  @ApiProperty({ type: 'integer', example: 512, description: 'Of them, the successful ones (`successful` true).' }) succeeded: number;
+  @ApiProperty({ type: 'number', nullable: true, example: 0.8, description: '`succeeded / evaluated`, to four decimals; null when no call was evaluated.' })
+  rate: number | null;
+}
+
 export class AnalyticsOverviewDto {
   @ApiProperty({ enum: ['analytics_overview'] }) object: 'analytics_overview';
   @ApiProperty({ format: 'date-time', example: '2026-01-01T00:00:00.000Z', description: 'Start of the period (inclusive), on `created_at`.' }) from: string;
@@ -79,6 +91,8 @@ export class AnalyticsOverviewDto {
   @ApiProperty({ type: AnalyticsLatencyDto, description: 'Per-turn response latency: the engine’s voice-to-voice measurement, stored with each agent turn.' })
   response_latency: AnalyticsLatencyDto;
   @ApiProperty({ type: AnalyticsBargeInDto, description: 'How often callers cut the agent off.' }) barge_in: AnalyticsBargeInDto;
+  @ApiProperty({ type: AnalyticsSuccessDto, description: 'Post-call success: the calls judged by their agent’s `post_call.success` (the call’s `successful`).' })
+  success: AnalyticsSuccessDto;
 }
 
 export class AnalyticsBucketDto {
@@ -94,6 +108,7 @@ export class AnalyticsBucketDto {
   @ApiProperty({ example: 2.2174, description: 'Sum of the bucket’s calls’ costs, to 6 decimals (the overview’s currency).' }) cost: number;
   @ApiProperty({ type: 'integer', example: 180, description: 'Agent turns of the bucket’s calls.' }) agent_turns: number;
   @ApiProperty({ type: 'integer', example: 12, description: 'Of them, the turns the caller cut off.' }) barge_ins: number;
+  @ApiProperty({ type: 'integer', example: 20, description: 'The bucket’s calls judged successful (`successful` true).' }) successful: number;
 }
 
 export class AnalyticsTimeseriesDto {

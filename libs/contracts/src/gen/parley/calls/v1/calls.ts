@@ -798,6 +798,9 @@ export interface CallAnalytics {
   /** Agent turns spoken, and of them the ones the caller cut off (barge-ins). */
   agent_turns: number;
   barge_ins: number;
+  /** Calls with a post-call success verdict (successful set), and of them the successful ones. */
+  success_evaluated: number;
+  successful: number;
 }
 
 export interface GetCallAnalyticsRequest {
@@ -823,6 +826,8 @@ export interface CallTimeseriesBucket {
   cost: string;
   agent_turns: number;
   barge_ins: number;
+  /** The bucket's calls judged successful (post-call success). */
+  successful: number;
 }
 
 /**
