@@ -164,5 +164,8 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
     expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', successful: true });
     const listed = await api.get(`/v1/calls?agent_id=${agent.body.id}`);
     expect(listed.body.data).toEqual([expect.objectContaining({ id: call.id, successful: true })]);
+    expect((await api.get(`/v1/calls?agent_id=${agent.body.id}&successful=true`)).body.data.map((c: { id: string }) => c.id)).toEqual([call.id]);
+    expect((await api.get(`/v1/calls?agent_id=${agent.body.id}&successful=false`)).body.data).toEqual([]);
+    expect((await api.get(`/v1/calls?successful=maybe`)).status).toBe(400);
   }, 60_000);
 });

@@ -28,10 +28,14 @@ const PERSON_AGENTS: Record<string, { effective_json: string; spec_json: string 
   agt_desk: { effective_json: '{"autonomy":"simple"}', spec_json: '{"autonomy":"simple"}' },
   agt_meet: { effective_json: '{}', spec_json: '{"mode":"webrtc"}' },
 };
+/** agt_judged's calls succeed when they end in a transfer (post_call.success). */
+const JUDGED_AGENT = { effective_json: '{}', spec_json: '{"post_call":{"success":{"end_reasons":["transferred"]}}}' };
 const agents = {
   getService: () => ({
     getAgent: (req: { account_id: string; id: string }) =>
-      req.id === 'agt_slow'
+      req.id === 'agt_judged'
+        ? of({ agent: JUDGED_AGENT })
+        : req.id === 'agt_slow'
         ? of({ agent: AGENT }).pipe(delay(300))
         : req.id === 'agt_vm'
           ? of({ agent: VOICEMAIL_AGENT })
@@ -344,12 +348,38 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
 
     // GET /v1/calls?workflow_run_id=: the run's calls, newest first, and only them.
     const list = (filters: { workflow_run_id?: string; status?: string }) =>
-      grpc.listCalls({ account_id: 'acc_3', limit: 10, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', project_id: '', ...filters });
+      grpc.listCalls({ account_id: 'acc_3', limit: 10, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', project_id: '', successful: '', ...filters });
     expect((await list({ workflow_run_id: run })).data.map((c) => c.id)).toEqual([second.id, first.id]);
     expect((await list({ workflow_run_id: run, status: 'ended' })).data.map((c) => c.id)).toEqual([first.id]);
     expect((await list({ workflow_run_id: 'wfr_zzzzzzzzzzzzzzzzzzzzzz' })).data.map((c) => c.id)).toEqual([other.id]);
     expect((await list({})).data.map((c) => c.id)).toEqual(expect.arrayContaining([first.id, second.id, other.id, plain.id]));
     for (const live of [second, other]) await control.end('acc_3', live.id, 'hangup');
+  });
+
+  it('judges a call by its agent’s post_call.success as it was when the call was placed, and lists calls by verdict', async () => {
+    const grpc = new CallsGrpcController(calls, control, {} as WebCalls);
+    const transferred = await control.placeOutbound('acc_1', { agentId: 'agt_judged', to: '+15550100301' });
+    const hungUp = await control.placeOutbound('acc_1', { agentId: 'agt_judged', to: '+15550100302' });
+    const unjudged = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100303' });
+    expect(await calls.get('acc_1', transferred.id)).toMatchObject({ successCriteria: { end_reasons: ['transferred'] }, successful: null });
+    expect(await calls.get('acc_1', unjudged.id)).toMatchObject({ successCriteria: null, successful: null });
+
+    await control.end('acc_1', transferred.id, 'transferred');
+    await control.end('acc_1', hungUp.id, 'hangup');
+    await control.end('acc_1', unjudged.id, 'hangup');
+    expect((await grpc.getCall({ account_id: 'acc_1', id: transferred.id })).call?.successful).toBe(true);
+    expect((await grpc.getCall({ account_id: 'acc_1', id: hungUp.id })).call?.successful).toBe(false);
+    expect((await grpc.getCall({ account_id: 'acc_1', id: unjudged.id })).call?.successful).toBeUndefined();
+
+    // GET /v1/calls?successful=: only the calls with that verdict; undecided ones match neither.
+    const list = async (successful: string) =>
+      (
+        await grpc.listCalls({ account_id: 'acc_1', limit: 100, after: '', agent_id: '', status: '', direction: '', created_after: '', created_before: '', workflow_run_id: '', project_id: '', successful })
+      ).data.map((c) => c.id);
+    const mine = [transferred.id, hungUp.id, unjudged.id];
+    expect((await list('true')).filter((id) => mine.includes(id))).toEqual([transferred.id]);
+    expect((await list('false')).filter((id) => mine.includes(id))).toEqual([hungUp.id]);
+    expect((await list('')).filter((id) => mine.includes(id))).toEqual([unjudged.id, hungUp.id, transferred.id]);
   });
 
   it('records each function the agent invoked as call.tool.called', async () => {

@@ -187,6 +187,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
       createdBefore: req.created_before || undefined,
       workflowRunId: req.workflow_run_id || undefined,
       projectId: req.project_id || undefined,
+      successful: req.successful ? req.successful === 'true' : undefined,
     });
     return { data: page.items.map(toCallMessage), has_more: page.hasMore, next: page.next };
   }

@@ -43,6 +43,8 @@ export interface CallFilters {
   workflowRunId?: string;
   /** Only the calls of this project. */
   projectId?: string;
+  /** Only the calls with this verdict (undecided ones never match). */
+  successful?: boolean;
 }
 
 /** A spending ceiling: new calls are refused once the period's calls cost `amount` or more. */
@@ -358,6 +360,7 @@ export class CallsRepository {
     if (filters.createdBefore) qb.andWhere('c.created_at < :createdBefore', { createdBefore: new Date(filters.createdBefore) });
     if (filters.workflowRunId) qb.andWhere('c.workflow_run_id = :workflowRunId', { workflowRunId: filters.workflowRunId });
     if (filters.projectId) qb.andWhere(projectCondition('c.project_id', accountId, filters.projectId, ':projectId'), { projectId: filters.projectId });
+    if (filters.successful !== undefined) qb.andWhere('c.successful = :successful', { successful: filters.successful });
     return keysetPage(qb, 'c', limit, after);
   }
 

@@ -62,11 +62,37 @@ describe('the calls list’s workflow run filter (GET /v1/calls?workflow_run_id=
   );
 });
 
+describe('the calls list’s verdict filter (GET /v1/calls?successful=)', () => {
+  const listing = () => {
+    const requests: callsV1.ListCallsRequest[] = [];
+    const calls = {
+      call: async (_: string, run: (s: unknown, md: unknown) => Promise<unknown>) =>
+        run({ listCalls: async (req: callsV1.ListCallsRequest) => (requests.push(req), { data: [callMessage({ id: 'call_1', successful: true })], has_more: false, next: '' }) }, {}),
+    } as unknown as CallsClient;
+    return { requests, controller: new CallsController(calls, { decode: () => undefined } as unknown as CursorCodec, {} as Recordings, {} as Bus) };
+  };
+
+  it('passes true or false on to the calls service (absent: any call), and shows each call’s verdict', async () => {
+    const { requests, controller } = listing();
+    const page = await controller.list({ accountId: 'acc_1' } as never, { successful: 'true' });
+    await controller.list({ accountId: 'acc_1' } as never, { successful: 'false' });
+    await controller.list({ accountId: 'acc_1' } as never, {});
+    expect(requests.map((r) => r.successful)).toEqual(['true', 'false', '']);
+    expect(page.data[0]).toMatchObject({ id: 'call_1', successful: true });
+  });
+
+  it.each(['yes', '1', 'null', 'TRUE'])('refuses successful=%s with 400 invalid_request before any query', async (value) => {
+    const { requests, controller } = listing();
+    await expect(controller.list({ accountId: 'acc_1' } as never, { successful: value })).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(requests).toHaveLength(0);
+  });
+});
+
 describe('the call resource', () => {
   it('shows null workflow_run_id and workflow_recipient_id on a call no workflow placed', async () => {
     const calls = { call: async () => ({ call: callMessage({ id: 'call_1' }) }) } as unknown as CallsClient;
     const call = await new CallsController(calls, {} as CursorCodec, {} as Recordings, {} as Bus).get({ accountId: 'acc_1' } as never, 'call_1');
-    expect(call).toMatchObject({ workflow_run_id: null, workflow_recipient_id: null });
+    expect(call).toMatchObject({ workflow_run_id: null, workflow_recipient_id: null, successful: null });
   });
 
   it('never takes a workflow run or recipient from POST /v1/calls: only the workflows service places workflow calls', async () => {

@@ -19,7 +19,7 @@ import { mayHaveDialled } from './may-have-dialled';
 import { Recordings } from './recordings';
 import { ResourceId } from '../http/resource-id';
 
-const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before', 'workflow_run_id', 'project_id'];
+const FILTERS = ['agent_id', 'status', 'direction', 'created_after', 'created_before', 'workflow_run_id', 'project_id', 'successful'];
 
 /** Filters that name an object by id: a value not of the form its service gives (prefix, 22 letters and digits) is refused. */
 const ID_FILTERS: Record<string, { prefix: string; what: string }> = {
@@ -71,6 +71,12 @@ export class CallsController {
     description: 'Only the calls of this project (a call belongs to its agent’s project). A value that is not a project id (`prj_…`) is refused with 400 `invalid_request`.',
     schema: { type: 'string', pattern: '^prj_[0-9A-Za-z]{22}$' },
   })
+  @ApiQuery({
+    name: 'successful',
+    required: false,
+    description: "Only the calls judged successful (`true`) or not (`false`) by their agent's `post_call.success`; undecided calls (`successful: null`) match neither.",
+    schema: { type: 'string', enum: ['true', 'false'] },
+  })
   @ApiOkResponse({ type: CallListDto })
   async list(@CurrentPrincipal() who: Principal, @Query() query: Record<string, unknown>): Promise<ListEnvelope<CallDto>> {
     const { limit, after } = parseListQuery(query, (c) => this.cursors.decode('calls', who.accountId, c));
@@ -85,6 +91,7 @@ export class CallsController {
       created_before: callListFilter(query, 'created_before'),
       workflow_run_id: callListFilter(query, 'workflow_run_id'),
       project_id: callListFilter(query, 'project_id'),
+      successful: callListFilter(query, 'successful', ['true', 'false']),
     };
     const page = await this.calls.call('listCalls', (s, md) => s.listCalls(request, md));
     return {

@@ -329,6 +329,8 @@ export interface ListCallsRequest {
   workflow_run_id: string;
   /** Only the calls of this project (prj_…); empty = any call. */
   project_id: string;
+  /** "true" or "false": only the calls with that verdict (Call.successful); empty = any call, undecided ones included. */
+  successful: string;
 }
 
 export interface ListCallsResponse {
