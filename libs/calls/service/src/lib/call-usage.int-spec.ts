@@ -14,6 +14,8 @@ import { CALLS_MIGRATIONS } from './migrations';
 import { parsePrices } from './price-table';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
 import { newCall } from './testing/new-call';
+import { CreateProjectSpend1765900000700 } from './project-spend.migrations';
+import { periodEnd, periodStart } from './spend-periods';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 50, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
 
@@ -134,6 +136,67 @@ describe('usage and cost (real PostgreSQL)', () => {
     expect(await usage.spendOf({ accountId: 'acc_spend', from, to, agentId: 'agt_x' })).toEqual({ amount: '0.044', currency: 'EUR' });
     expect(await usage.spendOf({ accountId: 'acc_spend', from, to, projectId: 'prj_sales' })).toEqual({ amount: '0.028', currency: 'EUR' });
     expect(await usage.spendOf({ accountId: 'acc_spend', from: to, to: new Date(to.getTime() + 1000) })).toEqual({ amount: '0', currency: 'EUR' });
+  });
+
+  describe('a project’s running total of spend (project_spend)', () => {
+    const PROJECT = `prj_${'7'.repeat(22)}`;
+    const ACCOUNT = 'acc_running';
+    /** The running total as CreateCall reads it, and the re-sum of the period's calls (spendOf), for each period. */
+    const both = async (projectId: string) =>
+      Promise.all(
+        (['day', 'month'] as const).map(async (period) => {
+          const from = periodStart(period, new Date());
+          return {
+            period,
+            running: (await usage.projectSpend(dataSource.manager, ACCOUNT, projectId, period, from)).amount,
+            resummed: (await usage.spendOf({ accountId: ACCOUNT, projectId, from, to: periodEnd(period, from) })).amount,
+          };
+        }),
+      );
+
+    it('equals the re-sum of the period’s call costs after many concurrent usage reports and ends, live carrier minutes included', async () => {
+      const made = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => answered(5, { accountId: ACCOUNT, ...(i % 3 ? { projectId: PROJECT } : {}) })),
+      );
+      // Each call's streams report growing running totals, all at once and out of order; half the calls end meanwhile.
+      await Promise.all([
+        ...made.flatMap((call, c) =>
+          ['S1', 'S2'].flatMap((stream) =>
+            [5, 1, 4, 2, 3].map((step) =>
+              report(
+                call.id,
+                stream,
+                [
+                  ['stt_ms', 'deepgram', 'nova-3', step * 7_000 + c],
+                  ['llm_input_tokens', 'openai', 'gpt-4o-mini', step * 333],
+                  ['tts_characters', 'elevenlabs', '', step * 17 + c],
+                ],
+                ACCOUNT,
+              ),
+            ),
+          ),
+        ),
+        ...made.filter((_, c) => c % 2).map((call) => calls.transition(ACCOUNT, call.id, () => ({ status: 'ended', endReason: 'completed' }))),
+      ]);
+
+      for (const projectId of [PROJECT, defaultProjectId(ACCOUNT)]) {
+        const totals = await both(projectId);
+        for (const t of totals) expect(t.running).toBe(t.resummed);
+        expect(Number(totals[0].running)).toBeGreaterThan(0);
+      }
+    });
+
+    it('is filled in from the calls stored before it by the migration', async () => {
+      const before = await both(PROJECT);
+      const runner = dataSource.createQueryRunner();
+      try {
+        await runner.query(`TRUNCATE project_spend`);
+        await new CreateProjectSpend1765900000700().up(runner);
+      } finally {
+        await runner.release();
+      }
+      expect(await both(PROJECT)).toEqual(before);
+    });
   });
 
   it('keeps each agent turn’s response latency and barge-in, and the overview reports cost, latency percentiles and barge-ins', async () => {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { defaultProjectId } from '@parley/persistence';
+import { SpendPeriod } from '@parley/contracts';
+import { defaultProjectId, projectCondition } from '@parley/persistence';
 import { UsageKind } from './price-table';
 
 /** One line of a stream's usage, a running total since the stream started, with its unit price. */
@@ -41,10 +42,15 @@ export interface SpendFilter {
 
 const TOTALS = `usage_stt_ms, usage_llm_input_tokens, usage_llm_output_tokens, usage_tts_characters, cost_carrier::text, cost_stt::text, cost_llm::text, cost_tts::text, cost::text, cost_currency`;
 
-/** A live call's carrier cost so far: each started minute since it was answered at its carrier's price ($n jsonb, $m the default). */
+const LIVE = `c.status IN ('queued', 'ringing', 'in_progress')`;
+
+/**
+ * A live call's carrier cost so far: each started minute since it was answered at its carrier's price ($n jsonb, $m
+ * the default). In numeric throughout (date_part is a double), so the sum stays an exact decimal.
+ */
 const liveCarrierCost = (rates: string, fallback: string) =>
   `CASE WHEN c.ended_at IS NULL AND c.answered_at IS NOT NULL
-        THEN ceil(greatest(date_part('epoch', now() - c.answered_at), 0) / 60) * coalesce((${rates}::jsonb ->> c.carrier)::numeric, ${fallback}::numeric)
+        THEN ceil(greatest(date_part('epoch', now() - c.answered_at), 0)::numeric / 60) * coalesce((${rates}::jsonb ->> c.carrier)::numeric, ${fallback}::numeric)
         ELSE 0 END`;
 
 /**
@@ -147,6 +153,35 @@ export class CallUsageRepository {
     const [row] = (await this.dataSource.query(
       `SELECT coalesce(sum(c.cost + ${liveCarrierCost('$4', '$5')}), 0)::text AS spend FROM calls c WHERE ${where.join(' AND ')}`,
       params,
+    )) as { spend: string }[];
+    return row.spend;
+  }
+
+  /**
+   * What a project's calls created in the period starting at `from` cost: the running total of their stored costs
+   * (`project_spend`, kept by a trigger on `calls` in the transaction of every change of a call's cost, migration
+   * CreateProjectSpend1765900000700), plus the carrier's minutes so far of those still in progress (priced as `spend`
+   * prices them). One row and the account's live calls are read, whatever the period holds. In transaction `m`, under
+   * the lock the caller holds. An exact decimal string.
+   */
+  async projectSpend(
+    m: EntityManager,
+    accountId: string,
+    projectId: string,
+    period: SpendPeriod,
+    from: Date,
+    to: Date,
+    carrierRates: Record<string, string>,
+    fallbackRate: string,
+  ): Promise<string> {
+    // Calls stored without a project are the default project's: their running total is kept under ''.
+    const keys = projectId === defaultProjectId(accountId) ? [projectId, ''] : [projectId];
+    const [row] = (await m.query(
+      `SELECT (coalesce((SELECT sum(amount) FROM project_spend WHERE account_id = $1 AND project_id = ANY($2::text[]) AND period = $3 AND period_start = $4::timestamptz), 0)
+             + coalesce((SELECT sum(${liveCarrierCost('$6', '$7')}) FROM calls c
+                          WHERE c.account_id = $1 AND ${LIVE} AND ${projectCondition('c.project_id', accountId, projectId, '$8')}
+                            AND c.created_at >= $4::timestamptz AND c.created_at < $5::timestamptz), 0))::text AS spend`,
+      [accountId, keys, period, from.toISOString(), to.toISOString(), JSON.stringify(carrierRates), fallbackRate, projectId],
     )) as { spend: string }[];
     return row.spend;
   }

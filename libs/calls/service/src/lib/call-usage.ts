@@ -4,6 +4,8 @@ import { CallUsageRepository, CallUsageTotals, SpendFilter } from './call-usage.
 import { carrierPrice, decimal, PriceTable, unitPrice, USAGE_KINDS, UsageKind } from './price-table';
 import { CallEntity } from './entities';
 import { EntityManager } from 'typeorm';
+import { SpendPeriod } from '@parley/contracts';
+import { periodEnd } from './spend-periods';
 
 /** The operator's price table (PRICES_FILE), read once at boot. */
 export const PRICES = Symbol('PRICES');
@@ -60,6 +62,15 @@ export class CallUsage {
    */
   async spendOf(filter: SpendFilter): Promise<{ amount: string; currency: string }> {
     const amount = await this.repository.spend(filter, this.prices.carrier, carrierPrice(this.prices, null));
+    return { amount: decimal(amount), currency: this.prices.currency };
+  }
+
+  /**
+   * What a project spent in the period of `ceiling` starting at `from` (its calls created then), as spendOf counts it,
+   * read from the running total in transaction `m`: what CreateCall checks a spending ceiling against.
+   */
+  async projectSpend(m: EntityManager, accountId: string, projectId: string, period: SpendPeriod, from: Date): Promise<{ amount: string; currency: string }> {
+    const amount = await this.repository.projectSpend(m, accountId, projectId, period, from, periodEnd(period, from), this.prices.carrier, carrierPrice(this.prices, null));
     return { amount: decimal(amount), currency: this.prices.currency };
   }
 }

@@ -7,7 +7,7 @@ import { serviceLogger } from '@parley/observability';
 import { defaultProjectId, newId, Page } from '@parley/persistence';
 import { AppError, pagePosition } from '@parley/rpc';
 import { BUS, CONFIG } from '@parley/runtime';
-import { periodEnd, periodStart, SPEND_AMOUNT } from './spend-periods';
+import { periodStart, SPEND_AMOUNT } from './spend-periods';
 import { canMove, CallStatus, isLive } from './call-state';
 import { AnalysisClaim, CallFilters, CallRating, CallsRepository, isIdempotencyKeyClash, NewCall, ProjectCeilings, SpendCeiling } from './calls.repository';
 import { CallUsage } from './call-usage';
@@ -84,21 +84,19 @@ export class CallsDomain {
       // The key is read before the account's lock, which then covers only the ceilings and the insert (every create of
       // the account waits for it: bench/workflows.mjs). Two creates racing with one key are settled by its unique index.
       const keyTaken = !!input.idempotencyKey && (await this.repository.idempotencyKeyTaken(m, input.accountId, input.idempotencyKey));
-      // The project's spend is read before the lock too: a sum of recorded costs, which the lock does not guard (a new
-      // call costs nothing yet). Refusals are committed, not thrown: their project.limit_reached (and mark) are kept.
-      const projectId = input.projectId ?? defaultProjectId(input.accountId);
-      const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
-      const overBudget = ceilings ? await this.spendRefusal(m, input.accountId, projectId, ceilings) : undefined;
-      if (overBudget) return { refused: overBudget };
       // Serialise per account so the concurrent-call ceilings (the account's, its projects') hold under parallel requests.
       await this.repository.lockAccount(m, input.accountId);
       const live = await this.repository.countLive(m, input.accountId);
       if (live >= this.config.MAX_CONCURRENT_CALLS) {
         throw new AppError('plan_limit_reached', `This account already has ${live} live calls, its ceiling (MAX_CONCURRENT_CALLS).`);
       }
-      // Read again under the lock: which limits were reported reached is decided one create at a time.
-      const current = ceilings && (await this.repository.projectCeilings(m, input.accountId, projectId));
-      const refused = current ? await this.liveCallsRefusal(m, input.accountId, projectId, current) : undefined;
+      // The project's ceilings under the lock: which limits were reported reached is decided one create at a time.
+      // Refusals are committed, not thrown: their project.limit_reached (and mark) are kept.
+      const projectId = input.projectId ?? defaultProjectId(input.accountId);
+      const ceilings = await this.repository.projectCeilings(m, input.accountId, projectId);
+      const refused = ceilings
+        ? ((await this.spendRefusal(m, input.accountId, projectId, ceilings)) ?? (await this.liveCallsRefusal(m, input.accountId, projectId, ceilings)))
+        : undefined;
       if (refused) return { refused };
       const keyInUse = () => new AppError('idempotency_conflict', 'A request with this Idempotency-Key is still running; retry shortly.');
       if (keyTaken) throw keyInUse();
@@ -162,7 +160,7 @@ export class CallsDomain {
 
   /**
    * Once the project's calls created in the current period (UTC day or month) cost the ceiling or more: their costs as
-   * recorded so far, live calls' carrier minutes included (CallUsage.spendOf). `project.limit_reached` is enqueued
+   * recorded so far, live calls' carrier minutes included, read from the project's running total (CallUsage.projectSpend). `project.limit_reached` is enqueued
    * with the first refusal of each period (the mark is set by one transaction only, however many refuse at once).
    */
   private async spendRefusal(m: EntityManager, accountId: string, projectId: string, ceilings: ProjectCeilings): Promise<AppError | undefined> {
@@ -171,7 +169,7 @@ export class CallsDomain {
     // Every deployable that records calls provides CallUsage; only tests leave it out.
     if (!this.usage) throw new AppError('internal_error', 'Spending ceilings cannot be checked in this process.');
     const from = periodStart(ceiling.period, new Date());
-    const spent = await this.usage.spendOf({ accountId, projectId, from, to: periodEnd(ceiling.period, from) });
+    const spent = await this.usage.projectSpend(m, accountId, projectId, ceiling.period, from);
     if (!(await this.repository.atLeast(m, spent.amount, ceiling.amount))) return undefined;
     if (ceilings.spendReportedFrom?.getTime() !== from.getTime() && (await this.repository.markSpendReported(m, projectId, from))) {
       await this.limitReached(m, accountId, { project_id: projectId, limit: 'spend', ceiling: ceiling.amount, currency: ceiling.currency, period: ceiling.period });

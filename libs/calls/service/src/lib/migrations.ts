@@ -1,6 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
 import { AddCallAnalyticsAggregates1765900000600, AddCallAnalyticsSuccess1765900000610 } from './call-analytics.migrations';
+import { CreateProjectSpend1765900000700 } from './project-spend.migrations';
 
 export class CreateCalls1763700000301 implements MigrationInterface {
   name = 'CreateCalls1763700000301';
@@ -669,4 +670,5 @@ export const CALLS_MIGRATIONS = [
   AddCallSuccess1765800000630,
   AddCallAnalyticsAggregates1765900000600,
   AddCallAnalyticsSuccess1765900000610,
+  CreateProjectSpend1765900000700,
 ];
