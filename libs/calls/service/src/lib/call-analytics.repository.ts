@@ -152,6 +152,24 @@ class Params {
   }
 }
 
+/** The columns the statements read, per table read from rows (so an index-only scan can serve them where it can). */
+const COLUMNS: Record<string, string> = {
+  calls: 'c.account_id, c.created_at, c.agent_id, c.direction, c.project_id, c.answered_at, c.ended_at, c.end_reason, c.transferred_to, c.cost, c.agent_turns, c.barge_ins, c.successful',
+  call_ratings: 'c.account_id, c.call_created_at, c.call_id, c.agent_id, c.direction, c.scale, c.score',
+  call_turn_latencies: 'c.account_id, c.call_created_at, c.agent_id, c.direction, c.project_id, c.latency_ms',
+};
+
+/**
+ * `table`'s rows (as c) of `account` whose `column` is in [lo, hi), expressions of the outer row: an index range scan
+ * per outer row. LATERAL with OFFSET 0 keeps the planner from flattening it into a join it may hash over the whole
+ * table. `withProject`: each rating's call's project as project_id (ratings carry none).
+ */
+function range(table: string, column: string, account: string, lo: string, hi: string, withProject = false): string {
+  const project = withProject ? ', k.project_id' : '';
+  const join = withProject ? ' JOIN calls k ON k.id = c.call_id' : '';
+  return `LATERAL (SELECT ${COLUMNS[table]}${project} FROM ${table} c${join} WHERE c.account_id = ${account} AND c.${column} >= ${lo} AND c.${column} < ${hi} OFFSET 0) c`;
+}
+
 /**
  * Analytics over the calls, their ratings and turn latencies, computed in PostgreSQL from pre-aggregated figures where
  * they are exact and from the rows elsewhere (docs/analytics.md, Indexes and speed). The overview reads the figures of
@@ -386,13 +404,14 @@ export class CallAnalyticsRepository {
  */
 function refreshSql(grain: Grain, table: string, limit: number, when: string): string {
   const at = grain.at;
-  const within = (row: string, column: string) => `${row}.account_id = p.account_id AND ${row}.${column} >= p.${at} AND ${row}.${column} < p.${at} + interval '${grain.interval}'`;
+  const rows = (table: string, column: string, withProject = false) =>
+    `pick p CROSS JOIN ${range(table, column, 'p.account_id', `p.${at}`, `p.${at} + interval '${grain.interval}'`, withProject)}`;
   const byEndReason = grain === DAY;
   const histograms =
     grain === DAY
       ? [
-          ['call_analytics_day_durations', 'seconds', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${DURATION_BIN} AS v FROM pick p JOIN calls c ON ${within('c', 'created_at')} WHERE c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL`],
-          ['call_analytics_day_latencies', 'ms', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${LATENCY_BIN} AS v FROM pick p JOIN call_turn_latencies c ON ${within('c', 'call_created_at')}`],
+          ['call_analytics_day_durations', 'seconds', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${DURATION_BIN} AS v FROM ${rows('calls', 'created_at')} WHERE c.answered_at IS NOT NULL AND c.ended_at IS NOT NULL`],
+          ['call_analytics_day_latencies', 'ms', `SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction, ${LATENCY_BIN} AS v FROM ${rows('call_turn_latencies', 'call_created_at')}`],
         ]
       : [];
   return `
@@ -403,10 +422,10 @@ function refreshSql(grain: Grain, table: string, limit: number, when: string): s
            INSERT INTO ${table} (account_id, ${at}, project_id, agent_id, direction${byEndReason ? ', end_reason' : ''}, ${SUMS.join(', ')})
            SELECT x.account_id, x.${at}, x.project_id, x.agent_id, x.direction${byEndReason ? ', x.end_reason' : ''}, ${SUM_OF_SUMS}
              FROM (SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction${byEndReason ? ', c.end_reason' : ''}, ${CALL_SUMS}
-                     FROM pick p JOIN calls c ON ${within('c', 'created_at')} GROUP BY 1, 2, 3, 4, 5${byEndReason ? ', 6' : ''}
+                     FROM ${rows('calls', 'created_at')} GROUP BY 1, 2, 3, 4, 5${byEndReason ? ', 6' : ''}
                    UNION ALL
-                   SELECT p.account_id, p.${at}, k.project_id, c.agent_id, c.direction${byEndReason ? ', NULL' : ''}, ${RATING_SUMS}
-                     FROM pick p JOIN call_ratings c ON ${within('c', 'call_created_at')} JOIN calls k ON k.id = c.call_id GROUP BY 1, 2, 3, 4, 5) x
+                   SELECT p.account_id, p.${at}, c.project_id, c.agent_id, c.direction${byEndReason ? ', NULL' : ''}, ${RATING_SUMS}
+                     FROM ${rows('call_ratings', 'call_created_at', true)} GROUP BY 1, 2, 3, 4, 5) x
             GROUP BY 1, 2, 3, 4, 5${byEndReason ? ', 6' : ''})
          ${histograms
            .map(
@@ -428,7 +447,7 @@ interface Covered {
   ctes: string;
   /** The condition on an aggregate row `a`: its grain is whole in the period, clean and not excluded. */
   aggregated(a: string): string;
-  /** `table` (aliased c) over the ranges read from rows: `<ranges> JOIN <table> c ON …` over its column `column`. */
+  /** `table`'s rows (as c) in the ranges read from rows, by its time column `column`. */
   rows(table: string, column: string): string;
 }
 
@@ -463,7 +482,7 @@ function covered(p: Params, f: AnalyticsFilter, grain: Grain, excluded: number[]
                       UNION ALL SELECT at, at + interval '${grain.interval}' FROM dirty WHERE at <> ALL(${skip}::timestamptz[]))`,
     aggregated: (a) =>
       `${a}.account_id = ${account} AND ${a}.${grain.at} >= ${loP}::timestamptz AND ${a}.${grain.at} < ${hiP}::timestamptz AND ${a}.${grain.at} <> ALL(${skip}::timestamptz[]) AND ${a}.${grain.at} NOT IN (SELECT at FROM dirty)`,
-    rows: (table, column) => `ranges r JOIN ${table} c ON c.account_id = ${account} AND c.${column} >= r.s AND c.${column} < r.e`,
+    rows: (table, column) => `ranges r CROSS JOIN ${range(table, column, account, 'r.s', 'r.e')}`,
   };
 }
 
