@@ -18,7 +18,9 @@
 // its call's creation time, agent and direction). An answered call has a cost, an agent turn per 30 s (1 to 20), one
 // in 8 of them cut off (kept on the call's row), and the response latency of each turn but the greeting (400-2000 ms,
 // in calls.call_turn_latencies, as the calls service writes them). After loading, VACUUM ANALYZE (what autovacuum does
-// after a bulk load; the index-only scans need the visibility map).
+// after a bulk load; the index-only scans need the visibility map), then the wait for the calls service's analytics
+// refresher to compute the slots and days the load marked dirty (every one but today's, read from the rows until it
+// ends), and VACUUM ANALYZE of its tables.
 //
 // What it prints: load time, then p50/p95/max latency of each request (sequential, one client):
 //   overview 30 d                   GET /v1/analytics/overview (the default period: the last 30 days)
@@ -150,6 +152,29 @@ async function main() {
     ).rows;
     console.log(
       `loaded in ${(loaded / 1000).toFixed(1)} s, VACUUM ANALYZE ${((performance.now() - t1) / 1000).toFixed(1)} s; indexes calls_analytics_usage ${size}, call_turn_latencies_analytics ${latencies}; load average ${load()}`,
+    );
+    const t2 = performance.now();
+    for (;;) {
+      const [{ dirty }] = (
+        await db.query(
+          `SELECT (SELECT count(*) FROM calls.call_analytics_dirty_slots) + (SELECT count(*) FROM calls.call_analytics_dirty_days WHERE day + interval '1 day' <= now()) AS dirty`,
+        )
+      ).rows;
+      if (Number(dirty) === 0) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const refreshed = performance.now() - t2;
+    for (const table of ['call_analytics_slots', 'call_analytics_days', 'call_analytics_day_durations', 'call_analytics_day_latencies']) {
+      await db.query(`VACUUM (ANALYZE) calls.${table}`);
+    }
+    const [figures] = (
+      await db.query(
+        `SELECT (SELECT count(*) FROM calls.call_analytics_slots) AS slots, (SELECT count(*) FROM calls.call_analytics_days) AS days,
+                (SELECT count(*) FROM calls.call_analytics_day_durations) AS durations, (SELECT count(*) FROM calls.call_analytics_day_latencies) AS latencies`,
+      )
+    ).rows;
+    console.log(
+      `figures computed by the refresher ${(refreshed / 1000).toFixed(1)} s after the load was vacuumed: ${figures.slots} slot rows, ${figures.days} day rows, histogram rows ${figures.durations} (durations) ${figures.latencies} (latencies); load average ${load()}`,
     );
 
     const api = async (path) => {
