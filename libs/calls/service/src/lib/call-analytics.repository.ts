@@ -315,8 +315,8 @@ export class CallAnalyticsRepository {
    */
   async countsPerBucket(f: AnalyticsFilter, starts: Date[]): Promise<CallCounts[]> {
     const p = new Params();
-    const offGrid = starts.map((s) => s.getTime()).filter((t) => t > f.from.getTime() && t < f.to.getTime() && t % SLOT.ms !== 0);
-    const source = covered(p, f, SLOT, offGrid.map((t) => t - (t % SLOT.ms)));
+    const offGrid = starts.map((s) => s.getTime()).filter((t) => t > f.from.getTime() && t < f.to.getTime() && Math.floor(t / SLOT.ms) * SLOT.ms !== t);
+    const source = covered(p, f, SLOT, offGrid.map((t) => Math.floor(t / SLOT.ms) * SLOT.ms));
     const bounds = p.add(starts.map((s) => s.toISOString()));
     const rows = (await this.statement(
       `WITH ${source.ctes},
