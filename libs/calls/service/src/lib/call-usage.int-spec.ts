@@ -14,7 +14,7 @@ import { CALLS_MIGRATIONS } from './migrations';
 import { parsePrices } from './price-table';
 import { FakeMediaWorkers } from './testing/fake-media-workers';
 import { newCall } from './testing/new-call';
-import { CreateProjectSpend1765900000700 } from './project-spend.migrations';
+import { CreateProjectSpend1765900000700, ProjectSpendStatementTriggers1765900000710 } from './project-spend.migrations';
 import { periodEnd, periodStart } from './spend-periods';
 
 const config = Object.assign(new ServiceConfig(), { MAX_CONCURRENT_CALLS: 50, CALL_STUCK_SECONDS: 60, PUBLIC_URL: 'https://parley.example' });
@@ -186,12 +186,26 @@ describe('usage and cost (real PostgreSQL)', () => {
       }
     });
 
+    it('follows calls written in bulk: inserted with their costs, then deleted, one statement each', async () => {
+      await dataSource.query(
+        `INSERT INTO calls.calls (id, account_id, agent_id, direction, to_number, from_number, status, created_at, updated_at, cost, project_id)
+         SELECT 'call_bulk' || lpad(i::text, 18, '0'), $1, 'agt_bulk', 'outbound', '+15550001111', '+15550002222', 'ended', now(), now(), i * 0.0001, $2
+           FROM generate_series(1, 500) i`,
+        [ACCOUNT, PROJECT],
+      );
+      for (const t of await both(PROJECT)) expect(t.running).toBe(t.resummed);
+      await dataSource.query(`DELETE FROM calls.calls WHERE id LIKE 'call_bulk%'`);
+      for (const t of await both(PROJECT)) expect(t.running).toBe(t.resummed);
+    });
+
     it('is filled in from the calls stored before it by the migration', async () => {
       const before = await both(PROJECT);
       const runner = dataSource.createQueryRunner();
       try {
         await runner.query(`TRUNCATE project_spend`);
+        // The table's migration fills it in; the next one puts its final triggers back.
         await new CreateProjectSpend1765900000700().up(runner);
+        await new ProjectSpendStatementTriggers1765900000710().up(runner);
       } finally {
         await runner.release();
       }

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { BusDeadLetters1764200000000, CreateOutbox1763700000000 } from '@parley/messaging';
 import { AddCallAnalyticsAggregates1765900000600, AddCallAnalyticsSuccess1765900000610 } from './call-analytics.migrations';
-import { CreateProjectSpend1765900000700 } from './project-spend.migrations';
+import { CreateProjectSpend1765900000700, ProjectSpendStatementTriggers1765900000710 } from './project-spend.migrations';
 
 export class CreateCalls1763700000301 implements MigrationInterface {
   name = 'CreateCalls1763700000301';
@@ -671,4 +671,5 @@ export const CALLS_MIGRATIONS = [
   AddCallAnalyticsAggregates1765900000600,
   AddCallAnalyticsSuccess1765900000610,
   CreateProjectSpend1765900000700,
+  ProjectSpendStatementTriggers1765900000710,
 ];
