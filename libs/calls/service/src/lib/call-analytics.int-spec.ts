@@ -506,9 +506,9 @@ describe('call analytics (real PostgreSQL)', () => {
 
     it('marks the slots and days of the calls stored before the migration (backfill)', async () => {
       await refreshAll();
-      // Back to before AddCallAnalyticsAggregates (and AddCallAnalyticsSuccess, and the two project_spend migrations after
-      // them): no trigger marks this call.
-      for (let i = 0; i < 4; i++) await dataSource.undoLastMigration();
+      // Back to before AddCallAnalyticsAggregates (and every migration after it): no trigger marks this call.
+      const applied = async (): Promise<string[]> => (await dataSource.query(`SELECT name FROM calls.migrations`)).map((r: { name: string }) => r.name);
+      while ((await applied()).includes('AddCallAnalyticsAggregates1765900000600')) await dataSource.undoLastMigration();
       const id = await insert({ account: 'acc_before', created: '2026-04-01T12:20:00Z', answeredAfter: 1, seconds: 42, endReason: 'completed' });
       await dataSource.query(`UPDATE calls.calls SET successful = true WHERE id = $1`, [id]);
       expect(await dataSource.query(`SELECT to_regclass('calls.call_analytics_dirty_slots') AS t`)).toEqual([{ t: null }]);
