@@ -6,7 +6,8 @@
 // ts_stat once (what the service would keep beside its vocabulary).
 //
 //   npx node bench/knowledge/ranking-lab.mjs --load [--chunks 100000] [--dist dist]   # (re)creates kb_ranking_lab
-//   npx node bench/knowledge/ranking-lab.mjs [--cap 0.02] [--bound 2000]             # latency and recall@5 per strategy
+//   npx node bench/knowledge/ranking-lab.mjs [--cap 0.02] [--bound 2000] [--fallback-bound 500] [--only bounded+idf]
+//                                                                                  # latency and recall@5 per strategy
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -19,6 +20,8 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const SIZE = Number(args.chunks ?? 100000);
 const CAP = Number(args.cap ?? 0.02);
 const BOUND = Number(args.bound ?? 2000);
+// The bound when no term is rare (the service's RANKED_WITHOUT_RARE); --bound otherwise.
+const FALLBACK_BOUND = Number(args['fallback-bound'] ?? BOUND);
 const server = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
 const labUrl = new URL(server);
 labUrl.pathname = '/kb_ranking_lab';
@@ -116,16 +119,19 @@ async function pruned(ts, idfWeighted, bound) {
     .sort((a, b) => a.df - b.df);
   if (!known.length) return [];
   let rare = known.filter((t) => t.df <= total * CAP);
-  if (!rare.length) rare = known.slice(0, 1);
   const idf = known.map((t) => Math.log(total / t.df));
   const sum = idf.reduce((a, b) => a + b, 0);
   const coverage = idfWeighted ? `sum(CASE WHEN c.tsv @@ t.q THEN t.w ELSE 0 END) / ${sum}` : MEAN;
+  if (!rare.length) {
+    rare = known.slice(0, 1);
+    if (bound) bound = FALLBACK_BOUND;
+  }
   return (await db.query(searchSql(coverage, bound), [rare.map((t) => lit(t.lexeme)).join(' | '), all, known.map((t) => lit(t.lexeme)), idfWeighted ? idf : known.map(() => 1)])).rows;
 }
 
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 console.log(`ranking lab: ${total} chunks, rare = in at most ${CAP * 100} % of them; each question twice (latency), recall@5 from the first`);
-for (const [name, run] of Object.entries(STRATEGIES)) {
+for (const [name, run] of Object.entries(STRATEGIES).filter(([name]) => !args.only || args.only.split(',').includes(name))) {
   const times = [];
   let found = 0;
   for (const q of CORPUS) {

@@ -112,8 +112,13 @@ export interface SearchStatement {
 const VECTOR_BATCH = 500;
 /** Chunks scored per search: the best by ts_rank_cd among the matching chunks ranked (RANKED). */
 const CANDIDATES = 200;
-/** Chunks matching the candidate terms that are ranked per search, at most (the scan's first; docs/knowledge.md). */
+/** Chunks matching the rare terms that are ranked per search, at most (the scan's first; docs/knowledge.md). */
 const RANKED = 2000;
+/**
+ * …and when no term is rare: the rarest term's chunks are then a large share of the base, taken in storage order, so
+ * ranking more of them only costs time (~12 µs a chunk to read its tsv and rank it; docs/knowledge-bench.md).
+ */
+const RANKED_WITHOUT_RARE = 500;
 /** A term in at most this share of the bases' chunks is rare: candidates come from the rare terms. */
 const RARE_SHARE = 0.02;
 /** …or in at most this many chunks (in a small base every term is rare: every term gives candidates). */
@@ -559,8 +564,8 @@ export class KnowledgeRepository {
    * a document frequency `df` (the chunks having its lexeme, or for a misspelt term the most of its corrections')
    * and weighs `idf = ln(1 + N / max(df, 1))` (N: the bases' chunks). Candidates come from the rare terms only
    * (df ≤ max(RARE_SHARE × N, RARE_CHUNKS); when none is, the RAREST_FALLBACK rarest), through the tsvector GIN
-   * index: at most RANKED matching chunks are ranked by `ts_rank_cd` against every term and the best CANDIDATES
-   * scored
+   * index: at most RANKED (RANKED_WITHOUT_RARE from the rarest) matching chunks are ranked by `ts_rank_cd` against
+   * every term and the best CANDIDATES scored
    *
    *   score = 0.8 × coverage + 0.2 × density
    *
@@ -623,6 +628,7 @@ export class KnowledgeRepository {
     const rareLimit = Math.max(RARE_SHARE * total, RARE_CHUNKS);
     const rare = known.filter((i) => df[i] <= rareLimit);
     const chosen = rare.length ? rare : known.slice(0, RAREST_FALLBACK);
+    const ranked = rare.length ? RANKED : RANKED_WITHOUT_RARE;
     const candidateLexemes = new Set(chosen.flatMap((i) => [...perTerm[i].keys()].filter((l) => (counts.get(l) ?? 0) > 0)));
 
     const alternatives = new Set<string>();
@@ -643,7 +649,7 @@ export class KnowledgeRepository {
     return {
       sql: `WITH candidates AS (
        SELECT m.id FROM (
-         SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}
+         SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${ranked}
        ) AS m
         ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
         LIMIT ${CANDIDATES}
