@@ -90,6 +90,14 @@ export function webhookEventSubject<T extends WebhookEventType>(type: T): Subjec
   return { name: `parley.events.${type}`, stream: STREAMS.webhookEvents };
 }
 
+/**
+ * `project.limit_reached` for a refusal at one of a project's ceilings, as every owning service reports it (agents,
+ * calls, webhook endpoints); `id` is a new `evt_` id (the caller's: contracts make none).
+ */
+export function projectLimitReached(id: string, accountId: string, data: WebhookEventData['project.limit_reached']): WebhookEvent<'project.limit_reached'> {
+  return { id, type: 'project.limit_reached', call_id: null, created_at: new Date().toISOString(), data, account_id: accountId, agent_id: null, project_id: data.project_id };
+}
+
 /** The envelope as customers see it (webhook bodies, call event streams): the routing fields left out. */
 export function publicEnvelope(event: WebhookEvent): Omit<WebhookEvent, 'account_id' | 'agent_id' | 'project_id' | 'workflow'> {
   return { id: event.id, type: event.type, call_id: event.call_id, created_at: event.created_at, data: event.data };

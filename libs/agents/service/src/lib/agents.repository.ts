@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { AgentChanged, SUBJECTS, Subject, WebhookEvent, webhookEventSubject } from '@parley/contracts';
+import { AgentChanged, projectLimitReached, SUBJECTS, Subject, webhookEventSubject } from '@parley/contracts';
 import { enqueueOutbox, OutboxRelay } from '@parley/messaging';
 import { defaultProjectId, isWellFormedId, keysetPage, newId, Page, Position, projectCondition } from '@parley/persistence';
 import { AppError } from '@parley/rpc';
@@ -86,16 +86,7 @@ export class AgentsRepository {
       [project.id, accountId],
     );
     if (first.length) {
-      const event: WebhookEvent<'project.limit_reached'> = {
-        id: newId('evt'),
-        type: 'project.limit_reached',
-        call_id: null,
-        created_at: new Date().toISOString(),
-        data: { project_id: project.id, limit: 'max_agents', ceiling: project.maxAgents },
-        account_id: accountId,
-        agent_id: null,
-        project_id: project.id,
-      };
+      const event = projectLimitReached(newId('evt'), accountId, { project_id: project.id, limit: 'max_agents', ceiling: project.maxAgents });
       await enqueueOutbox(m, webhookEventSubject(event.type), event, event.id);
     }
     return new AppError(

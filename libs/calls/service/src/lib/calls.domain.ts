@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { CallActivity, callSucceeded, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, InjectedCallEvent, LIVE, RingingActivity, SPEND_PERIODS, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
+import { CallActivity, callSucceeded, callsV1, CSAT_COMMENT_MAX, CSAT_SCALES, CSAT_SOURCES, csatRating, EndReason, eventVariables, FlowTransition, projectLimitReached, InjectedCallEvent, LIVE, RingingActivity, SPEND_PERIODS, TranscriptTurn, WebhookEvent, WebhookEventData, WebhookEventType } from '@parley/contracts';
 import { ServiceConfig } from '@parley/config';
 import { Bus, OutboxRelay } from '@parley/messaging';
 import { serviceLogger } from '@parley/observability';
@@ -183,16 +183,7 @@ export class CallsDomain {
   }
 
   private async limitReached(m: EntityManager, accountId: string, data: WebhookEventData['project.limit_reached']): Promise<void> {
-    await this.repository.enqueue(m, {
-      id: newId('evt'),
-      type: 'project.limit_reached',
-      call_id: null,
-      created_at: new Date().toISOString(),
-      data,
-      account_id: accountId,
-      agent_id: null,
-      project_id: data.project_id,
-    });
+    await this.repository.enqueue(m, projectLimitReached(newId('evt'), accountId, data));
   }
 
   /** The call an earlier create with this Idempotency-Key made (within the retention); undefined when none. */

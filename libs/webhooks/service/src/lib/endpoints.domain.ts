@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
-import { webhooksV1 } from '@parley/contracts';
+import { projectLimitReached, webhooksV1 } from '@parley/contracts';
 import { newId, Page, Sealer } from '@parley/persistence';
 import { webhookUrlProblem, WebhookUrlRules } from '@parley/egress';
 import { AppError, pagePosition } from '@parley/rpc';
@@ -194,16 +194,7 @@ export class EndpointsDomain {
       return undefined;
     }
     const data = { project_id: project.id, limit: 'max_webhook_endpoints' as const, ceiling: project.maxEndpoints };
-    await this.endpoints.reportLimitOnce(m, {
-      id: newId('evt'),
-      type: 'project.limit_reached',
-      call_id: null,
-      created_at: new Date().toISOString(),
-      data,
-      account_id: accountId,
-      agent_id: null,
-      project_id: project.id,
-    });
+    await this.endpoints.reportLimitOnce(m, projectLimitReached(newId('evt'), accountId, data));
     return new AppError(
       'plan_limit_reached',
       `Project ${project.id} already has ${live} webhook endpoints, its ceiling (max_webhook_endpoints: ${project.maxEndpoints}).`,
