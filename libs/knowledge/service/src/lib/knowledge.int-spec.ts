@@ -293,10 +293,13 @@ describe('knowledge bases (real PostgreSQL)', () => {
     const words: { word: string }[] = await ds.query(`SELECT word FROM words WHERE base_id = $1`, [base.id]);
     expect(words.map((w) => w.word)).toEqual(expect.arrayContaining(['refund', 'warranty', 'appliance', 'shipping']));
     expect(words.some((w) => /[0-9]/.test(w.word) || w.word.length < 4)).toBe(false);
-    expect(await repo.corrections('english', [base.id], ['refnd', 'refund', 'zzzzzz'])).toEqual([
+    // Only the misspelt word is corrected (`refund` is in the vocabulary, nothing is like `zzzzzz`), best first.
+    const { corrections } = await repo.queryTerms('english', [base.id], 'refnd refund zzzzzz');
+    expect(corrections).toEqual([
       expect.objectContaining({ word: 'refnd', lexeme: 'refund' }),
-      ...(await repo.corrections('english', [base.id], ['refnd'])).slice(1),
+      ...(await repo.queryTerms('english', [base.id], 'refnd')).corrections.slice(1),
     ]);
+    expect(corrections.every((c) => c.word === 'refnd')).toBe(true);
     await domain.deleteBase(ACME, base.id);
     expect(await ds.query(`SELECT word FROM words WHERE base_id = $1`, [base.id])).toEqual([]);
   });

@@ -108,6 +108,17 @@ export interface SearchStatement {
   total: number;
 }
 
+/** A query's terms, their corrections and document frequencies (KnowledgeRepository.queryTerms). */
+export interface QueryTerms {
+  terms: { word: string; lexeme: string }[];
+  /** Words of the bases' vocabulary a misspelt term (`word`) may stand for, best first per term. */
+  corrections: { word: string; lexeme: string; similarity: number }[];
+  /** How many chunks of the bases have each lexeme of the terms and corrections (absent: none). */
+  counts: Map<string, number>;
+  /** How many chunks the bases hold. */
+  total: number;
+}
+
 /** Chunk vectors per INSERT (1536 dimensions are 6 kB each). */
 const VECTOR_BATCH = 500;
 /** Chunks scored per search: the best by ts_rank_cd among the matching chunks ranked (RANKED). */
@@ -497,65 +508,74 @@ export class KnowledgeRepository {
   }
 
   /**
-   * The query's terms under `config`: each distinct word (as the `simple` configuration splits it) with its lexeme
-   * under `config`; stop words are left out unless the query has nothing else.
+   * What a search needs to know of the query, in one statement (docs/knowledge.md, Search ranking, 1-3):
+   * - its terms under `config`: each distinct word (as the `simple` configuration splits it) with its lexeme under
+   *   `config`, one per lexeme (the first word having it), in the query's order, at most MAX_TERMS; stop words are
+   *   left out unless the query has nothing else;
+   * - the corrections of each term of FUZZY_MIN_LENGTH+ letters the bases' vocabulary lacks (a misspelling): at most
+   *   CORRECTIONS_PER_WORD words of the vocabulary by trigram similarity (at least FUZZY_MIN_SIMILARITY, the
+   *   session's threshold), best first, with their lexemes. The terms the vocabulary has are set aside first
+   *   (`misspelt` is materialised: left to the planner, the trigram lookup ran for every term and the vocabulary
+   *   test came after it); the lookup is served from the trigram index or from the primary key (the bases' words,
+   *   each compared: ~3 ms a term at 1,200 words on a busy machine) by cost;
+   * - how many chunks of the bases have each of those lexemes (`counts`; absent: none) and how many chunks the bases
+   *   hold (`total`): the document frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
+   * One round trip instead of three: each part is well under a millisecond of execution, less than a trip through
+   * the pool on a busy machine.
    */
-  async queryTerms(config: string, query: string): Promise<{ word: string; lexeme: string }[]> {
-    const rows: { word: string; lexemes: string[] }[] = await this.db.query(
-      `SELECT w AS word, tsvector_to_array(to_tsvector($1::regconfig, w)) AS lexemes
-         FROM unnest(tsvector_to_array(to_tsvector('simple', $2))) AS w`,
-      [config, query],
-    );
-    const content = rows.filter((r) => r.lexemes.length > 0);
-    const terms = new Map<string, { word: string; lexeme: string }>();
-    for (const r of content.length ? content : rows) {
-      const lexeme = r.lexemes[0] ?? r.word;
-      if (!terms.has(lexeme)) terms.set(lexeme, { word: r.word, lexeme });
-    }
-    return [...terms.values()].slice(0, MAX_TERMS);
-  }
-
-  /**
-   * Words of the bases' vocabulary like each query word the vocabulary lacks (a misspelling): at most
-   * CORRECTIONS_PER_WORD each, by trigram similarity (at least FUZZY_MIN_SIMILARITY), with their lexemes. PostgreSQL
-   * serves it from the trigram index or from the primary key (the bases' words, each compared: ~5 ms per query word
-   * at 35 k words) by cost.
-   */
-  async corrections(config: string, baseIds: string[], words: string[]): Promise<{ word: string; lexeme: string; similarity: number }[]> {
-    if (!words.length) return [];
+  async queryTerms(config: string, baseIds: string[], query: string): Promise<QueryTerms> {
     const trgm = await this.trigram();
-    const rows: { word: string; lexemes: string[]; sim: number }[] = await this.db.query(
-      `SELECT q.word, tsvector_to_array(to_tsvector($1::regconfig, w.word)) AS lexemes, w.sim
-         FROM unnest($3::text[]) AS q(word)
-         CROSS JOIN LATERAL (
-           SELECT v.word, ${trgm}.similarity(v.word, q.word) AS sim FROM words v
-            WHERE v.base_id = ANY($2::text[]) AND v.word OPERATOR(${trgm}.%) q.word
-            ORDER BY sim DESC, v.word LIMIT ${CORRECTIONS_PER_WORD}
-         ) AS w
-        WHERE NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word = q.word)`,
-      [config, baseIds, words],
-    );
-    return rows.filter((r) => r.lexemes.length > 0).map((r) => ({ word: r.word, lexeme: r.lexemes[0], similarity: Number(r.sim) }));
-  }
-
-  /**
-   * How many chunks of the bases have each of `lexemes` (absent: none), and how many chunks the bases hold: the
-   * document frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
-   */
-  async documentFrequencies(baseIds: string[], lexemes: string[]): Promise<{ total: number; counts: Map<string, number> }> {
-    const rows: { lexeme: string | null; n: string | number }[] = await this.db.query(
-      `SELECT NULL AS lexeme, coalesce(sum(d.chunk_count), 0) AS n FROM documents d WHERE d.base_id = ANY($1::text[]) AND d.status = 'ready'
+    const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null }[] = await this.db.query(
+      `WITH q AS (
+         SELECT u.word, u.ord, tsvector_to_array(to_tsvector($1::regconfig, u.word)) AS lexemes
+           FROM unnest(tsvector_to_array(to_tsvector('simple', $3))) WITH ORDINALITY AS u(word, ord)
+       ),
+       terms AS (
+         SELECT d.word, d.lexeme, d.ord FROM (
+           SELECT DISTINCT ON (c.lexeme) c.word, c.lexeme, c.ord
+             FROM (SELECT q.word, coalesce(q.lexemes[1], q.word) AS lexeme, q.ord FROM q
+                    WHERE cardinality(q.lexemes) > 0 OR NOT EXISTS (SELECT 1 FROM q WHERE cardinality(q.lexemes) > 0)) AS c
+            ORDER BY c.lexeme, c.ord
+         ) AS d ORDER BY d.ord LIMIT ${MAX_TERMS}
+       ),
+       misspelt AS MATERIALIZED (
+         SELECT t.ord, t.word FROM terms t
+          WHERE length(t.word) >= ${FUZZY_MIN_LENGTH}
+            AND NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word = t.word)
+       ),
+       fixes AS (
+         SELECT m.ord, m.word, w.word AS fixed, (tsvector_to_array(to_tsvector($1::regconfig, w.word)))[1] AS lexeme, w.sim
+           FROM misspelt m
+           CROSS JOIN LATERAL (
+             SELECT v.word, ${trgm}.similarity(v.word, m.word) AS sim FROM words v
+              WHERE v.base_id = ANY($2::text[]) AND v.word OPERATOR(${trgm}.%) m.word
+              ORDER BY sim DESC, v.word LIMIT ${CORRECTIONS_PER_WORD}
+           ) AS w
+       ),
+       found AS (
+         SELECT 1 AS kind, t.ord, t.word, NULL::text AS fixed, t.lexeme, NULL::real AS sim FROM terms t
+         UNION ALL
+         SELECT 2, f.ord, f.word, f.fixed, f.lexeme, f.sim FROM fixes f WHERE f.lexeme IS NOT NULL
+       )
+       SELECT 0 AS kind, 0::bigint AS ord, NULL::text AS word, NULL::text AS fixed, NULL::text AS lexeme, NULL::real AS sim,
+              (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = ANY($2::text[]) AND d.status = 'ready') AS n
        UNION ALL
-       SELECT l.lexeme, sum(l.chunk_count) AS n FROM lexemes l WHERE l.base_id = ANY($1::text[]) AND l.lexeme = ANY($2::text[]) GROUP BY l.lexeme`,
-      [baseIds, lexemes],
+       SELECT f.kind, f.ord, f.word, f.fixed, f.lexeme, f.sim,
+              (SELECT sum(l.chunk_count) FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = f.lexeme) AS n
+         FROM found f
+       ORDER BY kind, ord, sim DESC, fixed`,
+      [config, baseIds, query],
     );
-    const counts = new Map<string, number>();
-    let total = 0;
+    const out: QueryTerms = { terms: [], corrections: [], total: 0, counts: new Map() };
     for (const r of rows) {
-      if (r.lexeme === null) total = Number(r.n);
-      else counts.set(r.lexeme, Number(r.n));
+      if (r.kind === 0) out.total = Number(r.n);
+      else if (r.word !== null && r.lexeme !== null) {
+        if (r.n !== null) out.counts.set(r.lexeme, Number(r.n));
+        if (r.kind === 1) out.terms.push({ word: r.word, lexeme: r.lexeme });
+        else out.corrections.push({ word: r.word, lexeme: r.lexeme, similarity: Number(r.sim) });
+      }
     }
-    return { total, counts };
+    return out;
   }
 
   /**
@@ -605,20 +625,14 @@ export class KnowledgeRepository {
    */
   async searchStatement(config: string, params: SearchParams): Promise<SearchStatement | undefined> {
     if (!params.baseIds.length) return undefined;
-    const terms = await this.queryTerms(config, params.query);
+    const { terms, corrections: fixes, total, counts } = await this.queryTerms(config, params.baseIds, params.query);
     if (!terms.length) return undefined;
-    const fixes = await this.corrections(
-      config,
-      params.baseIds,
-      terms.filter((t) => t.word.length >= FUZZY_MIN_LENGTH).map((t) => t.word),
-    );
     // Each term's alternatives: its own lexeme (weight 1) and its corrections' (their similarity).
     const perTerm = terms.map((t) => {
       const own = new Map<string, number>([[t.lexeme, 1]]);
       for (const f of fixes) if (f.word === t.word && !own.has(f.lexeme)) own.set(f.lexeme, f.similarity);
       return own;
     });
-    const { total, counts } = await this.documentFrequencies(params.baseIds, [...new Set(perTerm.flatMap((own) => [...own.keys()]))]);
     const df = perTerm.map((own) => Math.max(0, ...[...own.keys()].map((l) => counts.get(l) ?? 0)));
     // A term no chunk has (nor a correction of it) matches nothing; it weighs as a term of one chunk.
     const idf = df.map((n) => Math.log(1 + total / Math.max(n, 1)));
