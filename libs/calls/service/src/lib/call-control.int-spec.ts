@@ -164,6 +164,13 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     expect(workers.about(byStop.id)).toEqual([]);
   });
 
+  it('ends a call the caller left completed once answered (a claim may answer before the worker knows) and canceled before', async () => {
+    const answered = await attachedCall('+15550100035', '10.0.0.5:50053');
+    expect(await control.end('acc_1', answered.id, 'caller_left')).toMatchObject({ status: 'ended', endReason: 'completed' });
+    const ringing = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100036' });
+    expect(await control.end('acc_1', ringing.id, 'caller_left')).toMatchObject({ status: 'ended', endReason: 'canceled' });
+  });
+
   it('ends a call whose worker cannot be reached all the same: its stream is left to the heartbeat answer', async () => {
     const call = await attachedCall('+15550100033', '10.0.0.9:50053');
     workers.gone.add('10.0.0.9:50053');

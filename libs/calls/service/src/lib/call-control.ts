@@ -245,10 +245,12 @@ export class CallControl {
   }
 
   /**
-   * Ends a live call: from the API (`hangup`; `canceled` before answer), give-up (`no_answer`), or the
-   * voice engine with its own reason (`completed`, `silence`, `max_duration`, …).
+   * Ends a live call: from the API (`hangup`; `canceled` before answer), give-up (`no_answer`), the media worker
+   * seeing the caller leave (`caller_left`: `completed` once answered, as the carrier's own hang-up, else `canceled`;
+   * decided here because a claim may have answered the call before the worker learnt it), or the voice engine with
+   * its own reason (`completed`, `silence`, `max_duration`, …).
    */
-  async end(accountId: string, id: string, reason: 'hangup' | 'given_up' | EndReason): Promise<CallEntity> {
+  async end(accountId: string, id: string, reason: 'hangup' | 'given_up' | 'caller_left' | EndReason): Promise<CallEntity> {
     const call = await this.calls.get(accountId, id);
     this.assertLive(call);
     if (reason === 'given_up' && call.status === 'in_progress') throw new AppError('conflict', 'The call was answered; end it instead of giving up.');
@@ -256,6 +258,7 @@ export class CallControl {
     return this.calls.transition(accountId, id, (current) => {
       this.assertLive(current);
       if (reason === 'given_up') return { status: 'ended', endReason: 'no_answer' };
+      if (reason === 'caller_left') return { status: 'ended', endReason: current.status === 'in_progress' ? 'completed' : 'canceled' };
       return { status: 'ended', endReason: reason === 'hangup' ? reasonForEnd(current.status) : reason };
     });
   }

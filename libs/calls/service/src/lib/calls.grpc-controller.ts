@@ -193,7 +193,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async endCall(req: callsV1.EndCallRequest): Promise<callsV1.EndCallResponse> {
-    const reason = req.reason === 'given_up' ? 'given_up' : (MEDIA_END_REASONS as readonly string[]).includes(req.reason) ? (req.reason as EndReason) : 'hangup';
+    const reason = req.reason === 'given_up' || req.reason === 'caller_left' ? req.reason : (MEDIA_END_REASONS as readonly string[]).includes(req.reason) ? (req.reason as EndReason) : 'hangup';
     return { call: toCallMessage(await this.control.end(req.account_id, req.id, reason)) };
   }
 

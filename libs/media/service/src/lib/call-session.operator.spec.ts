@@ -198,7 +198,7 @@ describe('a phone call a person answers', () => {
     const { state, calls } = controlPlane();
     const caller = await phone(calls, new CallLinks());
     await caller.hangUp();
-    expect(state.ended).toEqual([{ account_id: 'acc_1', id: CALL.id, reason: 'hangup' }]);
+    expect(state.ended).toEqual([{ account_id: 'acc_1', id: CALL.id, reason: 'caller_left' }]);
   });
 
   it('puts the call through for the operator, whose socket then ends; a refused transfer is an error and the call goes on', async () => {

@@ -188,7 +188,7 @@ describe('a rendezvous on the realtime socket (two seats, one worker)', () => {
     const { seat, ended, rooms } = worker(1);
     const a = await seat('a');
     await a.session.onClose();
-    expect(ended).toEqual([expect.objectContaining({ id: CALL.id, reason: 'hangup' })]);
+    expect(ended).toEqual([expect.objectContaining({ id: CALL.id, reason: 'caller_left' })]);
     expect(rooms.size).toBe(0);
     await new Promise((r) => setTimeout(r, 1_100));
     expect(ended).toHaveLength(1);
@@ -198,7 +198,7 @@ describe('a rendezvous on the realtime socket (two seats, one worker)', () => {
     const { seat, ended } = worker();
     const a = await seat('a');
     await a.session.onFrame(JSON.stringify({ type: 'hangup' }));
-    expect(ended).toEqual([expect.objectContaining({ reason: 'hangup' })]);
+    expect(ended).toEqual([expect.objectContaining({ reason: 'caller_left' })]);
     expect(of(a, 'call-end')).toEqual([{ type: 'call-end', reason: 'canceled' }]);
   });
 });

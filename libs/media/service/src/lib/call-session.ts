@@ -760,13 +760,15 @@ export class CallSession {
   /**
    * One end of a call between people finished: the other end is told, and its socket ends too (one end leaving ends
    * the call). A phone caller or the only seat leaving before anyone answered cancels the call (as a caller hanging
-   * up before the answer); an answered one ends `completed` on the stopped heartbeat that follows.
+   * up before the answer); an answered one ends `completed` on the stopped heartbeat that follows. The calls service
+   * decides which (`caller_left`): a claim may have answered the call before this line learnt it, and the EndStream
+   * command then names `completed`.
    */
   private async leaveLine(call: callsV1.Call, line: PhoneLine | OperatorLine | SeatLine): Promise<void> {
     line.stop(this.endReason ?? 'completed');
     if (line instanceof OperatorLine || line.answered || this.over || this.endingHere) return;
-    await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'hangup' }).then(
-      () => (this.endReason = 'canceled'),
+    await this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'caller_left' }).then(
+      () => (this.endReason ??= 'canceled'),
       (e: unknown) => {
         if (!(e instanceof AppError && e.code === 'conflict')) this.log.warn({ err: e, callId: call.id }, 'ringing call could not be canceled');
       },

@@ -342,7 +342,10 @@ export interface ListCallsResponse {
 export interface EndCallRequest {
   account_id: string;
   id: string;
-  /** Why: hangup (the API), given_up (nobody answered), or the engine's completed, silence, max_duration, no_input. */
+  /**
+   * Why: hangup (the API), given_up (nobody answered), caller_left (the worker saw the caller leave: completed once
+   * answered, else canceled), or the engine's completed, silence, max_duration, no_input.
+   */
   reason: string;
 }
 
