@@ -174,6 +174,36 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect(await domain.search(ACME, { baseIds: [base.id], query: 'zebra xylophone', limit: 3 })).toEqual([]);
   });
 
+  it("leaves a caller's fillers out of the terms (um, like, gonna, dont, the filler thing, you know), unless the query has nothing else", async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    const spoken = await repo.queryTerms('english', [base.id], "um yeah so like i dont really remember you know the refund thing isn't gonna work");
+    const lexemes = (q: { terms: { lexeme: string }[] }) => q.terms.map((t) => t.lexeme).sort();
+    expect(lexemes(spoken)).toEqual(['refund', 'rememb', 'work']);
+    // `like` and `thing` are fillers only in English; other configurations keep every word.
+    expect(lexemes(await repo.queryTerms('simple', [base.id], 'like the refund thing'))).toEqual(['like', 'refund', 'the', 'thing']);
+    // Nothing but fillers: searched as said, as a query of stop words is.
+    expect(lexemes(await repo.queryTerms('english', [base.id], 'um yeah okay'))).toEqual(['okay', 'um', 'yeah']);
+    const hits = await domain.search(ACME, { baseIds: [base.id], query: 'um so like how does the uh refund thing work', limit: 1 });
+    expect(hits[0].heading).toMatch(/Refund policy/);
+  });
+
+  it('corrects two swapped neighbouring letters to the vocabulary word, which trigrams alone rate too far', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'FAQ', FAQ);
+    const [{ sim }] = await ds.query(`SELECT knowledge.similarity('refnud', 'refund') AS sim`);
+    expect(sim).toBeLessThan(0.4);
+    const { corrections } = await repo.queryTerms('english', [base.id], 'refnud warrnaty');
+    expect(corrections).toEqual(
+      expect.arrayContaining([
+        { word: 'refnud', lexeme: 'refund', similarity: expect.closeTo(0.6, 5) },
+        { word: 'warrnaty', lexeme: 'warranti', similarity: expect.closeTo(0.6, 5) },
+      ]),
+    );
+    const hits = await domain.search(ACME, { baseIds: [base.id], query: 'when do i get my refnud', limit: 1 });
+    expect(hits[0].heading).toMatch(/Refund policy/);
+  });
+
   it('weights terms by rarity (IDF): a rare term outranks a common one; a query of only common words still finds results', async () => {
     const base = await domain.createBase(ACME, { name: 'Orders' });
     // 150 chunks about orders (over RARE_CHUNKS, so "order" is a common term: candidates come from the rare ones),

@@ -4,6 +4,7 @@ import { isWellFormedId, newId, Page, pageOf } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
 import { packVector, unpackVector } from './embeddings';
 import { LEXEME_COUNTS_SELECT, quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
+import { spokenFillers, withoutFillerPhrases } from './spoken-fillers';
 
 /** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
 export const KNOWLEDGE_DB = Symbol('KNOWLEDGE_DB');
@@ -140,6 +141,13 @@ const RAREST_FALLBACK = 1;
 const CORRECTIONS_PER_WORD = 3;
 /** A query's terms beyond these are ignored (a caller's utterance, not a document). */
 const MAX_TERMS = 24;
+/**
+ * A misspelt word that is a word of the vocabulary with two neighbouring letters swapped ('refnud', 'retrun', 'mdoe')
+ * is corrected to it with this weight: the commonest slip keeps every letter, but trigrams rate it as two edits
+ * (similarity 0.27 from 'refund', 0.11 from 'mode', under FUZZY_MIN_SIMILARITY); weighed like a dropped letter
+ * ('pasword' 0.7 from 'password', 'refnd' 0.44 from 'refund').
+ */
+const TRANSPOSITION_SIMILARITY = 0.6;
 /** Words shorter than this are never corrected (too few trigrams to tell a typo from another word). */
 const FUZZY_MIN_LENGTH = 4;
 /**
@@ -510,11 +518,12 @@ export class KnowledgeRepository {
   /**
    * What a search needs to know of the query, in one statement (docs/knowledge.md, Search ranking, 1-3):
    * - its terms under `config`: each distinct word (as the `simple` configuration splits it) with its lexeme under
-   *   `config`, one per lexeme (the first word having it), in the query's order, at most MAX_TERMS; stop words are
-   *   left out unless the query has nothing else;
+   *   `config`, one per lexeme (the first word having it), at most MAX_TERMS; stop words and a caller's fillers
+   *   (spoken-fillers.ts: `um`, `like`, `dont`, `you know`) are left out unless the query has nothing else;
    * - the corrections of each term of FUZZY_MIN_LENGTH+ letters the bases' vocabulary lacks (a misspelling): at most
    *   CORRECTIONS_PER_WORD words of the vocabulary by trigram similarity (at least FUZZY_MIN_SIMILARITY, the
-   *   session's threshold), best first, with their lexemes. The terms the vocabulary has are set aside first
+   *   session's threshold), best first, with their lexemes, and any word of the vocabulary it is with two
+   *   neighbouring letters swapped (TRANSPOSITION_SIMILARITY). The terms the vocabulary has are set aside first
    *   (`misspelt` is materialised: left to the planner, the trigram lookup ran for every term and the vocabulary
    *   test came after it); the lookup is served from the trigram index or from the primary key (the bases' words,
    *   each compared: ~3 ms a term at 1,200 words on a busy machine) by cost;
@@ -525,9 +534,12 @@ export class KnowledgeRepository {
    */
   async queryTerms(config: string, baseIds: string[], query: string): Promise<QueryTerms> {
     const trgm = await this.trigram();
+    const withoutPhrases = withoutFillerPhrases(config, query);
+    const text = /[\p{L}\p{N}]/u.test(withoutPhrases) ? withoutPhrases : query;
     const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null }[] = await this.db.query(
       `WITH q AS (
-         SELECT u.word, u.ord, tsvector_to_array(to_tsvector($1::regconfig, u.word)) AS lexemes
+         SELECT u.word, u.ord,
+                CASE WHEN u.word = ANY($4::text[]) THEN '{}'::text[] ELSE tsvector_to_array(to_tsvector($1::regconfig, u.word)) END AS lexemes
            FROM unnest(tsvector_to_array(to_tsvector('simple', $3))) WITH ORDINALITY AS u(word, ord)
        ),
        terms AS (
@@ -543,14 +555,26 @@ export class KnowledgeRepository {
           WHERE length(t.word) >= ${FUZZY_MIN_LENGTH}
             AND NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word = t.word)
        ),
-       fixes AS (
-         SELECT m.ord, m.word, w.word AS fixed, (tsvector_to_array(to_tsvector($1::regconfig, w.word)))[1] AS lexeme, w.sim
+       alike AS (
+         SELECT m.ord, m.word, w.word AS fixed, w.sim
            FROM misspelt m
            CROSS JOIN LATERAL (
              SELECT v.word, ${trgm}.similarity(v.word, m.word) AS sim FROM words v
               WHERE v.base_id = ANY($2::text[]) AND v.word OPERATOR(${trgm}.%) m.word
               ORDER BY sim DESC, v.word LIMIT ${CORRECTIONS_PER_WORD}
            ) AS w
+       ),
+       swapped AS (
+         SELECT DISTINCT m.ord, m.word, s.fixed, ${TRANSPOSITION_SIMILARITY}::real AS sim
+           FROM misspelt m
+           CROSS JOIN LATERAL generate_series(1, length(m.word) - 1) AS i
+           CROSS JOIN LATERAL (SELECT overlay(m.word PLACING substr(m.word, i + 1, 1) || substr(m.word, i, 1) FROM i FOR 2) AS fixed) AS s
+          WHERE s.fixed <> m.word AND EXISTS (SELECT 1 FROM words v WHERE v.base_id = ANY($2::text[]) AND v.word = s.fixed)
+       ),
+       fixes AS (
+         SELECT c.ord, c.word, c.fixed, (tsvector_to_array(to_tsvector($1::regconfig, c.fixed)))[1] AS lexeme, max(c.sim) AS sim
+           FROM (SELECT * FROM alike UNION ALL SELECT * FROM swapped) AS c
+          GROUP BY c.ord, c.word, c.fixed
        ),
        found AS (
          SELECT 1 AS kind, t.ord, t.word, NULL::text AS fixed, t.lexeme, NULL::real AS sim FROM terms t
@@ -564,7 +588,7 @@ export class KnowledgeRepository {
               (SELECT sum(l.chunk_count) FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = f.lexeme) AS n
          FROM found f
        ORDER BY kind, ord, sim DESC, fixed`,
-      [config, baseIds, query],
+      [config, baseIds, text, spokenFillers(config)],
     );
     const out: QueryTerms = { terms: [], corrections: [], total: 0, counts: new Map() };
     for (const r of rows) {
