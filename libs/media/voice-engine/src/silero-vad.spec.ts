@@ -3,6 +3,7 @@
  */
 import { mulawToPcm16 } from '@parley/audio';
 import { callerSpeechMulaw, callerSpeechPcm16 } from '@parley/speech';
+import { Tensor } from 'onnxruntime-node';
 import { openSileroSession, SileroModel, SileroSession, vadFactory, VadLog } from './silero-vad';
 import { EnergyVad, Vad, VadEvent } from './vad';
 
@@ -129,6 +130,122 @@ describe('Silero VAD', () => {
     }
 
     expect(events.filter(Boolean)).toEqual(['speech_start', 'speech_end']);
+  });
+});
+
+describe('Silero VAD batching cadence', () => {
+  /** A model double: every window gets probability `p`; each run's batch size and (fake) time are recorded. */
+  function fakeModel(p = 0.9, cadence?: { batchSize?: number; maxWaitMs?: number }) {
+    const runs: { at: number; batch: number }[] = [];
+    const session: SileroSession = {
+      run: async (feeds) => {
+        const batch = feeds['input'].dims[0];
+        runs.push({ at: Date.now(), batch });
+        return {
+          output: new Tensor('float32', new Float32Array(batch).fill(p), [batch, 1]),
+          stateN: new Tensor('float32', new Float32Array(feeds['state'].data as Float32Array), feeds['state'].dims),
+        };
+      },
+    };
+    return { model: new SileroModel(session, silentLog(), cadence), runs };
+  }
+  /** Exactly one window of new samples at 8 kHz (256 samples, 32 ms). */
+  const window = () => new Int16Array(256);
+  const frame = () => new Int16Array(160);
+
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'], now: 0 }));
+  afterEach(() => jest.useRealTimers());
+  /** Lets `ms` of fake time pass, then the round of I/O at that time (a batch cut at its end runs too). */
+  const elapse = async (ms: number) => {
+    await jest.advanceTimersByTimeAsync(ms);
+    await jest.advanceTimersByTimeAsync(0);
+  };
+
+  it('runs the windows that calls complete within 10 ms of the first together, 10 ms after the first', async () => {
+    const { model, runs } = fakeModel();
+    await model.ready();
+    const calls = [model.vad(8000), model.vad(8000), model.vad(8000), model.vad(8000)];
+
+    // Three hand-overs of the stream thread, 4 ms apart, each completing a call's window; the fourth comes too late.
+    calls[0].push(window(), 32);
+    await elapse(4);
+    calls[1].push(window(), 32);
+    await elapse(4);
+    calls[2].push(window(), 32);
+    await elapse(1);
+    expect(runs).toEqual([]);
+    await elapse(1);
+    expect(runs).toEqual([{ at: 10, batch: 3 }]);
+
+    calls[3].push(window(), 32);
+    await elapse(10);
+    expect(runs).toEqual([{ at: 10, batch: 3 }, { at: 20, batch: 1 }]);
+  });
+
+  it('runs a batch as soon as 32 windows wait, without waiting for the first to be 10 ms old', async () => {
+    const { model, runs } = fakeModel();
+    await model.ready();
+    const calls = Array.from({ length: 40 }, () => model.vad(8000));
+
+    for (const vad of calls.slice(0, 31)) vad.push(window(), 32);
+    await elapse(2);
+    expect(runs).toEqual([]);
+    // The 32nd window cuts the batch after this round of I/O; the rest of the round joins it.
+    for (const vad of calls.slice(31)) vad.push(window(), 32);
+    await elapse(0);
+    expect(runs).toEqual([{ at: 2, batch: 40 }]);
+  });
+
+  it('runs at once the windows a call fell behind by, one batch after another', async () => {
+    const { model, runs } = fakeModel();
+    await model.ready();
+    const vad = model.vad(8000);
+
+    // A paused main thread's frames, handed over at once: three windows of one call.
+    for (let i = 0; i < 3; i++) vad.push(window(), 32);
+    await elapse(10);
+
+    // A call's next window needs the state its previous one left, so each is a run of its own, none waiting 10 ms.
+    expect(runs).toEqual([
+      { at: 10, batch: 1 },
+      { at: 10, batch: 1 },
+      { at: 10, batch: 1 },
+    ]);
+  });
+
+  it('tells a call the caller started speaking on the same frame as a run after every frame would', async () => {
+    /** Frames every 20 ms; the frame (1-based) whose push returned speech_start. */
+    async function startHeardAt(cadence?: { batchSize: number; maxWaitMs: number }): Promise<number> {
+      const { model } = fakeModel(0.9, cadence);
+      await model.ready();
+      const vad = model.vad(8000);
+      for (let i = 1; i <= 20; i++) {
+        if (vad.push(frame(), 20) === 'speech_start') return i;
+        await elapse(20);
+      }
+      return -1;
+    }
+
+    const batched = await startHeardAt();
+    // Every window run after the round of I/O that completed it (the cadence before batches waited).
+    const immediate = await startHeardAt({ batchSize: 1, maxWaitMs: 0 });
+
+    // Two voiced windows (64 ms) start speech: the 4th frame completes the second, the 5th reads its verdict.
+    expect(immediate).toBe(5);
+    expect(batched).toBe(immediate);
+  });
+
+  it('settles at once: waiting windows are run without waiting for their batch', async () => {
+    jest.useRealTimers();
+    const { model, runs } = fakeModel();
+    await model.ready();
+    model.vad(8000).push(window(), 32);
+    const since = Date.now();
+
+    await model.settled();
+
+    expect(runs.map((r) => r.batch)).toEqual([1]);
+    expect(runs[0].at - since).toBeLessThan(10);
   });
 });
 

@@ -31,13 +31,24 @@ export function openSileroSession(path = sileroModelPath()): Promise<InferenceSe
 }
 
 /**
+ * When a batch runs: once `batchSize` windows wait (cut after the current round of I/O), or once the first of them
+ * has waited `maxWaitMs`.
+ */
+export interface SileroCadence {
+  batchSize?: number;
+  maxWaitMs?: number;
+}
+
+/**
  * Silero VAD v5 on onnxruntime-node: one model per process, shared by every call (each call keeps its own
  * recurrent state and context). The windows of all calls that are ready are run together, one batch per sample
- * rate: one run costs about 65 µs plus about 30 µs per window, so batching is what keeps the VAD at a small share
- * of a call's CPU when many calls are live. Batches are cut after the current round of I/O (setImmediate), so the
- * frames the stream thread hands over together are run together; a call's verdicts arrive one frame later than
- * the energy detector's. If the model cannot be loaded or run, one error is logged and every call carries on with
- * an energy detector of its own.
+ * rate: a run has a fixed cost (in the worker, with its cache cold, about as much as several windows'), so
+ * batching is what keeps the VAD at a small share of a call's CPU when many calls are live. A batch waits for
+ * `batchSize` windows or until its first window has waited `maxWaitMs` (10 ms): the stream thread hands frames over
+ * every 4 ms, so a batch gathers two or three hand-overs instead of one. A call reads a window's verdict when it
+ * pushes its next frame, 20 ms after the one that completed the window, so a verdict ready within 10 ms (plus the
+ * run) is read no later than before. If the model cannot be loaded or run, one error is logged and every call
+ * carries on with an energy detector of its own.
  */
 export class SileroModel {
   private static instance: SileroModel | undefined;
@@ -45,11 +56,24 @@ export class SileroModel {
   private readonly loading: Promise<void>;
   private broken = false;
   private readonly pending = new Set<SileroVad>();
-  private scheduled = false;
+  private readonly batchSize: number;
+  private readonly maxWaitMs: number;
+  /** Fires when the first window waiting has waited maxWaitMs. */
+  private timer: NodeJS.Timeout | undefined;
+  /** The windows waiting are to run now, or as soon as the running batch ends. */
+  private due = false;
+  /** A batch is cut: it starts after the current round of I/O. */
+  private starting = false;
   private running: Promise<void> | undefined;
   private readonly rates = new Map<number, Tensor>();
 
-  constructor(session: SileroSession | Promise<SileroSession>, private readonly log: VadLog) {
+  constructor(
+    session: SileroSession | Promise<SileroSession>,
+    private readonly log: VadLog,
+    { batchSize = 32, maxWaitMs = 10 }: SileroCadence = {},
+  ) {
+    this.batchSize = batchSize;
+    this.maxWaitMs = maxWaitMs;
     this.loading = Promise.resolve(session).then(
       (loaded) => void (this.session = loaded),
       (error: unknown) => this.fail('Silero VAD could not be loaded; calls use the energy VAD', error),
@@ -72,10 +96,16 @@ export class SileroModel {
     return this.loading;
   }
 
-  /** Resolves when every window handed in so far has been run. */
+  /** Runs every window handed in so far without waiting for a batch to fill; resolves when they have run. */
   async settled(): Promise<void> {
     await this.loading;
-    while (this.scheduled || this.running) await (this.running ?? new Promise((resolve) => setImmediate(resolve)));
+    while (this.pending.size || this.starting || this.running) {
+      if (this.pending.size) {
+        this.due = true;
+        this.start();
+      }
+      await (this.running ?? new Promise((resolve) => setImmediate(resolve)));
+    }
   }
 
   /** A call's VAD at 8 or 16 kHz. */
@@ -86,23 +116,37 @@ export class SileroModel {
   /** A call has a full window waiting. */
   enqueue(vad: SileroVad): void {
     this.pending.add(vad);
-    this.schedule();
+    if (this.due) return;
+    if (this.pending.size >= this.batchSize) {
+      // Cut after the current round of I/O, so the rest of the stream thread's hand-over joins the batch.
+      this.due = true;
+      this.starting = true;
+      setImmediate(() => {
+        this.starting = false;
+        this.start();
+      });
+    } else {
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        this.due = true;
+        this.start();
+      }, this.maxWaitMs);
+    }
   }
 
-  /** One batch at a time: a call's next window needs the state its previous one left. */
-  private schedule(): void {
-    if (this.scheduled || this.running || !this.pending.size) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.running = this.loading
-        .then(() => this.runPending())
-        .catch((error: unknown) => this.fail('Silero VAD failed; calls use the energy VAD', error))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule();
-        });
-    });
+  /** Runs the windows waiting, unless a batch is running (it starts them when it ends): a call's next window needs the state its previous one left. */
+  private start(): void {
+    if (!this.due || this.running) return;
+    this.due = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.running = this.loading
+      .then(() => this.runPending())
+      .catch((error: unknown) => this.fail('Silero VAD failed; calls use the energy VAD', error))
+      .finally(() => {
+        this.running = undefined;
+        this.start();
+      });
   }
 
   /** One batch per sample rate with each waiting call's next window; calls with more wait for the next round. */
@@ -143,7 +187,11 @@ export class SileroModel {
     }
     vads.forEach((vad, b) => {
       if (probabilities && next) vad.verdict(probabilities[b], next, b, batch);
-      if (vad.windowReady()) this.pending.add(vad);
+      // A call that was behind (a paused main thread's frames, handed over at once) has waited enough already.
+      if (vad.windowReady() && !this.broken) {
+        this.pending.add(vad);
+        this.due = true;
+      }
     });
   }
 
@@ -157,6 +205,8 @@ export class SileroModel {
     if (!this.broken) this.log.error(message, { err: error instanceof Error ? error.message : String(error) });
     this.broken = true;
     this.pending.clear();
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }
 
