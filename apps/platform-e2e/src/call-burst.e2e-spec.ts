@@ -21,10 +21,7 @@ describe('call set-up burst: every POST /v1/calls is a placed call or a refusal 
       env: {
         MAX_CONCURRENT_CALLS: '1000',
         MEDIA_WORKER_CAPACITY: String(CAPACITY),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
     agentId = (await platform.api(KEY).post('/v1/agents', { name: 'Burst', languages: [{ code: 'en' }] })).body.id;

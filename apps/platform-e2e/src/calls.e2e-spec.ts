@@ -45,10 +45,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         MAX_CONCURRENT_CALLS: '3',
         CALL_STUCK_SECONDS: '30', // the least allowed: three media heartbeats
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: FROM,
+        ...(await twilio.platformEnv(FROM)),
       },
     });
     api = platform.api(KEY);

@@ -49,10 +49,7 @@ describe('distributed platform under disruption (own NATS and PostgreSQL)', () =
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         MEDIA_LOST_SECONDS: String(MEDIA_LOST_SECONDS),
         CARRIER_RECONCILE_SECONDS: String(CARRIER_RECONCILE_SECONDS),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
     const endpoint = await api().post('/v1/webhook_endpoints', { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ['call.*'] });

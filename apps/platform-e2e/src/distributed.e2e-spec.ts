@@ -21,10 +21,7 @@ describeWithNats('distributed platform: one process per service', () => {
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
         RPC_TIMEOUT_MS: String(RPC_TIMEOUT_MS),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
   });

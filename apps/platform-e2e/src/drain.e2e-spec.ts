@@ -35,10 +35,7 @@ describeWithNats('a media worker drained behind a load balancer (distributed)', 
         MEDIA_PUBLIC_URL: `ws://127.0.0.1:${balancerPort}`,
         CALL_DRAIN_SECONDS: String(CALL_DRAIN_SECONDS),
         SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
     started = true;

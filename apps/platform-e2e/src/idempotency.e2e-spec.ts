@@ -62,10 +62,8 @@ describeWithNats('Idempotency-Key on the distributed platform: a request that ma
       bootstrapKeys: [`acme:owner:${KEY}`],
       env: {
         RPC_TIMEOUT_MS: String(RPC_TIMEOUT_MS),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
+        ...(await twilio.platformEnv()),
         TWILIO_API_BASE_URL: await proxy.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
       },
     });
     // The gateway is ready before the services behind it have migrated their schemas.

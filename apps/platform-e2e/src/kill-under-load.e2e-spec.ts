@@ -126,10 +126,7 @@ describe('every service SIGKILLed in turn under load, PostgreSQL and NATS restar
         MEDIA_LOST_SECONDS: String(MEDIA_LOST_SECONDS),
         CARRIER_RECONCILE_SECONDS: String(CARRIER_RECONCILE_SECONDS),
         CALL_STUCK_SECONDS: String(CALL_STUCK_SECONDS),
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
   }, 120_000);

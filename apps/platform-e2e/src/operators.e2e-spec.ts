@@ -46,10 +46,7 @@ describe('operators: ringing calls claimed by people (standalone, Twilio protoco
         SECRET_KEY,
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
         EGRESS_ALLOWLIST: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: NUMBER,
+        ...(await twilio.platformEnv(NUMBER)),
       },
     });
     api = platform.api(KEY);

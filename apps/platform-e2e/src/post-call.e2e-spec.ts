@@ -59,10 +59,7 @@ describe.each(MODES)('post-call analysis (%s): call.analysed after call.ended, s
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
         LLM_BASE_URL: await llm.start(),
         LLM_API_KEY: 'sk-test',
         CALLS_GRPC_URL: callsAddress,

@@ -37,10 +37,7 @@ describe('projects: CRUD, ceilings refused with 402 at exactly the ceiling, the 
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: FROM,
+        ...(await twilio.platformEnv(FROM)),
         PRICES_FILE: prices,
       },
     });

@@ -23,10 +23,7 @@ describe('API keys scoped to a project: every route either confines the key to i
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
     owner = platform.api(OWNER);

@@ -110,10 +110,7 @@ describe('workflows: a 20-recipient run with scripted outcomes (standalone, Twil
       env: {
         EGRESS_ALLOWLIST: '127.0.0.1',
         WEBHOOK_ALLOW_HTTP_HOSTS: '127.0.0.1',
-        TWILIO_ACCOUNT_SID: twilio.accountSid,
-        TWILIO_AUTH_TOKEN: twilio.authToken,
-        TWILIO_API_BASE_URL: await twilio.start(),
-        TWILIO_FROM_NUMBER: '+15550009999',
+        ...(await twilio.platformEnv()),
       },
     });
     api = platform.api(KEY);

@@ -31,10 +31,7 @@ export async function startPhonePlatform(
     bootstrapKeys: [`acme:owner:${key}`],
     env: {
       EGRESS_ALLOWLIST: '127.0.0.1',
-      TWILIO_ACCOUNT_SID: twilio.accountSid,
-      TWILIO_AUTH_TOKEN: twilio.authToken,
-      TWILIO_API_BASE_URL: await twilio.start(),
-      TWILIO_FROM_NUMBER: '+15550009999',
+      ...(await twilio.platformEnv()),
       DEEPGRAM_API_KEY: 'dg-key',
       DEEPGRAM_BASE_URL: await deepgram.start(),
       LLM_BASE_URL: await llm.start(),

@@ -69,10 +69,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   beforeAll(async () => {
     Object.assign(config, {
       SECRET_KEY: 'x'.repeat(40),
-      TWILIO_ACCOUNT_SID: twilio.accountSid,
-      TWILIO_AUTH_TOKEN: twilio.authToken,
-      TWILIO_API_BASE_URL: await twilio.start(),
-      TWILIO_FROM_NUMBER: '+15550009999',
+      ...(await twilio.platformEnv()),
       PUBLIC_URL: 'https://parley.example',
       MEDIA_PUBLIC_URL: 'wss://media.parley.example',
     });

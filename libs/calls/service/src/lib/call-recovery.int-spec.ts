@@ -37,9 +37,7 @@ describe('recovering calls: reaper and carrier reconciliation (real PostgreSQL, 
   beforeAll(async () => {
     Object.assign(config, {
       SECRET_KEY: 'x'.repeat(40),
-      TWILIO_ACCOUNT_SID: twilio.accountSid,
-      TWILIO_AUTH_TOKEN: twilio.authToken,
-      TWILIO_API_BASE_URL: await twilio.start(),
+      ...(await twilio.platformEnv()),
       PUBLIC_URL: 'https://parley.example',
       MEDIA_LOST_SECONDS: 30,
       CALL_STUCK_SECONDS: 120,

@@ -58,10 +58,7 @@ describe('ringing and claim: calls a person answers (real PostgreSQL)', () => {
   beforeAll(async () => {
     Object.assign(config, {
       SECRET_KEY: 'x'.repeat(40),
-      TWILIO_ACCOUNT_SID: twilio.accountSid,
-      TWILIO_AUTH_TOKEN: twilio.authToken,
-      TWILIO_API_BASE_URL: await twilio.start(),
-      TWILIO_FROM_NUMBER: '+15550009999',
+      ...(await twilio.platformEnv()),
       PUBLIC_URL: 'https://parley.example',
       MEDIA_PUBLIC_URL: 'wss://media.parley.example',
       MAX_CONCURRENT_CALLS: 1000,

@@ -173,6 +173,19 @@ export class FakeTwilioServer {
     return this.base;
   }
 
+  /**
+   * Starts listening; resolves to the environment that points the platform's Twilio adapter at this server (account,
+   * token, REST base URL, caller id), for a test to spread into the platform's env.
+   */
+  async platformEnv(fromNumber = '+15550009999'): Promise<Record<string, string>> {
+    return {
+      TWILIO_ACCOUNT_SID: this.accountSid,
+      TWILIO_AUTH_TOKEN: this.authToken,
+      TWILIO_API_BASE_URL: await this.start(),
+      TWILIO_FROM_NUMBER: fromNumber,
+    };
+  }
+
   /** The base URL (after `start()`). */
   get baseUrl(): string {
     if (!this.base) throw new Error('FakeTwilioServer: not started');

@@ -1,4 +1,4 @@
-import { type SuccessCriteria } from '@parley/contracts';
+import { DEFAULT_SUCCESS_END_REASONS, type SuccessCriteria } from '@parley/contracts';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsNested, IsText, IsTextList, Optional, Satisfies, textListSchema } from '../http/validators';
 
@@ -33,8 +33,8 @@ export class ExtractedFieldDto {
 export class SuccessDto implements SuccessCriteria {
   @ApiPropertyOptional({
     ...textListSchema({ maxItems: END_REASONS_MAX, maxLength: END_REASON_MAX }, "The call's end reasons that count as success (at least one)."),
-    default: ['completed', 'hangup', 'transferred'],
-    example: ['completed', 'hangup', 'transferred'],
+    default: [...DEFAULT_SUCCESS_END_REASONS],
+    example: [...DEFAULT_SUCCESS_END_REASONS],
   })
   @Optional()
   @IsTextList({ maxItems: END_REASONS_MAX, maxLength: END_REASON_MAX })
