@@ -32,6 +32,23 @@ describe('UsageMeter', () => {
     expect(meter.items()).toEqual([{ kind: 'stt_ms', provider: 'deepgram', model: 'nova-2', quantity: 62 }]);
   });
 
+  it('adds the streams of one recognizer and model into one line, after the lines counted before', async () => {
+    const meter = new UsageMeter();
+    const handlers = { onTranscript: () => undefined, onError: () => undefined };
+    meter.add('tts_characters', 'elevenlabs', 'flash', 5);
+    const first = await meter.stt(stt).open({ language: 'en-US', sampleRate: 8000, model: 'nova-2' }, handlers);
+    const second = await meter.stt(stt).open({ language: 'en-US', sampleRate: 8000, model: 'nova-2' }, handlers);
+    // Half a ms each: only their sum makes a whole one.
+    first.write(new Int16Array(4));
+    second.write(new Int16Array(4));
+    first.write(new Int16Array(160));
+
+    expect(meter.items()).toEqual([
+      { kind: 'tts_characters', provider: 'elevenlabs', model: 'flash', quantity: 5 },
+      { kind: 'stt_ms', provider: 'deepgram', model: 'nova-2', quantity: 21 },
+    ]);
+  });
+
   it('counts the characters sent to a synthesizer and the tokens a model reports, streamed or whole; an answer without usage adds none', async () => {
     const meter = new UsageMeter();
     const ac = new AbortController();

@@ -17,11 +17,7 @@ export class UsageMeter {
   private readonly samples = new Map<string, { count: number; rate: number }>();
 
   add(kind: UsageKind, provider: string, model: string, quantity: number): void {
-    if (!(quantity > 0)) return;
-    const key = `${kind}\u0000${provider}\u0000${model}`;
-    const line = this.lines.get(key) ?? { kind, provider, model, quantity: 0 };
-    line.quantity += quantity;
-    this.lines.set(key, line);
+    if (quantity > 0) this.line(kind, provider, model).quantity += quantity;
   }
 
   /** The running totals (a copy). */
@@ -40,10 +36,10 @@ export class UsageMeter {
       name: provider.name,
       open: async (options: SttOptions, handlers: SttStreamHandlers): Promise<SttStream> => {
         const stream = await provider.open(options, handlers);
-        const model = options.model ?? '';
+        const count = this.audio(provider.name, options.model ?? '', options.sampleRate);
         return {
           write: (pcm) => {
-            this.audio(provider.name, model, pcm.length, options.sampleRate);
+            count(pcm.length);
             stream.write(pcm);
           },
           finalize: () => stream.finalize(),
@@ -88,12 +84,29 @@ export class UsageMeter {
     };
   }
 
-  private audio(provider: string, model: string, samples: number, rate: number): void {
+  /** The line of (kind, provider, model), added (last) if new. */
+  private line(kind: UsageKind, provider: string, model: string): callsV1.UsageItem {
+    const key = `${kind}\u0000${provider}\u0000${model}`;
+    let line = this.lines.get(key);
+    if (!line) this.lines.set(key, (line = { kind, provider, model, quantity: 0 }));
+    return line;
+  }
+
+  /**
+   * Counts samples written to a recognizer stream. Called per frame, so the totals and the line are looked up once
+   * per stream, not per frame.
+   */
+  private audio(provider: string, model: string, rate: number): (samples: number) => void {
     const key = `${provider}\u0000${model}`;
-    const total = this.samples.get(key) ?? { count: 0, rate };
-    const before = Math.floor((total.count * 1000) / total.rate);
-    total.count += samples;
-    this.samples.set(key, total);
-    this.add('stt_ms', provider, model, Math.floor((total.count * 1000) / total.rate) - before);
+    let total = this.samples.get(key);
+    if (!total) this.samples.set(key, (total = { count: 0, rate }));
+    const counted = total;
+    let line: callsV1.UsageItem | undefined;
+    return (samples) => {
+      const before = Math.floor((counted.count * 1000) / counted.rate);
+      counted.count += samples;
+      const ms = Math.floor((counted.count * 1000) / counted.rate) - before;
+      if (ms > 0) (line ??= this.line('stt_ms', provider, model)).quantity += ms;
+    };
   }
 }
