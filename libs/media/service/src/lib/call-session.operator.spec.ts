@@ -83,7 +83,7 @@ async function phone(calls: CallsPort, links: CallLinks, ringSeconds = 30) {
   let seq = 2;
   const say = (pcm: Int16Array) =>
     session.onFrame(JSON.stringify({ event: 'media', sequenceNumber: String(seq++), streamSid: 'MZ1', media: { track: 'inbound', chunk: '1', timestamp: String(seq * 20), payload: pcm16ToMulaw(pcm).toString('base64') } }));
-  const hangUp = () => session.onFrame(JSON.stringify({ event: 'stop', sequenceNumber: '99', streamSid: 'MZ1', stop: { accountSid: 'AC1', callSid: 'CA1' } }));
+  const hangUp = async () => session.onFrame(JSON.stringify({ event: 'stop', sequenceNumber: '99', streamSid: 'MZ1', stop: { accountSid: 'AC1', callSid: 'CA1' } }));
   return { session, media, closed, say, hangUp };
 }
 

@@ -212,16 +212,44 @@ export class CallSession {
     this.engine.injectEvent(name, payload);
   }
 
-  /** One frame from the carrier. */
-  async onFrame(frame: string): Promise<void> {
+  /**
+   * One frame from the carrier. The caller's audio on an attached stream and marks (nearly every frame) are handled
+   * at once and return nothing, so they cost no promise; any other frame returns the promise of its handling, which
+   * the frames after it wait for.
+   */
+  onFrame(frame: string): Promise<void> | undefined {
     let event: MediaStreamEvent | undefined;
     try {
       event = this.deps.protocol.parse(frame);
     } catch (error) {
       this.log.warn({ err: error, callId: this.call?.id }, 'unreadable media frame ignored');
-      return;
+      return undefined;
     }
-    if (!event) return;
+    if (!event) return undefined;
+    if (event.type === 'audio' && this.attached) {
+      this.audio(event);
+      return undefined;
+    }
+    if (event.type === 'mark') {
+      this.engine?.onMark(event.name);
+      return undefined;
+    }
+    return this.onEvent(event);
+  }
+
+  private audio(event: Extract<MediaStreamEvent, { type: 'audio' }>): void {
+    this.framesIn.inc();
+    if (this.call) {
+      const pcm = decodeToPcm16(event.payload, this.encoding);
+      // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
+      this.recorder?.write('caller', pcm, event.timestampMs);
+      this.engine?.pushAudio(pcm);
+      this.line?.heard(pcm);
+      this.ownVoice?.push(pcm);
+    }
+  }
+
+  private async onEvent(event: MediaStreamEvent): Promise<void> {
     switch (event.type) {
       case 'refuse':
         if (!this.attaching) this.refuse(event.refusal, event.message);
@@ -232,16 +260,8 @@ export class CallSession {
         this.attaching = this.attach(event).finally(() => (this.attached = true));
         return this.attaching;
       case 'audio':
-        if (!this.attached) await this.attaching;
-        this.framesIn.inc();
-        if (this.call) {
-          const pcm = decodeToPcm16(event.payload, this.encoding);
-          // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
-          this.recorder?.write('caller', pcm, event.timestampMs);
-          this.engine?.pushAudio(pcm);
-          this.line?.heard(pcm);
-          this.ownVoice?.push(pcm);
-        }
+        await this.attaching;
+        this.audio(event);
         return;
       case 'dtmf':
         await this.attaching;
@@ -251,9 +271,6 @@ export class CallSession {
       case 'transfer':
         await this.attaching;
         if (this.line instanceof OperatorLine) this.transferByOperator(event.destination);
-        return;
-      case 'mark':
-        this.engine?.onMark(event.name);
         return;
       case 'stop':
         await this.attaching;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { callsV1 } from '@parley/contracts';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
+import { mulawToPcm16 } from '@parley/audio';
 import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
@@ -91,3 +92,58 @@ describe('media stream server', () => {
     expect(ended).toEqual([{ account_id: 'acc_1', id: 'call_1', reason: 'shutdown' }]);
   });
 });
+
+describe('media stream server, frames', () => {
+  it('handles the frames that arrive while a stream attaches once it has attached, in order with those after', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let attaching!: () => void;
+    const attachAsked = new Promise<void>((resolve) => (attaching = resolve));
+    const stt = new FakeSpeechToText();
+    const calls = {
+      attachMedia: async () => (attaching(), await gate, { call: CALL, resume: '' }),
+      getTranscript: async () => [],
+      heartbeat: async () => true,
+      endCall: async () => undefined,
+    } as unknown as CallsPort;
+    const server = new MediaStreamServer({ twilio: new TwilioMediaStreamProtocol() }, {}, {
+      calls,
+      agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US' }] }, effective: {} }) },
+      recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'frames-'))),
+      providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
+      defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    });
+    try {
+      const port = await server.listen(0, '127.0.0.1');
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/streams/twilio`);
+      await new Promise((resolve) => ws.once('open', resolve));
+      // Frame n carries μ-law byte n throughout, so the recognizer's audio says which frame it was.
+      const media = (n: number) =>
+        JSON.stringify({ event: 'media', sequenceNumber: String(n + 1), streamSid: 'MZ1', media: { track: 'inbound', chunk: String(n), timestamp: String(n * 20), payload: Buffer.alloc(160, n).toString('base64') } });
+      const decoded = (n: number) => mulawToPcm16(Buffer.alloc(1, n))[0];
+
+      ws.send(start('tok'));
+      await attachAsked;
+      for (let n = 1; n <= 5; n++) ws.send(media(n));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(stt.streams).toEqual([]);
+      release();
+      await until(() => stt.current?.samples === 5 * 160);
+      for (let n = 6; n <= 10; n++) ws.send(media(n));
+      await until(() => stt.current?.samples === 10 * 160);
+
+      expect(stt.current?.frames.map((f) => f[0])).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(decoded));
+      ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+async function until(done: () => boolean, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

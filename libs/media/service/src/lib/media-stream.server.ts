@@ -24,6 +24,13 @@ function drainReport(outcomes: SessionOutcome[]): DrainReport {
 /** Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard. */
 export const STREAM_LEAD_FRAMES = 8;
 
+/** An open stream: its session and, while a frame's handling is unfinished (an attach), the frames waiting behind it. */
+interface Stream {
+  session: CallSession;
+  /** Settles when every frame handed over so far has been handled; undefined when that is so already. */
+  tail: Promise<void> | undefined;
+}
+
 /** The socket of one stream, as a session sees it: kept on the stream thread, which plays the audio on time. */
 class ThreadSocket implements StreamSocket {
   readonly leadFrames = STREAM_LEAD_FRAMES;
@@ -70,7 +77,7 @@ class ThreadSocket implements StreamSocket {
 export class MediaStreamServer {
   private readonly log = serviceLogger('media-worker');
   private thread: StreamThread;
-  private readonly streams = new Map<number, { session: CallSession; queue: Promise<void> }>();
+  private readonly streams = new Map<number, Stream>();
   private readonly sessions = new Set<CallSession>();
   /** Where the two ends of calls between people meet; this worker's own when the deps bring none (no bus). */
   private readonly links: CallLinks;
@@ -139,12 +146,9 @@ export class MediaStreamServer {
       { carriers: Object.keys(this.protocols).filter((c) => !Object.values(this.paths).includes(c)), paths: this.paths, maxPayload: 1024 * 1024 },
       {
         open: (id, carrier) => this.accept(id, this.protocols[carrier]),
-        // Frames are handled one at a time, in order: a session's state (attach, audio, stop) depends on it.
         frame: (id, frame) => {
           const stream = this.streams.get(id);
-          if (!stream) return;
-          const { session } = stream;
-          stream.queue = stream.queue.then(() => session.onFrame(frame)).catch((e) => this.log.error({ err: e, callId: session.callId }, 'media frame failed'));
+          if (stream) this.onFrame(stream, frame);
         },
         closed: (id) => this.closed(id),
         error: (id, message) => this.log.warn({ err: message, callId: this.streams.get(id)?.session.callId }, 'media socket error'),
@@ -160,14 +164,44 @@ export class MediaStreamServer {
   private accept(id: number, protocol: MediaStreamProtocol): void {
     const session = new CallSession(new ThreadSocket(this.thread, id), { ...this.deps, links: this.links, protocol });
     this.sessions.add(session);
-    this.streams.set(id, { session, queue: Promise.resolve() });
+    this.streams.set(id, { session, tail: undefined });
+  }
+
+  /**
+   * Frames are handled one at a time, in order: a session's state (attach, audio, stop) depends on it. A frame
+   * handled at once (the caller's audio once attached: nearly all) needs no promise; while one is unfinished, the
+   * frames after it wait in a chain behind it.
+   */
+  private onFrame(stream: Stream, frame: string): void {
+    if (stream.tail) return this.behind(stream, stream.tail.then(() => this.handle(stream, frame)));
+    const unfinished = this.handle(stream, frame);
+    if (unfinished) this.behind(stream, unfinished);
+  }
+
+  private handle(stream: Stream, frame: string): Promise<void> | undefined {
+    const failed = (e: unknown) => this.log.error({ err: e, callId: stream.session.callId }, 'media frame failed');
+    try {
+      return stream.session.onFrame(frame)?.catch(failed);
+    } catch (e) {
+      failed(e);
+      return undefined;
+    }
+  }
+
+  private behind(stream: Stream, unfinished: Promise<void>): void {
+    const tail: Promise<void> = unfinished.then(() => {
+      if (stream.tail === tail) stream.tail = undefined;
+    });
+    stream.tail = tail;
   }
 
   private closed(id: number): void {
     const stream = this.streams.get(id);
     if (!stream) return;
     this.streams.delete(id);
-    void stream.queue.then(() => stream.session.onClose()).finally(() => this.sessions.delete(stream.session));
+    void Promise.resolve(stream.tail)
+      .then(() => stream.session.onClose())
+      .finally(() => this.sessions.delete(stream.session));
   }
 
   /**
