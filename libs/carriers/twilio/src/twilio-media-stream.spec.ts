@@ -66,6 +66,15 @@ describe('TwilioMediaStreamProtocol', () => {
     expect(event?.type === 'audio' && event.payload.length).toBe(160);
   });
 
+  it('reads a media frame the same in Twilio\'s own shape and in any other key order or spacing', () => {
+    const reordered = JSON.stringify({ streamSid: STREAM_SID, media: { payload: MEDIA.media.payload, timestamp: '5', track: 'inbound', chunk: '1' }, event: 'media', sequenceNumber: '3' });
+    const spaced = JSON.stringify(MEDIA, null, 1);
+
+    expect(protocol.parse(reordered)).toEqual(parse(MEDIA));
+    expect(protocol.parse(spaced)).toEqual(parse(MEDIA));
+    expect(protocol.parse(JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, track: 'outbound' } }))).toBeUndefined();
+  });
+
   it('ignores media of the outbound track', () => {
     expect(parse({ ...MEDIA, media: { ...MEDIA.media, track: 'outbound' } })).toBeUndefined();
   });
@@ -106,6 +115,8 @@ describe('TwilioMediaStreamProtocol', () => {
     ]),
     ['media without timestamp', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, timestamp: undefined } }), /media without timestamp/],
     ['media with a bad timestamp', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, timestamp: '-3' } }), /invalid timestamp "-3"/],
+    ['media with a timestamp past 2^53', JSON.stringify({ ...MEDIA, media: { ...MEDIA.media, timestamp: '9007199254740993' } }), /invalid timestamp "9007199254740993"/],
+    ['media with a raw control character in its payload (not JSON)', JSON.stringify(MEDIA).replace('"payload":"', '"payload":"\n'), /not JSON/],
     ['dtmf without digit', JSON.stringify({ ...DTMF, dtmf: { track: 'inbound_track' } }), /dtmf without digit/],
     ['mark without name', JSON.stringify({ ...MARK, mark: {} }), /mark without name/],
   ])('throws on a frame %s', (_what, frame, message) => {

@@ -83,11 +83,27 @@ export type TwilioStreamCommand =
 
 const TWILIO_ENCODINGS: Record<string, MediaFormat['encoding']> = { 'audio/x-mulaw': 'mulaw' };
 
+/**
+ * A media frame exactly as Twilio writes it (its key order, no spaces, no escapes): the track, the timestamp and the
+ * payload. Nearly every frame on a stream is one, 50 a second per call, and this reads it in about a third of
+ * JSON.parse's time. Its strings hold no quote, backslash or control character, so what it matches is JSON that
+ * JSON.parse reads to the same values; a frame in any other shape takes the general path.
+ */
+const TWILIO_MEDIA_FRAME =
+  // eslint-disable-next-line no-control-regex -- the control characters are the ones a JSON string may not hold raw
+  /^\{"event":"media","sequenceNumber":"\d+","media":\{"track":"([^"\\\x00-\x1f]*)","chunk":"\d+","timestamp":"(\d+)","payload":"([^"\\\x00-\x1f]*)"\},"streamSid":"[^"\\\x00-\x1f]*"\}$/;
+
 /** MediaStreamProtocol for Twilio Media Streams (bidirectional, `<Connect><Stream>`). */
 export class TwilioMediaStreamProtocol implements MediaStreamProtocol {
   readonly carrier = TWILIO_CARRIER_NAME;
 
   parse(frame: string): MediaStreamEvent | undefined {
+    const media = TWILIO_MEDIA_FRAME.exec(frame);
+    if (media) {
+      const timestampMs = Number(media[2]);
+      // An unsafe timestamp takes the general path, which refuses it.
+      if (Number.isSafeInteger(timestampMs)) return media[1] === 'inbound' ? { type: 'audio', payload: base64(media[3]), timestampMs } : undefined;
+    }
     let message: unknown;
     try {
       message = JSON.parse(frame);
@@ -140,8 +156,9 @@ export class TwilioMediaStreamProtocol implements MediaStreamProtocol {
     }
   }
 
+  /** Written as a template (base64 needs no escaping): 50 a second per call while the agent speaks. */
   audio(streamId: string, payload: Buffer): string {
-    return command({ event: 'media', streamSid: sid(streamId), media: { payload: payload.toString('base64') } });
+    return `{"event":"media","streamSid":${JSON.stringify(sid(streamId))},"media":{"payload":"${payload.toString('base64')}"}}`;
   }
 
   mark(streamId: string, name: string): string {
