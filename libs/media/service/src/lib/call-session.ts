@@ -9,7 +9,7 @@ import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
 import type { EgressPolicy } from '@parley/egress';
 import { AgentsPort, CallsPort } from './calls-port';
-import { mediaFramesIn, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
+import { framesInTally, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 import { AppError } from '@parley/rpc';
 import { isTransient, TranscriptWriter } from './transcript-writer';
 import { CallLinks } from './call-links';
@@ -104,7 +104,7 @@ export class CallSession {
   private readonly eventsTaken = new Set<string>();
   /** The stream's `start` is settled: frames go straight to the engine, not through a promise each (50 a second). */
   private attached = false;
-  private readonly framesIn: ReturnType<typeof mediaFramesIn.labels>;
+  private readonly framesIn: { frames: number };
   private engine: VoiceEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
@@ -153,7 +153,7 @@ export class CallSession {
     private readonly socket: StreamSocket,
     private readonly deps: CallSessionDeps,
   ) {
-    this.framesIn = mediaFramesIn.labels({ carrier: deps.protocol.carrier });
+    this.framesIn = framesInTally(deps.protocol.carrier);
     const timeoutMs = deps.protocol.startTimeoutMs;
     if (timeoutMs) {
       this.startTimer = setTimeout(() => {
@@ -238,7 +238,7 @@ export class CallSession {
   }
 
   private audio(event: Extract<MediaStreamEvent, { type: 'audio' }>): void {
-    this.framesIn.inc();
+    this.framesIn.frames++;
     if (this.call) {
       const pcm = decodeToPcm16(event.payload, this.encoding);
       // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
