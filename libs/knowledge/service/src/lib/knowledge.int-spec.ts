@@ -204,6 +204,22 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect(hits[0].heading).toMatch(/Refund policy/);
   });
 
+  it('matches the irregular forms the stemmer leaves apart: a caller who bought finds what to buy, the driver came finds the courier comes', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'Guide', `# Delivery\n\n## Missed deliveries\nThe courier comes back the next working day.\n\n# Shop\n\n## Where to buy\nBuy spare filters in the app.\n`);
+    const { corrections } = await repo.queryTerms('english', [base.id], 'the driver came and i bought filters');
+    expect(corrections).toEqual(
+      expect.arrayContaining([
+        { word: 'came', lexeme: 'come', similarity: 1 },
+        { word: 'bought', lexeme: 'buy', similarity: 1 },
+      ]),
+    );
+    expect((await domain.search(ACME, { baseIds: [base.id], query: 'the driver came when I was out', limit: 1 }))[0].heading).toMatch(/Missed deliveries/);
+    expect((await domain.search(ACME, { baseIds: [base.id], query: 'the one I bought', limit: 1 }))[0].heading).toMatch(/Where to buy/);
+    // English only: other configurations have no such forms.
+    expect((await repo.queryTerms('simple', [base.id], 'came bought')).corrections.filter((c) => c.similarity === 1)).toEqual([]);
+  });
+
   it('weights terms by rarity (IDF): a rare term outranks a common one; a query of only common words still finds results', async () => {
     const base = await domain.createBase(ACME, { name: 'Orders' });
     // 150 chunks about orders (over RARE_CHUNKS, so "order" is a common term: candidates come from the rare ones),

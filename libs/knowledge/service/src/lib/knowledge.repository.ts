@@ -4,6 +4,7 @@ import { isWellFormedId, newId, Page, pageOf } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
 import { packVector, unpackVector } from './embeddings';
 import { LEXEME_COUNTS_SELECT, quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
+import { irregularForms } from './irregular-forms';
 import { spokenFillers, withoutFillerPhrases } from './spoken-fillers';
 
 /** The knowledge service's own DataSource (schema `knowledge`), not the host service's. */
@@ -158,6 +159,20 @@ const FUZZY_MIN_LENGTH = 4;
 export const FUZZY_MIN_SIMILARITY = 0.4;
 /** score = COVERAGE_WEIGHT × coverage (IDF-weighted) + (1 − COVERAGE_WEIGHT) × density (docs/knowledge.md, Search ranking). */
 const COVERAGE_WEIGHT = 0.8;
+
+/** Each word of FUZZY_MIN_LENGTH+ letters of `text` with two neighbouring letters swapped, every way (lower case). */
+export function swappedLetters(text: string): { word: string; swapped: string }[] {
+  const out: { word: string; swapped: string }[] = [];
+  for (const word of new Set(text.toLowerCase().match(/\p{L}+/gu) ?? [])) {
+    if (word.length < FUZZY_MIN_LENGTH || word.length > 40) continue;
+    const letters = [...word];
+    for (let i = 0; i + 1 < letters.length; i++) {
+      if (letters[i] === letters[i + 1]) continue;
+      out.push({ word, swapped: [...letters.slice(0, i), letters[i + 1], letters[i], ...letters.slice(i + 2)].join('') });
+    }
+  }
+  return out;
+}
 
 interface BaseRow {
   id: string;
@@ -523,7 +538,10 @@ export class KnowledgeRepository {
    * - the corrections of each term of FUZZY_MIN_LENGTH+ letters the bases' vocabulary lacks (a misspelling): at most
    *   CORRECTIONS_PER_WORD words of the vocabulary by trigram similarity (at least FUZZY_MIN_SIMILARITY, the
    *   session's threshold), best first, with their lexemes, and any word of the vocabulary it is with two
-   *   neighbouring letters swapped (TRANSPOSITION_SIMILARITY). The terms the vocabulary has are set aside first
+   *   neighbouring letters swapped whose lexeme some chunk has (TRANSPOSITION_SIMILARITY); and the other forms of
+   *   any term that is an irregular form the stemmer leaves apart (irregular-forms.ts: `came` and `come`,
+   *   similarity 1). The terms the vocabulary has are set aside first, by its primary key (a range: as `=`, the
+   *   planner took the trigram index, which answers `=` too, ~0.5 ms a term)
    *   (`misspelt` is materialised: left to the planner, the trigram lookup ran for every term and the vocabulary
    *   test came after it); the lookup is served from the trigram index or from the primary key (the bases' words,
    *   each compared: ~3 ms a term at 1,200 words on a busy machine) by cost;
@@ -536,6 +554,12 @@ export class KnowledgeRepository {
     const trgm = await this.trigram();
     const withoutPhrases = withoutFillerPhrases(config, query);
     const text = /[\p{L}\p{N}]/u.test(withoutPhrases) ? withoutPhrases : query;
+    // Alternatives known before the statement: a word's irregular forms (always), its swaps (if misspelt, for a word
+    // of the vocabulary); the statement keeps those of its terms.
+    const given = [
+      ...irregularForms(config, text).map(({ word, form }) => ({ word, alternative: form, sim: 1, ifMisspelt: false })),
+      ...swappedLetters(text).map(({ word, swapped }) => ({ word, alternative: swapped, sim: TRANSPOSITION_SIMILARITY, ifMisspelt: true })),
+    ];
     const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null }[] = await this.db.query(
       `WITH q AS (
          SELECT u.word, u.ord,
@@ -553,7 +577,7 @@ export class KnowledgeRepository {
        misspelt AS MATERIALIZED (
          SELECT t.ord, t.word FROM terms t
           WHERE length(t.word) >= ${FUZZY_MIN_LENGTH}
-            AND NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word = t.word)
+            AND NOT EXISTS (SELECT 1 FROM words e WHERE e.base_id = ANY($2::text[]) AND e.word >= t.word AND e.word <= t.word)
        ),
        alike AS (
          SELECT m.ord, m.word, w.word AS fixed, w.sim
@@ -564,31 +588,29 @@ export class KnowledgeRepository {
               ORDER BY sim DESC, v.word LIMIT ${CORRECTIONS_PER_WORD}
            ) AS w
        ),
-       swapped AS (
-         SELECT DISTINCT m.ord, m.word, s.fixed, ${TRANSPOSITION_SIMILARITY}::real AS sim
-           FROM misspelt m
-           CROSS JOIN LATERAL generate_series(1, length(m.word) - 1) AS i
-           CROSS JOIN LATERAL (SELECT overlay(m.word PLACING substr(m.word, i + 1, 1) || substr(m.word, i, 1) FROM i FOR 2) AS fixed) AS s
-          WHERE s.fixed <> m.word AND EXISTS (SELECT 1 FROM words v WHERE v.base_id = ANY($2::text[]) AND v.word = s.fixed)
+       given AS (
+         SELECT a.word, a.alternative, a.sim, a.if_misspelt FROM unnest($5::text[], $6::text[], $7::real[], $8::boolean[]) AS a(word, alternative, sim, if_misspelt)
        ),
-       fixes AS (
-         SELECT c.ord, c.word, c.fixed, (tsvector_to_array(to_tsvector($1::regconfig, c.fixed)))[1] AS lexeme, max(c.sim) AS sim
-           FROM (SELECT * FROM alike UNION ALL SELECT * FROM swapped) AS c
-          GROUP BY c.ord, c.word, c.fixed
+       alternatives AS (
+         SELECT t.ord, t.word, g.alternative AS fixed, g.sim FROM terms t JOIN given g ON g.word = t.word AND NOT g.if_misspelt
+         UNION ALL
+         SELECT m.ord, m.word, g.alternative, g.sim FROM misspelt m JOIN given g ON g.word = m.word AND g.if_misspelt
+          WHERE EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = (tsvector_to_array(to_tsvector($1::regconfig, g.alternative)))[1])
        ),
        found AS (
          SELECT 1 AS kind, t.ord, t.word, NULL::text AS fixed, t.lexeme, NULL::real AS sim FROM terms t
          UNION ALL
-         SELECT 2, f.ord, f.word, f.fixed, f.lexeme, f.sim FROM fixes f WHERE f.lexeme IS NOT NULL
+         SELECT 2, f.ord, f.word, f.fixed, (tsvector_to_array(to_tsvector($1::regconfig, f.fixed)))[1], f.sim
+           FROM (SELECT * FROM alike UNION ALL SELECT * FROM alternatives) AS f
        )
        SELECT 0 AS kind, 0::bigint AS ord, NULL::text AS word, NULL::text AS fixed, NULL::text AS lexeme, NULL::real AS sim,
               (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = ANY($2::text[]) AND d.status = 'ready') AS n
        UNION ALL
        SELECT f.kind, f.ord, f.word, f.fixed, f.lexeme, f.sim,
               (SELECT sum(l.chunk_count) FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = f.lexeme) AS n
-         FROM found f
+         FROM found f WHERE f.lexeme IS NOT NULL
        ORDER BY kind, ord, sim DESC, fixed`,
-      [config, baseIds, text, spokenFillers(config)],
+      [config, baseIds, text, spokenFillers(config), given.map((g) => g.word), given.map((g) => g.alternative), given.map((g) => g.sim), given.map((g) => g.ifMisspelt)],
     );
     const out: QueryTerms = { terms: [], corrections: [], total: 0, counts: new Map() };
     for (const r of rows) {
