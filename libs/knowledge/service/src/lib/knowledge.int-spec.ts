@@ -220,6 +220,23 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect((await repo.queryTerms('simple', [base.id], 'came bought')).corrections.filter((c) => c.similarity === 1)).toEqual([]);
   });
 
+  it('matches a compound however it is written: wifi finds Wi-Fi, e-mail finds email, and wi-fi is searched whole', async () => {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    await readyText(ACME, base.id, 'Guide', `# Network\n\n## Wireless\nThe device needs a 2.4 GHz Wi-Fi network.\n\n# Contact\n\n## Writing to us\nSend an email to the support team.\n`);
+    const { terms, corrections } = await repo.queryTerms('english', [base.id], 'wifi e-mail');
+    expect(corrections).toEqual(
+      expect.arrayContaining([
+        { word: 'wifi', lexeme: 'wi-fi', similarity: 1 },
+        { word: 'e-mail', lexeme: 'email', similarity: 1 },
+      ]),
+    );
+    // A hyphenated word's lexeme is the whole compound, not its alphabetically first part.
+    expect(terms).toEqual(expect.arrayContaining([{ word: 'e-mail', lexeme: 'e-mail' }]));
+    expect((await repo.queryTerms('english', [base.id], 'wi-fi')).terms).toEqual(expect.arrayContaining([{ word: 'wi-fi', lexeme: 'wi-fi' }]));
+    expect((await domain.search(ACME, { baseIds: [base.id], query: 'my wifi', limit: 1 }))[0].heading).toMatch(/Wireless/);
+    expect((await domain.search(ACME, { baseIds: [base.id], query: 'can i e-mail you', limit: 1 }))[0].heading).toMatch(/Writing to us/);
+  });
+
   it('weights terms by rarity (IDF): a rare term outranks a common one; a query of only common words still finds results', async () => {
     const base = await domain.createBase(ACME, { name: 'Orders' });
     // 150 chunks about orders (over RARE_CHUNKS, so "order" is a common term: candidates come from the rare ones),

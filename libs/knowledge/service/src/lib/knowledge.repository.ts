@@ -174,6 +174,30 @@ export function swappedLetters(text: string): { word: string; swapped: string }[
   return out;
 }
 
+/**
+ * Each hyphenated word of `text` written without its hyphens (`e-mail` → `email`), and each word of
+ * FUZZY_MIN_LENGTH+ letters with a hyphen at each place inside it (`wifi` → `w-ifi`, `wi-fi`, `wif-i`): the same
+ * word as a base may spell it (lower case).
+ */
+export function compoundSpellings(text: string): { word: string; spelling: string }[] {
+  const out: { word: string; spelling: string }[] = [];
+  for (const word of new Set(text.toLowerCase().match(/\p{L}+(?:-\p{L}+)*/gu) ?? [])) {
+    if (word.includes('-')) out.push({ word, spelling: word.replace(/-/g, '') });
+    else if (word.length >= FUZZY_MIN_LENGTH && word.length <= 40) {
+      const letters = [...word];
+      for (let i = 1; i < letters.length; i++) out.push({ word, spelling: `${letters.slice(0, i).join('')}-${letters.slice(i).join('')}` });
+    }
+  }
+  return out;
+}
+
+/**
+ * A word's lexeme under the statement's configuration ($1): its longest, which for a hyphenated word is the whole
+ * (`wi-fi` gives `wi-fi`, `wi` and `fi`, in that order of length; the first in the array's order would be `fi`).
+ */
+const lexemeOf = (word: string) =>
+  `(SELECT x FROM unnest(tsvector_to_array(to_tsvector($1::regconfig, ${word}))) AS x ORDER BY length(x) DESC, x LIMIT 1)`;
+
 interface BaseRow {
   id: string;
   account_id: string;
@@ -559,18 +583,19 @@ export class KnowledgeRepository {
     const given = [
       ...irregularForms(config, text).map(({ word, form }) => ({ word, alternative: form, sim: 1, ifMisspelt: false })),
       ...swappedLetters(text).map(({ word, swapped }) => ({ word, alternative: swapped, sim: TRANSPOSITION_SIMILARITY, ifMisspelt: true })),
+      ...compoundSpellings(text).map(({ word, spelling }) => ({ word, alternative: spelling, sim: 1, ifMisspelt: true })),
     ];
     const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null }[] = await this.db.query(
       `WITH q AS (
          SELECT u.word, u.ord,
-                CASE WHEN u.word = ANY($4::text[]) THEN '{}'::text[] ELSE tsvector_to_array(to_tsvector($1::regconfig, u.word)) END AS lexemes
+                CASE WHEN u.word = ANY($4::text[]) THEN NULL ELSE ${lexemeOf('u.word')} END AS lexeme
            FROM unnest(tsvector_to_array(to_tsvector('simple', $3))) WITH ORDINALITY AS u(word, ord)
        ),
        terms AS (
          SELECT d.word, d.lexeme, d.ord FROM (
            SELECT DISTINCT ON (c.lexeme) c.word, c.lexeme, c.ord
-             FROM (SELECT q.word, coalesce(q.lexemes[1], q.word) AS lexeme, q.ord FROM q
-                    WHERE cardinality(q.lexemes) > 0 OR NOT EXISTS (SELECT 1 FROM q WHERE cardinality(q.lexemes) > 0)) AS c
+             FROM (SELECT q.word, coalesce(q.lexeme, q.word) AS lexeme, q.ord FROM q
+                    WHERE q.lexeme IS NOT NULL OR NOT EXISTS (SELECT 1 FROM q WHERE q.lexeme IS NOT NULL)) AS c
             ORDER BY c.lexeme, c.ord
          ) AS d ORDER BY d.ord LIMIT ${MAX_TERMS}
        ),
@@ -595,12 +620,12 @@ export class KnowledgeRepository {
          SELECT t.ord, t.word, g.alternative AS fixed, g.sim FROM terms t JOIN given g ON g.word = t.word AND NOT g.if_misspelt
          UNION ALL
          SELECT m.ord, m.word, g.alternative, g.sim FROM misspelt m JOIN given g ON g.word = m.word AND g.if_misspelt
-          WHERE EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = (tsvector_to_array(to_tsvector($1::regconfig, g.alternative)))[1])
+          WHERE EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = ${lexemeOf('g.alternative')})
        ),
        found AS (
          SELECT 1 AS kind, t.ord, t.word, NULL::text AS fixed, t.lexeme, NULL::real AS sim FROM terms t
          UNION ALL
-         SELECT 2, f.ord, f.word, f.fixed, (tsvector_to_array(to_tsvector($1::regconfig, f.fixed)))[1], f.sim
+         SELECT 2, f.ord, f.word, f.fixed, ${lexemeOf('f.fixed')}, f.sim
            FROM (SELECT * FROM alike UNION ALL SELECT * FROM alternatives) AS f
        )
        SELECT 0 AS kind, 0::bigint AS ord, NULL::text AS word, NULL::text AS fixed, NULL::text AS lexeme, NULL::real AS sim,

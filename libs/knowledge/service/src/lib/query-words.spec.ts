@@ -1,5 +1,5 @@
 import { irregularForms } from './irregular-forms';
-import { swappedLetters } from './knowledge.repository';
+import { compoundSpellings, swappedLetters } from './knowledge.repository';
 import { spokenFillers, withoutFillerPhrases } from './spoken-fillers';
 
 describe("a query's words", () => {
@@ -24,6 +24,12 @@ describe("a query's words", () => {
     expect(swappedLetters('fee').map((s) => s.swapped)).toEqual([]);
     expect(swappedLetters('mdoe Mdoe').map((s) => s.swapped)).toEqual(['dmoe', 'mode', 'mdeo']);
     expect(swappedLetters('sleep').map((s) => s.swapped)).toEqual(['lseep', 'selep', 'slepe']);
+  });
+
+  it('spells a hyphenated word without its hyphens, and a word of 4+ letters with a hyphen at each place inside it', () => {
+    expect(compoundSpellings('E-mail or Wi-Fi set-up').map((c) => c.spelling)).toEqual(['email', 'wifi', 'setup']);
+    expect(compoundSpellings('wifi').map((c) => c.spelling)).toEqual(['w-ifi', 'wi-fi', 'wif-i']);
+    expect(compoundSpellings('fee')).toEqual([]);
   });
 
   it('knows English fillers and drops the two-word hedges', () => {
