@@ -143,7 +143,7 @@ const CORRECTIONS_PER_WORD = 3;
 /** A query's terms beyond these are ignored (a caller's utterance, not a document). */
 const MAX_TERMS = 24;
 /**
- * A misspelt word that is a word of the vocabulary with two neighbouring letters swapped ('refnud', 'retrun', 'mdoe')
+ * A misspelt word that is, with two neighbouring letters swapped, a word some chunk has ('refnud', 'retrun', 'mdoe')
  * is corrected to it with this weight: the commonest slip keeps every letter, but trigrams rate it as two edits
  * (similarity 0.27 from 'refund', 0.11 from 'mode', under FUZZY_MIN_SIMILARITY); weighed like a dropped letter
  * ('pasword' 0.7 from 'password', 'refnd' 0.44 from 'refund').
@@ -561,14 +561,15 @@ export class KnowledgeRepository {
    *   (spoken-fillers.ts: `um`, `like`, `dont`, `you know`) are left out unless the query has nothing else;
    * - the corrections of each term of FUZZY_MIN_LENGTH+ letters the bases' vocabulary lacks (a misspelling): at most
    *   CORRECTIONS_PER_WORD words of the vocabulary by trigram similarity (at least FUZZY_MIN_SIMILARITY, the
-   *   session's threshold), best first, with their lexemes, and any word of the vocabulary it is with two
-   *   neighbouring letters swapped whose lexeme some chunk has (TRANSPOSITION_SIMILARITY); and the other forms of
-   *   any term that is an irregular form the stemmer leaves apart (irregular-forms.ts: `came` and `come`,
-   *   similarity 1). The terms the vocabulary has are set aside first, by its primary key (a range: as `=`, the
-   *   planner took the trigram index, which answers `=` too, ~0.5 ms a term)
-   *   (`misspelt` is materialised: left to the planner, the trigram lookup ran for every term and the vocabulary
-   *   test came after it); the lookup is served from the trigram index or from the primary key (the bases' words,
-   *   each compared: ~3 ms a term at 1,200 words on a busy machine) by cost;
+   *   session's threshold), best first, with their lexemes; also the word it is with two neighbouring letters
+   *   swapped (TRANSPOSITION_SIMILARITY) or with a hyphen added or dropped (`wifi`/`wi-fi`, similarity 1), when
+   *   some chunk has its lexeme; and, for any term, the other forms of an irregular form the stemmer leaves apart
+   *   (irregular-forms.ts: `came` and `come`, similarity 1). A word's lexeme is its longest (lexemeOf). The terms
+   *   the vocabulary has are set aside first, by its primary key (a range: as `=`, the planner took the trigram
+   *   index, which answers `=` too, ~0.5 ms a term; `misspelt` is materialised: left to the planner, the trigram
+   *   lookup ran for every term and the vocabulary test came after it); the trigram lookup is served from the
+   *   trigram index or from the primary key (the bases' words, each compared: ~3 ms a term at 1,200 words on a
+   *   busy machine) by cost;
    * - how many chunks of the bases have each of those lexemes (`counts`; absent: none) and how many chunks the bases
    *   hold (`total`): the document frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
    * One round trip instead of three: each part is well under a millisecond of execution, less than a trip through
@@ -578,8 +579,8 @@ export class KnowledgeRepository {
     const trgm = await this.trigram();
     const withoutPhrases = withoutFillerPhrases(config, query);
     const text = /[\p{L}\p{N}]/u.test(withoutPhrases) ? withoutPhrases : query;
-    // Alternatives known before the statement: a word's irregular forms (always), its swaps (if misspelt, for a word
-    // of the vocabulary); the statement keeps those of its terms.
+    // Alternatives known before the statement: a word's irregular forms (always), its swapped letters and compound
+    // spellings (if it is misspelt, when some chunk has their lexeme); the statement keeps those of its terms.
     const given = [
       ...irregularForms(config, text).map(({ word, form }) => ({ word, alternative: form, sim: 1, ifMisspelt: false })),
       ...swappedLetters(text).map(({ word, swapped }) => ({ word, alternative: swapped, sim: TRANSPOSITION_SIMILARITY, ifMisspelt: true })),
