@@ -17,6 +17,11 @@ export const engineMetrics = {
     help: 'Turns where a speech provider failed and the next configured one took over',
     labelNames: ['kind', 'from', 'to'] as const,
   }),
+  vadBatch: new Histogram({
+    name: 'parley_engine_vad_batch_windows',
+    help: "Windows per run of the Silero VAD (every call's waiting windows run together): small batches cost more per window",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+  }),
   framesLate: new Counter({ name: 'parley_engine_frames_late_total', help: 'Outbound frames sent more than one frame late' }),
   knowledgeLookups: new Counter({
     name: 'parley_engine_knowledge_lookups_total',

@@ -4,6 +4,7 @@
 import { mulawToPcm16 } from '@parley/audio';
 import { callerSpeechMulaw, callerSpeechPcm16 } from '@parley/speech';
 import { Tensor } from 'onnxruntime-node';
+import { engineMetrics } from './metrics';
 import { openSileroSession, SileroModel, SileroSession, vadFactory, VadLog } from './silero-vad';
 import { EnergyVad, Vad, VadEvent } from './vad';
 
@@ -180,6 +181,20 @@ describe('Silero VAD batching cadence', () => {
     calls[3].push(window(), 32);
     await elapse(10);
     expect(runs).toEqual([{ at: 10, batch: 3 }, { at: 20, batch: 1 }]);
+  });
+
+  it('reports the windows of each run in parley_engine_vad_batch_windows', async () => {
+    const { model } = fakeModel();
+    await model.ready();
+    const count = async (le: number) => (await engineMetrics.vadBatch.get()).values.find((v) => v.metricName?.endsWith('_bucket') && v.labels['le'] === le)?.value ?? 0;
+    const [upTo2, upTo4] = [await count(2), await count(4)];
+
+    for (let i = 0; i < 3; i++) model.vad(8000).push(window(), 32);
+    await elapse(10);
+
+    // One run of 3 windows: in the buckets from 4 up, not in 2's.
+    expect(await count(2)).toBe(upTo2);
+    expect(await count(4)).toBe(upTo4 + 1);
   });
 
   it('runs a batch as soon as 32 windows wait, without waiting for the first to be 10 ms old', async () => {

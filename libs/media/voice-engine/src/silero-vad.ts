@@ -1,4 +1,5 @@
 import { InferenceSession, Tensor } from 'onnxruntime-node';
+import { engineMetrics } from './metrics';
 import { EnergyVad, HysteresisOptions, SpeechHysteresis, Vad, VadEvent, VadFactory } from './vad';
 
 /** Where the VAD reports what it cannot do (the worker's logger). */
@@ -166,6 +167,7 @@ export class SileroModel {
     const { samples, context } = WINDOWS[rate];
     const width = context + samples;
     const batch = vads.length;
+    engineMetrics.vadBatch.observe(batch);
     const input = new Float32Array(batch * width);
     const state = new Float32Array(batch * STATE_SIZE);
     vads.forEach((vad, b) => vad.takeWindow(input.subarray(b * width, (b + 1) * width), state, b, batch));
