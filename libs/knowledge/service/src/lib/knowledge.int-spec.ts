@@ -9,7 +9,13 @@ import { KnowledgeDomain } from './knowledge.domain';
 import { openKnowledgeDatabase } from './knowledge.module';
 import { KnowledgeRepository } from './knowledge.repository';
 import { KnowledgeLimits } from './limits';
-import { KnowledgeLexemes1764900000004 } from './migrations';
+import {
+  CHAMPION_WEIGHTS_SELECT,
+  CHAMPIONS_FROM,
+  CHAMPIONS_PER_LEXEME,
+  KnowledgeChampions1764900000005,
+  KnowledgeLexemes1764900000004,
+} from './migrations';
 
 const ACME = 'acct_acme';
 const GLOBEX = 'acct_globex';
@@ -261,6 +267,92 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect(await domain.search(ACME, { baseIds: [base.id], query: 'order courier payment', limit: 5 })).toEqual(common);
     const single = await domain.search(ACME, { baseIds: [base.id], query: 'orders', limit: 3 });
     expect(single).toHaveLength(3);
+  });
+
+  it("keeps each common lexeme's champion list as its heaviest chunks of the base, through ingestion, deletion and the migration's backfill", async () => {
+    const base = await domain.createBase(ACME, { name: 'Orders' });
+    const other = await domain.createBase(ACME, { name: 'Other' });
+    const listed = async (baseId: string) =>
+      (await ds.query(`SELECT lexeme, chunk_id::text AS chunk FROM champions WHERE base_id = $1 ORDER BY lexeme, chunk_id`, [baseId])) as { lexeme: string; chunk: string }[];
+    // What the lists should be, computed from every chunk of the base.
+    const fromChunks = async (baseId: string) =>
+      (await ds.query(
+        `SELECT r.lexeme, r.chunk_id::text AS chunk FROM (
+           SELECT p.lexeme, p.chunk_id, row_number() OVER (PARTITION BY p.lexeme ORDER BY p.weight DESC, p.chunk_id) AS rank
+             FROM (${CHAMPION_WEIGHTS_SELECT('c.base_id = $1', `u.lexeme IN (SELECT lexeme FROM lexemes WHERE base_id = $1 AND chunk_count > ${CHAMPIONS_FROM})`)}) AS p
+         ) AS r WHERE r.rank <= ${CHAMPIONS_PER_LEXEME} ORDER BY r.lexeme, r.chunk_id`,
+        [baseId],
+      )) as { lexeme: string; chunk: string }[];
+    // Each section long enough to be a chunk of its own (the chunker packs short ones together).
+    const sections = (n: number, from: number, line: (i: number) => string) =>
+      Array.from({ length: n }, (_, i) => `${line(from + i)} The parcel leaves the warehouse in a box.`).join('\n\n');
+    await readyText(ACME, base.id, 'Plain', `# Plain\n\n${sections(80, 0, (i) => `## Part ${i}\nYour order ships by courier within two days of payment.`)}\n`);
+    expect(await listed(base.id)).toEqual([]); // no lexeme over CHAMPIONS_FROM chunks yet
+    // Lexemes passing CHAMPIONS_FROM: their lists are built from all their chunks (the first document's included).
+    const heavy = await readyText(ACME, base.id, 'Heavy', `# Heavy\n\n${sections(60, 100, (i) => `## Order ${i}\nOrder ${i} ships by courier, order tracking by email.`)}\n`);
+    const two = await listed(base.id);
+    const lexemes = new Set(two.map((r) => r.lexeme));
+    expect(lexemes.has('order') && lexemes.has('courier')).toBe(true);
+    expect(lexemes.has('payment')).toBe(false); // in the first document's 80 chunks only
+    expect(two.filter((r) => r.lexeme === 'order')).toHaveLength(CHAMPIONS_PER_LEXEME);
+    expect(two).toEqual(await fromChunks(base.id));
+    // Lexemes already listed: the new document's chunks join the lists where they weigh more.
+    const late = await readyText(ACME, base.id, 'Late', `# Late\n\n${sections(30, 200, (i) => `## Order order ${i}\nOrder order order.`)}\n`);
+    expect(await listed(base.id)).toEqual(await fromChunks(base.id));
+    await readyText(ACME, other.id, 'Plain', `# Plain\n\n${sections(120, 0, (i) => `## Part ${i}\nYour order ships by courier within two days of payment.`)}\n`);
+    const otherLists = await listed(other.id);
+    expect(otherLists.length).toBeGreaterThan(0);
+
+    // Deleting a document takes its chunks out of the lists, refilled from the rest.
+    await domain.deleteDocument(ACME, base.id, late.id);
+    expect(await listed(base.id)).toEqual(two);
+    await domain.deleteDocument(ACME, base.id, heavy.id);
+    expect(await listed(base.id)).toEqual([]); // 80 chunks have order: no longer over CHAMPIONS_FROM
+    expect(await listed(other.id)).toEqual(otherLists);
+
+    // The migration's backfill builds the same lists.
+    await readyText(ACME, base.id, 'Heavy again', `# Heavy\n\n${sections(60, 100, (i) => `## Order ${i}\nOrder ${i} ships by courier.`)}\n`);
+    const built = await listed(base.id);
+    await ds.query(`DELETE FROM champions`);
+    const runner = ds.createQueryRunner();
+    try {
+      await new KnowledgeChampions1764900000005().up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await listed(base.id)).toEqual(built);
+    expect(await listed(other.id)).toEqual(otherLists);
+    await domain.deleteBase(ACME, base.id);
+    expect(await listed(base.id)).toEqual([]);
+  });
+
+  it('takes the candidates of a question whose every term is common from its champion lists: the chunk a term weighs most in is found however late it was stored, a deleted one never', async () => {
+    limits.maxBaseChunks = 5000;
+    const base = await domain.createBase(ACME, { name: 'Orders' });
+    const small = await domain.createBase(ACME, { name: 'Small' });
+    const sections = Array.from({ length: 700 }, (_, i) => `## Part ${i}\nYour order ships by courier within two days of payment, and the tracking link arrives by email.`);
+    await readyText(ACME, base.id, 'Plain', `# Plain\n\n${sections.join('\n\n')}\n`);
+    // Stored after 700 chunks having "order" (more than any scan of them in storage order would rank).
+    const late = await readyText(ACME, base.id, 'Cancelling', '# Cancelling\n\n## Cancel an order\nCancel an order before it is packed.\n');
+    const common = 'how do i order by courier';
+    const frequencies = (await repo.searchStatement('english', { baseIds: [base.id], query: common, limit: 3, minScore: 0 }))!.frequencies;
+    expect(frequencies.every((t) => t.df > 0.02 * 701 && t.df > CHAMPIONS_FROM)).toBe(true);
+    await readyText(ACME, base.id, 'Courier order', '# Courier\n\n## Order by courier\nOrder by courier: order, courier.\n');
+    const hits = await domain.search(ACME, { baseIds: [base.id], query: common, limit: 3 });
+    expect(hits[0].heading).toMatch(/Order by courier/);
+    const order = await domain.search(ACME, { baseIds: [base.id], query: 'order', limit: 3 });
+    expect(order.map((h) => h.documentId)).toContain(late.id);
+
+    // Several bases: where a term has no list (rare there), its chunks are candidates too.
+    const few = await readyText(ACME, small.id, 'Few', '# Few\n\n## Order by courier\nOrder by courier, order and courier.\n');
+    const both = await domain.search(ACME, { baseIds: [base.id, small.id], query: common, limit: 3 });
+    expect(both.map((h) => h.documentId)).toContain(few.id);
+
+    // Deleted: never a candidate again.
+    await domain.deleteDocument(ACME, base.id, late.id);
+    const after = await domain.search(ACME, { baseIds: [base.id], query: 'order', limit: 50 });
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.map((h) => h.documentId)).not.toContain(late.id);
   });
 
   it('filters by min_score', async () => {

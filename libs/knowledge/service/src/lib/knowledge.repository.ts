@@ -3,7 +3,15 @@ import { DataSource, EntityManager } from 'typeorm';
 import { isWellFormedId, newId, Page, pageOf } from '@parley/persistence';
 import { pagePosition } from '@parley/rpc';
 import { packVector, unpackVector } from './embeddings';
-import { LEXEME_COUNTS_SELECT, quoteIdent, trigramSchema, VOCABULARY_SELECT } from './migrations';
+import {
+  CHAMPION_WEIGHTS_SELECT,
+  CHAMPIONS_FROM,
+  CHAMPIONS_PER_LEXEME,
+  LEXEME_COUNTS_SELECT,
+  quoteIdent,
+  trigramSchema,
+  VOCABULARY_SELECT,
+} from './migrations';
 import { irregularForms } from './irregular-forms';
 import { spokenFillers, withoutFillerPhrases } from './spoken-fillers';
 
@@ -127,17 +135,15 @@ const VECTOR_BATCH = 500;
 const CANDIDATES = 200;
 /** Chunks matching the rare terms that are ranked per search, at most (the scan's first; docs/knowledge.md). */
 const RANKED = 2000;
-/**
- * …and when no term is rare: the rarest term's chunks are then a large share of the base, taken in storage order, so
- * ranking more of them only costs time (~12 µs a chunk to read its tsv and rank it; docs/knowledge-bench.md).
- */
-const RANKED_WITHOUT_RARE = 500;
 /** A term in at most this share of the bases' chunks is rare: candidates come from the rare terms. */
 const RARE_SHARE = 0.02;
 /** …or in at most this many chunks (in a small base every term is rare: every term gives candidates). */
 const RARE_CHUNKS = 100;
-/** When no term is rare, candidates come from this many of the rarest terms. */
-const RAREST_FALLBACK = 1;
+/**
+ * A champion list that lost chunks with a deleted document is refilled from at most this many of its lexeme's chunks
+ * (the first the index yields) besides those it kept: the best of all of them would be a read of every such chunk.
+ */
+const CHAMPION_REFILL = 2000;
 /** Words of a base's vocabulary a misspelt query word may stand for. */
 const CORRECTIONS_PER_WORD = 3;
 /** A query's terms beyond these are ignored (a caller's utterance, not a document). */
@@ -349,6 +355,7 @@ export class KnowledgeRepository {
     return this.db.transaction(async (m) => {
       const [base] = await m.query(`SELECT id FROM knowledge_bases WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id]);
       if (!base) return false;
+      await m.query(`DELETE FROM champions WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM chunks WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM words WHERE base_id = $1`, [id]);
       await m.query(`DELETE FROM lexemes WHERE base_id = $1`, [id]);
@@ -419,7 +426,9 @@ export class KnowledgeRepository {
 
   /**
    * Removes the document and its chunks, its chunks' counts subtracted from the base's lexemes (under the base's
-   * lock, as ingestion adds them); false when the account has no such document in that base.
+   * lock, as ingestion adds them), its chunks taken out of the champion lists: a list that lost some is refilled
+   * from CHAMPION_REFILL of its lexeme's chunks, and the lists of lexemes no longer over CHAMPIONS_FROM go; false when
+   * the account has no such document in that base.
    */
   async deleteDocument(accountId: string, baseId: string, id: string): Promise<boolean> {
     if (!isWellFormedId('doc', id) || !isWellFormedId('kb', baseId)) return false;
@@ -434,8 +443,24 @@ export class KnowledgeRepository {
         [baseId, id],
       );
       await m.query(`DELETE FROM lexemes WHERE base_id = $1 AND chunk_count <= 0`, [baseId]);
+      // TypeORM answers a DELETE with [rows, affected].
+      const [lost]: [{ lexeme: string }[], number] = await m.query(
+        `DELETE FROM champions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1) RETURNING lexeme`,
+        [id],
+      );
+      await m.query(
+        `DELETE FROM champions h
+          WHERE h.base_id = $1 AND h.lexeme IN (SELECT DISTINCT u.lexeme FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS u(lexeme) WHERE c.document_id = $2)
+            AND NOT EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = $1 AND l.lexeme = h.lexeme AND l.chunk_count > ${CHAMPIONS_FROM})`,
+        [baseId, id],
+      );
       await m.query(`DELETE FROM chunks WHERE document_id = $1`, [id]);
       await m.query(`DELETE FROM documents WHERE id = $1`, [id]);
+      const short = [...new Set(lost.map((r) => r.lexeme))];
+      if (short.length) {
+        await this.fillChampions(m, baseId, short, CHAMPION_REFILL);
+        await this.trimChampions(m, baseId, short);
+      }
       return true;
     });
   }
@@ -521,6 +546,7 @@ export class KnowledgeRepository {
          ON CONFLICT (base_id, lexeme) DO UPDATE SET chunk_count = lexemes.chunk_count + excluded.chunk_count`,
         [id],
       );
+      await this.addChampions(m, base.id, id);
       await m.query(
         `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
                 chunk_count = $4, bytes = $5, content_type = CASE WHEN content_type = '' THEN $6 ELSE content_type END,
@@ -530,6 +556,61 @@ export class KnowledgeRepository {
       );
       return { status: 'ready' as const };
     });
+  }
+
+  /**
+   * Once a document's chunks and lexeme counts are in (under the base's lock): the champion list of each of its
+   * lexemes now in more than CHAMPIONS_FROM chunks takes the document's chunks, or, for a lexeme that has just passed
+   * CHAMPIONS_FROM, is built from every chunk of the base having it; each keeps its best CHAMPIONS_PER_LEXEME.
+   */
+  private async addChampions(m: EntityManager, baseId: string, documentId: string): Promise<void> {
+    const listed: { lexeme: string; new_list: boolean }[] = await m.query(
+      `SELECT d.lexeme, l.chunk_count - d.n <= ${CHAMPIONS_FROM} AS new_list
+         FROM (${LEXEME_COUNTS_SELECT('c.document_id = $2')}) AS d
+         JOIN lexemes l ON l.base_id = $1 AND l.lexeme = d.lexeme
+        WHERE l.chunk_count > ${CHAMPIONS_FROM}`,
+      [baseId, documentId],
+    );
+    if (!listed.length) return;
+    const grown = listed.filter((r) => !r.new_list).map((r) => r.lexeme);
+    const fresh = listed.filter((r) => r.new_list).map((r) => r.lexeme);
+    if (grown.length) {
+      await m.query(
+        `INSERT INTO champions (base_id, lexeme, chunk_id, weight) ${CHAMPION_WEIGHTS_SELECT('c.document_id = $1', 'u.lexeme = ANY($2::text[])')}`,
+        [documentId, grown],
+      );
+    }
+    if (fresh.length) await this.fillChampions(m, baseId, fresh);
+    await this.trimChampions(m, baseId, listed.map((r) => r.lexeme));
+  }
+
+  /**
+   * Adds to the champion lists of `lexemes` (those still over CHAMPIONS_FROM chunks) the base's chunks having each,
+   * at most `bound` of them per lexeme, as the index yields them; trimChampions then keeps the best.
+   */
+  private async fillChampions(m: EntityManager, baseId: string, lexemes: string[], bound?: number): Promise<void> {
+    await m.query(
+      `INSERT INTO champions (base_id, lexeme, chunk_id, weight)
+       SELECT p.base_id, p.lexeme, p.chunk_id, p.weight
+         FROM unnest($2::text[], $3::tsquery[]) AS t(lexeme, query)
+         JOIN lexemes l ON l.base_id = $1 AND l.lexeme = t.lexeme AND l.chunk_count > ${CHAMPIONS_FROM},
+         LATERAL (SELECT s.id FROM chunks s WHERE s.base_id = $1 AND s.tsv @@ t.query ${bound ? `LIMIT ${bound}` : ''}) AS k,
+         LATERAL (${CHAMPION_WEIGHTS_SELECT('c.id = k.id', 'u.lexeme = t.lexeme')}) AS p
+       ON CONFLICT DO NOTHING`,
+      [baseId, lexemes, lexemes.map(tsqueryLiteral)],
+    );
+  }
+
+  /** Keeps the best CHAMPIONS_PER_LEXEME chunks of each list of `lexemes` (by weight, then chunk id). */
+  private async trimChampions(m: EntityManager, baseId: string, lexemes: string[]): Promise<void> {
+    await m.query(
+      `DELETE FROM champions h USING (
+         SELECT lexeme, chunk_id, row_number() OVER (PARTITION BY lexeme ORDER BY weight DESC, chunk_id) AS rank
+           FROM champions WHERE base_id = $1 AND lexeme = ANY($2::text[])
+       ) AS r
+       WHERE h.base_id = $1 AND h.lexeme = r.lexeme AND h.chunk_id = r.chunk_id AND r.rank > ${CHAMPIONS_PER_LEXEME}`,
+      [baseId, lexemes],
+    );
   }
 
   /** Marks a `processing` document failed with `reason` (its input dropped); false when it is gone or settled. */
@@ -655,9 +736,9 @@ export class KnowledgeRepository {
    * the query's terms, or on a word of the bases' vocabulary like a misspelt term (see corrections). Each term has
    * a document frequency `df` (the chunks having its lexeme, or for a misspelt term the most of its corrections')
    * and weighs `idf = ln(1 + N / max(df, 1))` (N: the bases' chunks). Candidates come from the rare terms only
-   * (df ≤ max(RARE_SHARE × N, RARE_CHUNKS); when none is, the RAREST_FALLBACK rarest), through the tsvector GIN
-   * index: at most RANKED (RANKED_WITHOUT_RARE from the rarest) matching chunks are ranked by `ts_rank_cd` against
-   * every term and the best CANDIDATES scored
+   * (df ≤ max(RARE_SHARE × N, RARE_CHUNKS)) through the tsvector GIN index, at most RANKED matching chunks; when no
+   * term is rare, from the terms' champion lists (the CHAMPIONS_PER_LEXEME chunks each weighs most in). They are
+   * ranked by `ts_rank_cd` against every term and the best CANDIDATES scored
    *
    *   score = 0.8 × coverage + 0.2 × density
    *
@@ -713,8 +794,8 @@ export class KnowledgeRepository {
     known.sort((a, b) => df[a] - df[b] || a - b);
     const rareLimit = Math.max(RARE_SHARE * total, RARE_CHUNKS);
     const rare = known.filter((i) => df[i] <= rareLimit);
-    const chosen = rare.length ? rare : known.slice(0, RAREST_FALLBACK);
-    const ranked = rare.length ? RANKED : RANKED_WITHOUT_RARE;
+    // No rare term: every term is common and has a champion list in each base where it is over CHAMPIONS_FROM.
+    const chosen = rare.length ? rare : known;
     const candidateLexemes = new Set(chosen.flatMap((i) => [...perTerm[i].keys()].filter((l) => (counts.get(l) ?? 0) > 0)));
 
     const alternatives = new Set<string>();
@@ -732,10 +813,21 @@ export class KnowledgeRepository {
     const anyTerm = [...alternatives].map(tsqueryLiteral).join(' | ');
     const candidateQuery = [...candidateLexemes].map(tsqueryLiteral).join(' | ');
     const idfSum = idf.reduce((a, b) => a + b, 0);
+    // The champion lists of the terms, and in a base where a term is in CHAMPIONS_FROM chunks or fewer (no list
+    // there: several bases are searched, in each of which it is rare), its chunks.
+    const fromChampions = `SELECT c.id, c.tsv FROM (
+           SELECT h.chunk_id AS id FROM champions h WHERE h.base_id = ANY($1::text[]) AND h.lexeme = ANY($9::text[])
+           UNION
+           SELECT s.id FROM unnest($9::text[], $10::tsquery[]) AS t(lexeme, query)
+             JOIN lexemes l ON l.base_id = ANY($1::text[]) AND l.lexeme = t.lexeme AND l.chunk_count <= ${CHAMPIONS_FROM}
+             JOIN chunks s ON s.base_id = l.base_id AND s.tsv @@ t.query
+         ) AS k JOIN chunks c ON c.id = k.id`;
+    const fromRareTerms = `SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}`;
+    const candidateValues = rare.length ? [candidateQuery] : [[...candidateLexemes], [...candidateLexemes].map(tsqueryLiteral)];
     return {
       sql: `WITH candidates AS (
        SELECT m.id FROM (
-         SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${ranked}
+         ${rare.length ? fromRareTerms : fromChampions}
        ) AS m
         ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
         LIMIT ${CANDIDATES}
@@ -755,7 +847,7 @@ export class KnowledgeRepository {
          ) AS coverage
      )
      SELECT * FROM scored WHERE score > 0 AND score >= $7 ORDER BY score DESC, document_id, position LIMIT $8`,
-      values: [params.baseIds, anyTerm, idfSum, termIndex, altQuery, altWeight, params.minScore, params.limit, candidateQuery],
+      values: [params.baseIds, anyTerm, idfSum, termIndex, altQuery, altWeight, params.minScore, params.limit, ...candidateValues],
       anyTerm,
       candidateQuery,
       frequencies: terms.map((t, i) => ({ lexeme: t.lexeme, df: df[i] })),

@@ -180,9 +180,61 @@ export const LEXEME_COUNTS_SELECT = (where: string) => `
    WHERE ${where}
    GROUP BY c.base_id, l.lexeme`;
 
+/** A lexeme's champion list keeps this many of its chunks: those it weighs most in (docs/knowledge.md, Search ranking). */
+export const CHAMPIONS_PER_LEXEME = 32;
+/** A lexeme of a base has a champion list when more of the base's chunks than this have it (a rare term never needs one). */
+export const CHAMPIONS_FROM = 100;
+
+/**
+ * Per (base_id, lexeme, chunk_id) of the chunks `where` selects (alias c) and their lexemes `lexemeWhere` selects
+ * (alias u: unnest of the tsv), how much the lexeme weighs in the chunk: its occurrences, a heading's 1 and the
+ * text's 0.4 (ts_rank's A and B), over 1 + ln(the chunk's distinct lexemes), as ts_rank's normalisation 1 evens out
+ * long chunks.
+ */
+export const CHAMPION_WEIGHTS_SELECT = (where: string, lexemeWhere: string) => `
+  SELECT c.base_id, u.lexeme, c.id AS chunk_id,
+         (coalesce((SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.4 END) FROM unnest(u.weights) AS w), 0) / (1 + ln(length(c.tsv))))::real AS weight
+    FROM chunks c, unnest(c.tsv) AS u
+   WHERE ${where} AND ${lexemeWhere}`;
+
+/**
+ * Champion lists (docs/knowledge.md, Search ranking): for each lexeme in more than CHAMPIONS_FROM of a base's
+ * chunks, the CHAMPIONS_PER_LEXEME chunks it weighs most in (CHAMPION_WEIGHTS_SELECT). A question whose every term is
+ * common takes its candidates from its terms' lists instead of the first chunks a scan of the rarest term yields.
+ * Kept by ingestion and deletion in their transactions; backfilled from the chunks.
+ */
+export class KnowledgeChampions1764900000005 implements MigrationInterface {
+  name = 'KnowledgeChampions1764900000005';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS champions (
+        base_id text NOT NULL REFERENCES knowledge_bases (id) ON DELETE CASCADE,
+        lexeme text NOT NULL,
+        chunk_id bigint NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+        weight real NOT NULL,
+        PRIMARY KEY (base_id, lexeme, chunk_id)
+      )`);
+    await q.query(`CREATE INDEX IF NOT EXISTS champions_chunk ON champions (chunk_id)`);
+    await q.query(`
+      INSERT INTO champions (base_id, lexeme, chunk_id, weight)
+      SELECT r.base_id, r.lexeme, r.chunk_id, r.weight FROM (
+        SELECT p.*, row_number() OVER (PARTITION BY p.base_id, p.lexeme ORDER BY p.weight DESC, p.chunk_id) AS rank
+          FROM (${CHAMPION_WEIGHTS_SELECT('TRUE', `EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = c.base_id AND l.lexeme = u.lexeme AND l.chunk_count > ${CHAMPIONS_FROM})`)}) AS p
+      ) AS r
+      WHERE r.rank <= ${CHAMPIONS_PER_LEXEME}
+      ON CONFLICT DO NOTHING`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP TABLE IF EXISTS champions`);
+  }
+}
+
 export const KNOWLEDGE_MIGRATIONS = [
   CreateKnowledge1764900000001,
   KnowledgeWords1764900000002,
   KnowledgeVectors1764900000003,
   KnowledgeLexemes1764900000004,
+  KnowledgeChampions1764900000005,
 ];
