@@ -198,6 +198,15 @@ export const CHAMPION_WEIGHTS_SELECT = (where: string, lexemeWhere: string) => `
    WHERE ${where} AND ${lexemeWhere}`;
 
 /**
+ * The weight of the last chunk of the champion list of (base, lexeme) (SQL expressions) when it is full, else null:
+ * a chunk weighing less cannot enter it. Kept in `lexemes.champion_floor`, so ingestion tests a document's chunks
+ * against it without reading the lists.
+ */
+export const CHAMPION_FLOOR = (base: string, lexeme: string) => `(
+  SELECT h.weight FROM champions h WHERE h.base_id = ${base} AND h.lexeme = ${lexeme}
+   ORDER BY h.weight DESC, h.chunk_id OFFSET ${CHAMPIONS_PER_LEXEME - 1} LIMIT 1)`;
+
+/**
  * Champion lists (docs/knowledge.md, Search ranking): for each lexeme in more than CHAMPIONS_FROM of a base's
  * chunks, the CHAMPIONS_PER_LEXEME chunks it weighs most in (CHAMPION_WEIGHTS_SELECT). A question whose every term is
  * common takes its candidates from its terms' lists instead of the first chunks a scan of the rarest term yields.
@@ -216,6 +225,8 @@ export class KnowledgeChampions1764900000005 implements MigrationInterface {
         PRIMARY KEY (base_id, lexeme, chunk_id)
       )`);
     await q.query(`CREATE INDEX IF NOT EXISTS champions_chunk ON champions (chunk_id)`);
+    await q.query(`CREATE INDEX IF NOT EXISTS champions_rank ON champions (base_id, lexeme, weight DESC, chunk_id)`);
+    await q.query(`ALTER TABLE lexemes ADD COLUMN IF NOT EXISTS champion_floor real`);
     await q.query(`
       INSERT INTO champions (base_id, lexeme, chunk_id, weight)
       SELECT r.base_id, r.lexeme, r.chunk_id, r.weight FROM (
@@ -224,9 +235,11 @@ export class KnowledgeChampions1764900000005 implements MigrationInterface {
       ) AS r
       WHERE r.rank <= ${CHAMPIONS_PER_LEXEME}
       ON CONFLICT DO NOTHING`);
+    await q.query(`UPDATE lexemes l SET champion_floor = ${CHAMPION_FLOOR('l.base_id', 'l.lexeme')}`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE lexemes DROP COLUMN IF EXISTS champion_floor`);
     await q.query(`DROP TABLE IF EXISTS champions`);
   }
 }
