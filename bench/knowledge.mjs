@@ -315,7 +315,7 @@ async function explain(platform, { baseId, chunks }) {
         console.log(`\n-- "${question}": nothing can match`);
         continue;
       }
-      console.log(`\n-- "${question}": tsquery ${s.anyTerm} (${await count(s.anyTerm)} chunks match); candidates from ${s.candidateQuery} (${await count(s.candidateQuery)} match)`);
+      console.log(`\n-- "${question}": tsquery ${s.anyTerm} (${await count(s.anyTerm)} chunks match); candidates from the ${s.candidateSource} of ${s.candidateQuery} (${await count(s.candidateQuery)} chunks match)`);
       console.log(`-- document frequencies: ${s.frequencies.map((t) => `${t.lexeme} ${t.df}`).join(', ')} of ${s.total}`);
       for (const { sql, values } of lookups) console.log(`-- ${sql.replace(/\s+/g, ' ').slice(0, 100)}…\n${await plan(sql, values)}`);
       console.log(`-- search:\n${await plan(s.sql, s.values)}`);
