@@ -5,7 +5,7 @@ import { mulawToPcm16 } from '@parley/audio';
 import { callerSpeechMulaw, callerSpeechPcm16 } from '@parley/speech';
 import { Tensor } from 'onnxruntime-node';
 import { engineMetrics } from './metrics';
-import { openSileroSession, SileroModel, SileroSession, vadFactory, VadLog } from './silero-vad';
+import { openSileroSession, QUIET_RMS, SileroModel, SileroSession, vadFactory, VadLog } from './silero-vad';
 import { EnergyVad, Vad, VadEvent } from './vad';
 
 const QUESTION = 'Hi, I would like to book a table for two tonight.';
@@ -28,6 +28,28 @@ function utterance(speech: Int16Array, rate: number, ms = 1000): Int16Array {
 /** Bursts of loud white noise, 200 ms on and 200 ms off: it rises and falls as speech does, but is no voice. */
 function noiseBursts(seconds: number, rate: number): Int16Array {
   return Int16Array.from({ length: seconds * rate }, (_, i) => (Math.floor(i / (rate * 0.2)) % 2 ? 0 : Math.round(6000 * (Math.random() * 2 - 1))));
+}
+
+/** Line noise of the given RMS, the same on every run (a seeded generator). */
+function lineNoise(samples: number, rms: number, seed = 1): Int16Array {
+  let x = seed;
+  const next = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  return Int16Array.from({ length: samples }, () => Math.round(rms * Math.sqrt(3) * next()));
+}
+
+/** A caller's four answers at `gain`, each followed by 1.5 s of quiet, over line noise of `noiseRms` throughout. */
+function conversation(rate: number, gain: number, noiseRms: number): Int16Array {
+  const answers = ['Hi, I would like to book a table for two tonight.', 'Yes.', 'Can you tell me when you close on Sundays?', 'No, that is all.'];
+  const speech = answers.map((a) => (rate === 8000 ? mulawToPcm16(callerSpeechMulaw(a)) : callerSpeechPcm16(a, rate)));
+  const gap = rate * 1.5;
+  const pcm = new Int16Array(gap + speech.reduce((n, s) => n + s.length + gap, 0));
+  const noise = lineNoise(pcm.length, noiseRms);
+  let at = gap;
+  for (const s of speech) {
+    for (let i = 0; i < s.length; i++) pcm[at + i] = Math.round(s[i] * gain);
+    at += s.length + gap;
+  }
+  return pcm.map((v, i) => Math.max(-32768, Math.min(32767, v + noise[i])));
 }
 
 function frames(pcm: Int16Array, rate: number): Int16Array[] {
@@ -97,7 +119,8 @@ describe('Silero VAD', () => {
     const speaking = model.vad(8000);
     const quiet = model.vad(8000);
     const wideband = model.vad(16000);
-    const silence = frames(new Int16Array(phoneSpeech.length + 16000), 8000);
+    // Not silence, which is not run: noise, which Silero takes for no speech.
+    const silence = frames(noiseBursts(Math.ceil(phoneSpeech.length / 8000) + 2, 8000), 8000);
     const widebandFrames = frames(utterance(callerSpeechPcm16(QUESTION, 16000), 16000), 16000);
     batches.length = 0;
     const together: { event: VadEvent; ms: number }[] = [];
@@ -132,6 +155,61 @@ describe('Silero VAD', () => {
 
     expect(events.filter(Boolean)).toEqual(['speech_start', 'speech_end']);
   });
+
+  it('runs no window of a quiet line while the caller is silent, and every window from their speech to its end', async () => {
+    const vad = model.vad(8000);
+    const windowsRun = () => batches.reduce((sum, b) => sum + b, 0);
+    batches.length = 0;
+    const silence = new Int16Array(8000);
+
+    expect(await listen(vad, model, silence, 8000)).toEqual([]);
+    expect(windowsRun()).toBe(0);
+
+    const heard = await listen(vad, model, utterance(phoneSpeech, 8000, 0).slice(), 8000);
+    const atEnd = windowsRun();
+    expect(heard.map((h) => h.event)).toEqual(['speech_start']);
+    // The speech's windows and nothing like the whole second of silence before it.
+    expect(atEnd).toBeGreaterThanOrEqual(Math.floor(phoneSpeech.length / 256) - 10);
+    expect(atEnd).toBeLessThan(Math.ceil(phoneSpeech.length / 256) + 2);
+
+    // The rest of the hangover's quiet windows are run (the caller is still speaking), then none after its end.
+    const after = await listen(vad, model, new Int16Array(8000), 8000);
+    expect(after.map((h) => h.event)).toEqual(['speech_end']);
+    expect(windowsRun() - atEnd).toBeLessThanOrEqual(Math.ceil(500 / 32));
+    const atSpeechEnd = windowsRun();
+    expect(await listen(vad, model, new Int16Array(8000), 8000)).toEqual([]);
+    expect(windowsRun()).toBe(atSpeechEnd);
+  });
+
+  // The test voice speaks at about -20 dBFS (a normal level on a phone line); gain 0.3 is -30 dBFS, 0.1 is -40 dBFS.
+  it.each([
+    [8000, 1, 70, 64],
+    [8000, 0.3, 70, 64],
+    [16000, 1, 30, 64],
+    // A talker 20 dB under normal: the first word's onset can sit under the floor for a few windows.
+    [8000, 0.1, 70, 250],
+  ])(
+    'hears the same turns at %i Hz (speech at gain %f, line noise RMS %i) as when every window is run, each within %i ms',
+    async (rate, gain, noiseRms, within) => {
+      const everyWindow = new SileroModel(openSileroSession(), log, { quietRms: 0 });
+      const pcm = conversation(rate, gain, noiseRms);
+
+      const skipping = await listen(model.vad(rate), model, pcm, rate);
+      const running = await listen(everyWindow.vad(rate), everyWindow, pcm, rate);
+
+      expect(skipping.map((h) => h.event)).toEqual(running.map((h) => h.event));
+      expect(skipping.map((h) => h.event)).toHaveLength(8);
+      skipping.forEach((h, i) => expect(Math.abs(h.ms - running[i].ms)).toBeLessThanOrEqual(within));
+    },
+  );
+
+  it('hears nothing of speech quieter than the floor (a whisper 46 dB under a normal voice), as the energy detector', async () => {
+    expect(QUIET_RMS).toBeLessThan(300);
+    const whisper = Int16Array.from(phoneSpeech, (v) => Math.round(v / 200));
+
+    expect(await listen(model.vad(8000), model, utterance(whisper, 8000), 8000)).toEqual([]);
+    expect(await listen(new EnergyVad(), undefined, utterance(whisper, 8000), 8000)).toEqual([]);
+  });
 });
 
 describe('Silero VAD batching cadence', () => {
@@ -150,9 +228,9 @@ describe('Silero VAD batching cadence', () => {
     };
     return { model: new SileroModel(session, silentLog(), cadence), runs };
   }
-  /** Exactly one window of new samples at 8 kHz (256 samples, 32 ms). */
-  const window = () => new Int16Array(256);
-  const frame = () => new Int16Array(160);
+  /** Exactly one window of new samples at 8 kHz (256 samples, 32 ms), loud enough to be run (QUIET_RMS). */
+  const window = () => new Int16Array(256).fill(2000);
+  const frame = () => new Int16Array(160).fill(2000);
 
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'], now: 0 }));
   afterEach(() => jest.useRealTimers());
@@ -248,6 +326,36 @@ describe('Silero VAD batching cadence', () => {
     // Two voiced windows (64 ms) start speech: the 4th frame completes the second, the 5th reads its verdict.
     expect(immediate).toBe(5);
     expect(batched).toBe(immediate);
+  });
+
+  it('keeps a call\'s quiet windows behind the window it has with the model, and runs them while the caller speaks', async () => {
+    const runs: number[] = [];
+    // Hears a window as speech when its new samples (after the 32 of context) have any sound.
+    const session: SileroSession = {
+      run: async (feeds) => {
+        const input = feeds['input'].data as Float32Array;
+        const batch = feeds['input'].dims[0];
+        const width = input.length / batch;
+        runs.push(batch);
+        const p = Float32Array.from({ length: batch }, (_, b) => (input.subarray(b * width + 32, (b + 1) * width).some((v) => v !== 0) ? 0.9 : 0.1));
+        return { output: new Tensor('float32', p, [batch, 1]), stateN: new Tensor('float32', new Float32Array(feeds['state'].data as Float32Array), feeds['state'].dims) };
+      },
+    };
+    const model = new SileroModel(session, silentLog());
+    await model.ready();
+    const vad = model.vad(8000);
+    const events: VadEvent[] = [];
+
+    // Handed over at once (a paused main thread): three windows of speech, then 20 quiet ones (640 ms).
+    for (let i = 0; i < 3; i++) events.push(vad.push(window(), 32));
+    for (let i = 0; i < 20; i++) events.push(vad.push(new Int16Array(256), 32));
+    await elapse(10);
+    // A call reads one event per frame.
+    for (let i = 0; i < 2; i++) events.push(vad.push(new Int16Array(256), 32));
+
+    expect(events.filter(Boolean)).toEqual(['speech_start', 'speech_end']);
+    // The speech's 3 windows and the hangover's 16 (500 ms of quiet while speaking) ran; the rest were skipped.
+    expect(runs.reduce((sum, b) => sum + b, 0)).toBe(3 + 16);
   });
 
   it('settles at once: waiting windows are run without waiting for their batch', async () => {
