@@ -26,4 +26,25 @@ describe('MediaLoadReporter: the worker’s load to call admission, over the bus
     await new Promise((r) => setTimeout(r, 250));
     expect(heard).toHaveLength(count);
   });
+
+  it('measures utilization over the last three intervals, so one busy second after quiet ones is not a full load', () => {
+    const bus = new InProcessBus();
+    // The event loop's totals, advanced 1000 ms per interval with `busy` ms of it active.
+    let totals = { idle: 0, active: 0, utilization: 0 };
+    const pass = (busy: number) => (totals = { idle: totals.idle + 1000 - busy, active: totals.active + busy, utilization: 0 });
+    const reporter = new MediaLoadReporter(bus, () => 0, { MEDIA_WORKER_CAPACITY: 40, MEDIA_LOAD_REPORT_MS: 1000 }, () => totals);
+    const utilization = (busy: number) => {
+      pass(busy);
+      return reporter.report(false).event_loop_utilization;
+    };
+
+    expect(utilization(200)).toBeCloseTo(0.2);
+    expect(utilization(200)).toBeCloseTo(0.2);
+    // A second of call set-ups.
+    expect(utilization(1000)).toBeCloseTo(1400 / 3000);
+    // Sustained load shows in full once it fills the window.
+    expect(utilization(1000)).toBeCloseTo(2200 / 3000);
+    expect(utilization(1000)).toBeCloseTo(1);
+    expect(utilization(0)).toBeCloseTo(2 / 3);
+  });
 });
