@@ -1,6 +1,7 @@
 import { alaw, mulaw } from 'alawmulaw';
 import {
   alawToPcm16,
+  concatPcm16,
   decodeToPcm16,
   encodeFromPcm16,
   frameDurationMs,
@@ -98,5 +99,17 @@ describe('frameDurationMs', () => {
 
   it('refuses a non-positive sample rate', () => {
     expect(() => frameDurationMs(160, 'mulaw', 0)).toThrow(RangeError);
+  });
+});
+
+describe('concatPcm16', () => {
+  it('joins pieces in order', () => {
+    const joined = concatPcm16([Int16Array.of(1, 2), Int16Array.of(3), Int16Array.of(-4, 5)], 5);
+    expect(Array.from(joined)).toEqual([1, 2, 3, -4, 5]);
+  });
+
+  it('returns a single piece without copying it', () => {
+    const piece = Int16Array.of(7, 8);
+    expect(concatPcm16([piece], 2)).toBe(piece);
   });
 });

@@ -78,6 +78,18 @@ export function pcm16ToBytes(samples: Int16Array): Buffer {
   return buf;
 }
 
+/** Pieces of PCM16 as one array of `total` samples (their summed length); a single piece is returned as it is. */
+export function concatPcm16(pieces: Int16Array[], total: number): Int16Array {
+  if (pieces.length === 1) return pieces[0];
+  const out = new Int16Array(total);
+  let at = 0;
+  for (const piece of pieces) {
+    out.set(piece, at);
+    at += piece.length;
+  }
+  return out;
+}
+
 /** Decodes wire audio in any {@link AudioEncoding} to PCM16 samples. */
 export function decodeToPcm16(buf: Buffer, encoding: AudioEncoding): Int16Array {
   switch (encoding) {

@@ -1,5 +1,5 @@
 import { DeepgramClient, listen } from '@deepgram/sdk';
-import { pcm16ToBytes } from '@parley/audio';
+import { concatPcm16, pcm16ToBytes } from '@parley/audio';
 import { SpeechError, SpeechErrorCode } from './speech-error';
 import { SpeechToText, SttEvent, SttOptions, SttStream, SttStreamHandlers } from './speech-to-text';
 
@@ -129,14 +129,7 @@ class DeepgramStream implements SttStream {
 
   private sendHeld(): void {
     if (!this.heldSamples) return;
-    const chunk = this.held.length === 1 ? this.held[0] : new Int16Array(this.heldSamples);
-    if (this.held.length > 1) {
-      let at = 0;
-      for (const pcm of this.held) {
-        chunk.set(pcm, at);
-        at += pcm.length;
-      }
-    }
+    const chunk = concatPcm16(this.held, this.heldSamples);
     this.held = [];
     this.heldSamples = 0;
     this.send(() => this.socket.sendMedia(pcm16ToBytes(chunk)));

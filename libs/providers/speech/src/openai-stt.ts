@@ -1,5 +1,5 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, toFile } from 'openai';
-import { encodeWav } from '@parley/audio';
+import { concatPcm16, encodeWav } from '@parley/audio';
 import { SpeechError } from './speech-error';
 import { SpeechToText, SttOptions, SttStream, SttStreamHandlers } from './speech-to-text';
 
@@ -121,7 +121,7 @@ class OpenAiStream implements SttStream {
 
   finalize(): void {
     if (this.closed) return;
-    const audio = concat(this.chunks, this.samples);
+    const audio = concatPcm16(this.chunks, this.samples);
     this.chunks = [];
     this.samples = 0;
     const request = audio.length > 0 ? this.transcribe(audio, this.abort.signal) : Promise.resolve('');
@@ -153,17 +153,6 @@ class OpenAiStream implements SttStream {
 function primaryLanguage(tag: string): string | undefined {
   const primary = tag.split(/[-_]/)[0]?.trim().toLowerCase();
   return primary && primary !== 'und' && primary !== 'mul' ? primary : undefined;
-}
-
-function concat(chunks: Int16Array[], total: number): Int16Array {
-  if (chunks.length === 1) return chunks[0];
-  const out = new Int16Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
 }
 
 /**
