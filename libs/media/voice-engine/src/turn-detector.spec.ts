@@ -111,6 +111,45 @@ describe('TurnDetector', () => {
     expect(bargeIns).toEqual(['kept talking']);
   });
 
+  it('feeds the recognizer the caller’s audio unchanged, each frame as it comes from speech start to a second after its end', async () => {
+    const { stt, events, detector } = await rig();
+    const [recognizer] = stt.streams;
+    const pushed: Int16Array[] = [];
+    /** Per frame pushed: the sizes of the recognizer's writes it caused, and the VAD's change, if any. */
+    const steps: Array<{ writes: number[]; event?: string }> = [];
+    const push = (ms: number, frame: () => Int16Array) => {
+      for (let t = 0; t < ms; t += 20) {
+        const [written, heard] = [recognizer.frames.length, events.length];
+        pushed.push(frame());
+        detector.push(pushed[pushed.length - 1]);
+        steps.push({ writes: recognizer.frames.slice(written).map((f) => f.length), event: events[heard] });
+      }
+    };
+
+    push(1000, quiet);
+    push(600, speech);
+    push(2000, quiet);
+    const beforeClose = recognizer.frames.length;
+    await detector.close();
+    const onClose = recognizer.frames.slice(beforeClose).map((f) => f.length);
+
+    const start = steps.findIndex((s) => s.event === 'start');
+    const end = steps.findIndex((s) => s.event === 'end');
+    expect(start).toBeGreaterThanOrEqual(50);
+    expect(end).toBeGreaterThan(start + 25);
+    const piecesOf = (frames: number) => [...Array(Math.floor(frames / 13)).fill(13 * FRAME), ...(frames % 13 ? [(frames % 13) * FRAME] : [])];
+    // Quiet before: 250 ms pieces, what is left written ahead of the frame that started speech.
+    expect(steps.slice(0, start).flatMap((s) => s.writes)).toEqual(piecesOf(start));
+    // From the speech start until a second after the VAD's end of speech (itself 500 ms after the last words), each
+    // frame as it comes.
+    expect(steps.slice(start, end + 49).map((s) => s.writes)).toEqual(Array(end + 49 - start).fill([FRAME]));
+    // Then quiet again: held, and what is left written on close.
+    expect([...steps.slice(end + 49).flatMap((s) => s.writes), ...onClose]).toEqual(piecesOf(pushed.length - end - 49));
+    expect(Buffer.concat(recognizer.frames.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength)))).toEqual(
+      Buffer.concat(pushed.map((f) => Buffer.from(f.buffer, f.byteOffset, f.byteLength))),
+    );
+  });
+
   it('reports the language of a final transcript', async () => {
     const { stt, events } = await rig();
     stt.emit({ type: 'final', text: 'Bonjour', endOfTurn: false, language: 'fr' });

@@ -1,6 +1,7 @@
-import { SpeechToText, SttEvent, SttStream } from '@parley/speech';
+import { SpeechToText, SttEvent } from '@parley/speech';
 import { Clock } from './clock';
 import { engineMetrics } from './metrics';
+import { RecognizerFeed } from './recognizer-feed';
 import { EnergyVad, Vad } from './vad';
 
 /** Words that stop the agent whatever interrupt_words says. */
@@ -55,7 +56,8 @@ export interface TurnDetectorOptions {
  */
 export class TurnDetector {
   private readonly vad: Vad;
-  private stt: SttStream | undefined;
+  /** The recognizer's stream, fed through the component that decides when its audio goes. */
+  private recognizer: RecognizerFeed | undefined;
   private userText = '';
   private speechStartedAt: number | undefined;
   /** The VAD's end of the caller's current utterance; undefined while it lasts and once a turn took it. */
@@ -76,7 +78,7 @@ export class TurnDetector {
         { onTranscript: (e) => this.onTranscript(e), onError: (e) => this.options.log('recognizer gave up', { err: e.message }) },
       );
       if (this.closed) await stream.close().catch(() => undefined);
-      else this.stt = stream;
+      else this.recognizer = new RecognizerFeed(stream, this.options.sampleRate);
     } catch {
       this.options.log('no recognizer available');
     }
@@ -85,8 +87,9 @@ export class TurnDetector {
   /** One inbound frame of PCM16. */
   push(frame: Int16Array): void {
     const { clock, sampleRate } = this.options;
-    this.stt?.write(frame);
     const change = this.vad.push(frame, (frame.length * 1000) / sampleRate);
+    // After the VAD, which says whether the frame may wait (recognizer-feed.ts); finalize() below still follows it.
+    this.recognizer?.push(frame, this.vad.speaking);
     const now = clock.now();
     if (change === 'speech_start') {
       this.speechStartedAt = now;
@@ -95,7 +98,7 @@ export class TurnDetector {
       this.options.onSpeechStart();
     } else if (change === 'speech_end') {
       if (!this.utteranceTaken) this.endOfSpeechAt = now;
-      this.stt?.finalize();
+      this.recognizer?.finalize();
       this.options.onSpeechEnd();
     }
     // Talking over the agent counts from when both are talking: the tail of the caller's own turn (the recognizer
@@ -114,7 +117,7 @@ export class TurnDetector {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.stt?.close().catch(() => undefined);
+    await this.recognizer?.close().catch(() => undefined);
   }
 
   private onTranscript(event: SttEvent): void {

@@ -1,8 +1,8 @@
 import { SpeechError } from './speech-error';
 
 /**
- * Streaming speech recognition as the voice engine uses it: one stream per caller turn or per call, fed
- * 20 ms frames of PCM16 mono, answering with transcripts. Streaming vendors (Deepgram live) transcribe as audio
+ * Streaming speech recognition as the voice engine uses it: one stream per caller turn or per call, fed PCM16 mono
+ * (20 ms frames, longer pieces while the caller is quiet), answering with transcripts. Streaming vendors (Deepgram live) transcribe as audio
  * arrives; request/response vendors (OpenAI-compatible transcription) buffer and transcribe on `finalize()`.
  */
 export interface SttOptions {
@@ -30,7 +30,7 @@ export interface SttStreamHandlers {
 }
 
 export interface SttStream {
-  /** One frame of PCM16 mono at the stream's sample rate. */
+  /** PCM16 mono at the stream's sample rate, of any length: the next audio after what was written before. */
   write(pcm: Int16Array): void;
   /** The caller's turn is over (the engine's VAD says so): settle and report what was said. */
   finalize(): void;
