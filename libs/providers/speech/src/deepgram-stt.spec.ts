@@ -146,6 +146,23 @@ describe('DeepgramSpeechToText against a Deepgram-protocol server', () => {
     expect(server.lastConnection?.audioMessages).toEqual([60, 60, 60, 40, 40].map((ms) => ms * bytesPerMs));
   });
 
+  it('sends a write of 50 ms or more as one message, with what it held before it', async () => {
+    const s = await open();
+    const bytesPerMs = (RATE / 1000) * 2;
+    const piece = (ms: number) => {
+      const out = new Int16Array((RATE * ms) / 1000);
+      frames('tone', ms).forEach((f, i) => out.set(f, i * f.length));
+      return out;
+    };
+
+    write(s, frames('tone', 20));
+    s.write(piece(260));
+    s.write(piece(260));
+    await until(() => server.lastConnection?.audioMessages.length === 2, 'two messages');
+
+    expect(server.lastConnection?.audioMessages).toEqual([280, 260].map((ms) => ms * bytesPerMs));
+  });
+
   it('finalize with no speech reports an empty end of turn', async () => {
     const s = await open();
 
