@@ -40,7 +40,7 @@ import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
 const o = benchOptions('10,50,100');
 
 function run(n, vendors, libs) {
-  const sounds = browserSounds();
+  const sounds = browserSounds(libs);
   const speechOf = agentSpeech({ libs, voice: o.voice, greeting: GREETING, answers: ANSWERS, rate: BROWSER_RATE });
   const results = { ...newResults({ explain: o.explain }), connect: newConnectTimes() };
   return runCalls(o, {

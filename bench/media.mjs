@@ -7,9 +7,11 @@
 //   npm run bench:media -- --mode distributed --calls 10,50 --seconds 30 --warmup 5 --llm-ms 150 --tts-ms 100
 //   npm run bench:media -- --voice local    # the offline voice: the calls its synthesis carries at real time
 // Other flags: --ramp <s> (default 5) over which the calls are placed; --dist <dir> (default dist) the build to run;
-// --vad silero|energy (default silero, the platform's own default) the media worker's VAD. The caller's "speech" is a
-// tone, which Silero rightly does not take for a voice: with silero the figures carry its cost (the same for every
-// window, whatever the audio), not its decisions.
+// --vad silero|energy (default silero, the platform's own default) the media worker's VAD. The caller speaks real
+// words (the offline voice's rendering of CALLER_WORDS, over line noise between utterances), so Silero hears the
+// caller start and stop as it hears a person, and the figures carry both its cost and its decisions. (Before
+// 28 November 2026 the caller's speech was a 250 Hz tone, which Silero does not take for a voice: figures taken
+// then had the turn-taking driven by the recognizer alone.)
 // --pin (Linux, 2+ cores, taskset): the process carrying the audio gets the last core to itself, and this load
 // generator, the vendor fakes and the rest of the platform (which inherit this process's affinity) share the others —
 // as a deployment gives media workers dedicated cores (Kubernetes' static CPU manager). Its calls per core then count
@@ -90,7 +92,7 @@ const CALLS_PER_CORE_TARGET = 200;
 async function run(n, vendors, libs) {
   const twilio = new libs.twilio.FakeTwilioServer();
   const twilioUrl = await twilio.start();
-  const sounds = phoneSounds(libs.audio);
+  const sounds = phoneSounds(libs);
   const speechOf = agentSpeech({ libs, voice: o.voice, greeting: GREETING, answers: ANSWERS, rate: PHONE_RATE });
   const results = newResults({ explain: o.explain });
   try {

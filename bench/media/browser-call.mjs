@@ -16,8 +16,8 @@ const FRAME_MS = 20;
 const CALL_START_TIMEOUT_MS = 10_000;
 const HANG_UP_TIMEOUT_MS = 5_000;
 
-/** The caller's sounds as the realtime socket carries them: base64 PCM16 LE frames. */
-export const browserSounds = () => callerSounds(BROWSER_RATE, (pcm) => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64'));
+/** The caller's sounds as the realtime socket carries them: base64 PCM16 LE frames (`libs`: build.mjs). */
+export const browserSounds = (libs) => callerSounds(BROWSER_RATE, (pcm) => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64'), libs.speech);
 
 /**
  * A browser call's `results.connect`: its connect times (ms) go there, every call's, measured window or not (calls

@@ -6,7 +6,7 @@
 // flows, `open` says whether it still does, send(frame, at) puts a caller frame on it, leave() hangs up, and what
 // the platform sends comes back as onMedia(part, at), onClear(at) and lineClosed(…).
 import { performance } from 'node:perf_hooks';
-import { ENDPOINTING_MS } from './vendor-fakes.mjs';
+import { CALLER_WORDS, ENDPOINTING_MS } from './vendor-fakes.mjs';
 
 const FRAME_MS = 20;
 /** The caller's question and barge-in, in ms of speech (the fake recognizer hears six words in either). */
@@ -23,11 +23,11 @@ const EXPLAIN_MS = 6000;
 
 /**
  * The caller's sounds at `rate`, as 20 ms frames each put in the line's form by `encode` (Int16Array → what the
- * line sends): speech (a loud 250 Hz tone) and low line noise (RMS ≈ 70).
+ * line sends): speech (CALLER_WORDS spoken by the offline voice, `speech` the compiled @parley/speech: a real voice,
+ * so the neural VAD hears the caller as it hears a person) and low line noise (RMS ≈ 70).
  */
-export function callerSounds(rate, encode) {
-  const tone = new Int16Array(rate);
-  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(6000 * Math.sin((2 * Math.PI * 250 * i) / rate));
+export function callerSounds(rate, encode, speech) {
+  const words = speech.callerSpeechPcm16(CALLER_WORDS, rate);
   const noise = new Int16Array(rate);
   let seed = 12345;
   for (let i = 0; i < noise.length; i++) {
@@ -35,8 +35,10 @@ export function callerSounds(rate, encode) {
     noise[i] = Math.round(((seed / 0x7fffffff) * 2 - 1) * 120);
   }
   const samples = (rate * FRAME_MS) / 1000;
-  const frames = (pcm) => Array.from({ length: pcm.length / samples }, (_, i) => encode(pcm.subarray(i * samples, (i + 1) * samples)));
-  return { speech: frames(tone), noise: frames(noise) };
+  const frames = (pcm) => Array.from({ length: Math.floor(pcm.length / samples) }, (_, i) => encode(pcm.subarray(i * samples, (i + 1) * samples)));
+  // An utterance (QUESTION_MS or BARGE_MS) is the words' first frames, which are voiced throughout but for gaps of
+  // 40-80 ms between words, far under the fake recognizer's endpointing.
+  return { speech: frames(words), noise: frames(noise) };
 }
 
 /**
@@ -68,6 +70,7 @@ export class SimulatedCaller {
     this.state = 'dialling';
     this.nextAt = 0;
     this.speechLeft = 0;
+    this.spoken = 0;
     this.noiseAt = 0;
     this.lastMediaAt = 0;
     this.runLength = 0;
@@ -161,7 +164,7 @@ export class SimulatedCaller {
       this.bargeAt = undefined;
       this.bargeStartedAt = now;
       this.note(now, 'barge-in speech starts');
-      this.speechLeft = BARGE_MS / 20;
+      this.speak(BARGE_MS);
       this.cleared = false;
       if (r.measuring) r.bargeIns++;
     } else if ((this.state === 'hearing' || this.state === 'greeting') && this.lastMediaAt > this.stateAt && quietFor >= AGENT_QUIET_MS && (this.lastPart?.last ?? true)) {
@@ -170,7 +173,7 @@ export class SimulatedCaller {
       this.speakAt = now + 200 + Math.random() * 500;
     } else if (this.state === 'thinking' && now >= this.speakAt) {
       this.setState('asking');
-      this.speechLeft = QUESTION_MS / 20;
+      this.speak(QUESTION_MS);
       // The next answer may be the interrupted one's words again (vendor-fakes.mjs ANSWERS alternate).
       this.interrupted = undefined;
     } else if ((this.state === 'awaiting' || this.state === 'greeting') && now - this.stateAt > ANSWER_TIMEOUT_MS) {
@@ -181,12 +184,18 @@ export class SimulatedCaller {
 
     let frame;
     if (this.speechLeft > 0) {
-      frame = this.sounds.speech[this.speechLeft % this.sounds.speech.length];
+      frame = this.sounds.speech[this.spoken++ % this.sounds.speech.length];
       if (--this.speechLeft === 0) this.endOfSpeech(now);
     } else {
       frame = this.sounds.noise[this.noiseAt++ % this.sounds.noise.length];
     }
     this.send(frame, now);
+  }
+
+  /** Starts an utterance of `ms`, from the words' beginning. */
+  speak(ms) {
+    this.speechLeft = ms / FRAME_MS;
+    this.spoken = 0;
   }
 
   endOfSpeech(now) {

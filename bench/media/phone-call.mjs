@@ -6,8 +6,8 @@ import { callerSounds, SimulatedCaller } from './caller.mjs';
 
 export const PHONE_RATE = 8000;
 
-/** The caller's sounds as μ-law frames, as the fake Twilio sends them. */
-export const phoneSounds = (audio) => callerSounds(PHONE_RATE, (pcm) => audio.pcm16ToMulaw(pcm));
+/** The caller's sounds as μ-law frames, as the fake Twilio sends them (`libs`: the compiled libraries, build.mjs). */
+export const phoneSounds = (libs) => callerSounds(PHONE_RATE, (pcm) => libs.audio.pcm16ToMulaw(pcm), libs.speech);
 
 export class PhoneCall extends SimulatedCaller {
   /** `twilio`: the fake Twilio server; `audio`: the compiled @parley/audio (μ-law). */
