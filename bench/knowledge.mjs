@@ -11,7 +11,8 @@
 // measurements (default 4); --doc-chunks <n> chunks per filler document, about (default 50); --burst <n> document
 // POSTs in flight (default 16); --dist <dir> the build (default dist); --misses lists the corpus questions whose
 // passage was not in the top 5; --explain prints EXPLAIN (ANALYZE, BUFFERS) of the search's SQL for three questions at
-// the largest size (the build's own KnowledgeRepository statements).
+// the largest size (the build's own KnowledgeRepository statements); --slowest <n> prints, at each size, the n slowest
+// searches of the latency measurements (a diagnostic beside the figures, see below).
 //
 // What it does and prints:
 //   quality  a base holding only the corpus's three documents (bench/knowledge/documents.mjs: an FAQ in markdown, a
@@ -31,6 +32,14 @@
 //            calls run: combining its vendor fakes, fake carrier and callers with this is not done here; the public
 //            route's load stands in for the other work of the same process;
 //   recall   recall@5 of the corpus inside the big base (the same questions; the filler competes).
+//   slowest  (--slowest <n>) the n slowest searches of the four latency measurements: time, measurement, question; the
+//            candidate path the build's KnowledgeRepository takes for it (rare terms or champion lists, the number of
+//            terms and corrections, the candidates' document frequency); the same question again through the same
+//            route, 3 times, and its two statements (terms, search) timed on the bench's own connection (a slow repeat
+//            points at the question, a fast one at the moment); and what PostgreSQL was doing meanwhile (pg_stat_activity
+//            sampled every 50 ms during the measurements: autovacuum workers, and the longest knowledge statement
+//            seen running with its wait event). With it, the knowledge tables' autovacuum/analyze counters before and
+//            after the measurements, and the server's `jit` setting.
 // Targets (issue 20; printed beside the figures, not asserted): search p95 ≤ 30 ms at 100 k chunks, in-call 100 %
 // within 250 ms at that size, recall@5 ≥ 0.9 lexical-only.
 import grpc from '@grpc/grpc-js';
@@ -57,6 +66,7 @@ const o = {
   dist: resolve(args.dist ?? join(ROOT, 'dist')),
   misses: 'misses' in args,
   explain: 'explain' in args,
+  slowest: Number(args.slowest ?? 0),
   maxSeconds: Number(args['max-seconds'] ?? 90),
 };
 const BUDGET_MS = 250;
@@ -158,10 +168,11 @@ function printRecall(label, ranks) {
 
 /**
  * `n` calls of `one(i)` from `clients` clients at once, or fewer when --max-seconds have passed; resolves to the
- * latencies (ms) and the wall time.
+ * latencies (ms), each call's question (`questionOf(i)`) and interval, and the wall time.
  */
-async function measure(n, clients, one) {
+async function measure(n, clients, one, questionOf) {
   const times = [];
+  const calls = [];
   let next = 0;
   let errors = 0;
   const start = performance.now();
@@ -176,11 +187,13 @@ async function measure(n, clients, one) {
         } catch {
           errors += 1;
         }
-        times.push(performance.now() - t);
+        const end = performance.now();
+        times.push(end - t);
+        calls.push({ question: questionOf?.(i), start: t, end, ms: end - t });
       }
     }),
   );
-  return { times, errors, seconds: (performance.now() - start) / 1000 };
+  return { times, calls, errors, seconds: (performance.now() - start) / 1000 };
 }
 
 const line = (label, m, extra = '') =>
@@ -256,15 +269,21 @@ async function main() {
         `  ingest: ${chunks - startChunks} chunks in ${documentsPosted} documents (${(bytes / 2 ** 20).toFixed(1)} MB of JSON) in ${seconds.toFixed(1)} s: ${f1((chunks - startChunks) / seconds, 0)} chunks/s, POST to ready; POST 202 p50 ${f1(pct(posts, 50), 0)} ms, p95 ${f1(pct(posts, 95), 0)} ms`,
       );
 
-      const publicOne = async (i) => must(await api('POST', `/v1/knowledge_bases/${big.id}/search`, { query: questions[i % questions.length], limit: 5 }), 'search');
-      const grpcOne = (i) => rpc.search({ account_id: ACCOUNT, knowledge_base_ids: [big.id], query: questions[(i * 7) % questions.length], limit: 4, min_score: 0 });
+      const publicQuestion = (i) => questions[i % questions.length];
+      const grpcQuestion = (i) => questions[(i * 7) % questions.length];
+      const publicSearch = async (query) => must(await api('POST', `/v1/knowledge_bases/${big.id}/search`, { query, limit: 5 }), 'search');
+      const grpcSearch = (query) => rpc.search({ account_id: ACCOUNT, knowledge_base_ids: [big.id], query, limit: 4, min_score: 0 });
+      const publicOne = (i) => publicSearch(publicQuestion(i));
+      const grpcOne = (i) => grpcSearch(grpcQuestion(i));
+      const watch = o.slowest ? await watchDatabase(platform) : undefined;
+      const tablesBefore = await watch?.tables();
       await measure(20, 1, publicOne); // warm-up
-      const pubSeq = await measure(o.queries, 1, publicOne);
+      const pubSeq = await measure(o.queries, 1, publicOne, publicQuestion);
       line('public route, sequential', pubSeq, `  (target p95 ≤ ${SEARCH_P95_TARGET_MS} ms: ${verdict(pct(pubSeq.times, 95) <= SEARCH_P95_TARGET_MS)})`);
-      const pubConc = await measure(o.queries, o.clients, publicOne);
+      const pubConc = await measure(o.queries, o.clients, publicOne, publicQuestion);
       line(`public route, ${o.clients} clients`, pubConc);
       const within = (m) => m.times.filter((t) => t <= BUDGET_MS).length / m.times.length;
-      const grpcSeq = await measure(o.queries, 1, grpcOne);
+      const grpcSeq = await measure(o.queries, 1, grpcOne, grpcQuestion);
       line('in-call gRPC, sequential', grpcSeq, `  within ${BUDGET_MS} ms: ${(100 * within(grpcSeq)).toFixed(1)} %`);
       // The in-call path while the public route is loaded by --clients clients.
       let loading = true;
@@ -273,10 +292,14 @@ async function main() {
           for (let i = c; loading; i += o.clients) await publicOne(i).catch(() => undefined);
         }),
       );
-      const grpcLoaded = await measure(o.queries, 1, grpcOne);
+      const grpcLoaded = await measure(o.queries, 1, grpcOne, grpcQuestion);
       loading = false;
       await load;
       line(`in-call gRPC, public load ×${o.clients}`, grpcLoaded, `  within ${BUDGET_MS} ms: ${(100 * within(grpcLoaded)).toFixed(1)} % (target 100 %: ${verdict(within(grpcLoaded) === 1)})`);
+      if (watch) {
+        const measured = { 'public sequential': [pubSeq, publicSearch], [`public ${o.clients} clients`]: [pubConc, publicSearch], 'in-call sequential': [grpcSeq, grpcSearch], 'in-call under load': [grpcLoaded, grpcSearch] };
+        await printSlowest(watch, big.id, measured, tablesBefore).finally(() => watch.close());
+      }
       printRecall(`  corpus inside ${chunks} chunks`, await recall(api, big.id, bigIds));
       lastPlan = { baseId: big.id, chunks };
     }
@@ -289,18 +312,117 @@ async function main() {
   }
 }
 
-/**
- * EXPLAIN (ANALYZE, BUFFERS) of the search's statements for three of the corpus's questions (a typo, a short question,
- * a long spoken one): the platform's own KnowledgeRepository from the build (--dist), on the knowledge service's
- * own connection settings (openKnowledgeDatabase), each statement it sends recorded and planned.
- */
-async function explain(platform, { baseId, chunks }) {
+/** The build's KnowledgeRepository on the knowledge service's own connection settings, each statement it sends recorded. */
+async function knowledgeRepository(platform) {
   const lib = join(o.dist, 'apps', 'standalone', 'libs', 'knowledge', 'service', 'src');
   const { openKnowledgeDatabase } = require(join(lib, 'index.js'));
   const { KnowledgeRepository } = require(join(lib, 'lib', 'knowledge.repository.js'));
   const db = await openKnowledgeDatabase(platform.env.DATABASE_URL ?? `postgres://postgres:parley@127.0.0.1:${platform.env.EMBEDDED_PG_PORT}/parley`);
   const sent = [];
   const repository = new KnowledgeRepository({ query: async (sql, values) => (sent.push({ sql, values }), db.query(sql, values)) });
+  return { db, repository, sent };
+}
+
+/**
+ * --slowest: samples pg_stat_activity every 50 ms until closed (autovacuum workers; the knowledge statements running,
+ * with how long they have run and what they wait on); `tables()` reads the knowledge tables' vacuum/analyze counters.
+ */
+async function watchDatabase(platform) {
+  const { db, repository, sent } = await knowledgeRepository(platform);
+  const samples = [];
+  let open = true;
+  const sampling = (async () => {
+    while (open) {
+      const at = performance.now();
+      const rows = await db.query(
+        `SELECT backend_type, wait_event_type, wait_event, left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 90) AS query,
+                extract(epoch FROM clock_timestamp() - query_start) * 1000 AS ms
+           FROM pg_stat_activity
+          WHERE pid <> pg_backend_pid() AND datname = current_database()
+            AND (backend_type = 'autovacuum worker' OR (state = 'active' AND backend_type = 'client backend'))`,
+      );
+      samples.push({ at, rows });
+      await sleep(50);
+    }
+  })();
+  const tables = () =>
+    db.query(
+      `SELECT relname, n_live_tup::int AS live, n_dead_tup::int AS dead, n_mod_since_analyze::int AS mod_since_analyze,
+              n_ins_since_vacuum::int AS ins_since_vacuum, autovacuum_count::int AS autovacuums, autoanalyze_count::int AS autoanalyzes,
+              last_autovacuum, last_autoanalyze
+         FROM pg_stat_user_tables WHERE schemaname = 'knowledge' AND relname IN ('chunks', 'lexemes', 'champions', 'words', 'documents') ORDER BY relname`,
+    );
+  return {
+    db,
+    repository,
+    sent,
+    samples,
+    tables,
+    close: async () => {
+      open = false;
+      await sampling;
+      await db.destroy();
+    },
+  };
+}
+
+/** --slowest: the slowest searches of the measurements, each explained as the bench's header says. */
+async function printSlowest(watch, baseId, measured, tablesBefore) {
+  const { db, repository, sent, samples } = watch;
+  const [{ jit, jit_available, autovacuum }] = await db.query(
+    `SELECT current_setting('jit') AS jit, pg_jit_available() AS jit_available, current_setting('autovacuum') AS autovacuum`,
+  );
+  const [{ config }] = await db.query(`SELECT config::text AS config FROM knowledge_bases WHERE id = $1`, [baseId]);
+  const timed = async (f) => {
+    const t = performance.now();
+    await f();
+    return performance.now() - t;
+  };
+  const slow = Object.entries(measured)
+    .flatMap(([label, [m, search]]) => m.calls.map((c) => ({ ...c, label, search })))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, o.slowest);
+  console.log(`  slowest ${slow.length} searches (server: jit = ${jit}, JIT available: ${jit_available}, autovacuum = ${autovacuum}):`);
+  for (const c of slow) {
+    sent.length = 0;
+    const s = await repository.searchStatement(config, { baseIds: [baseId], query: c.question, limit: 5, minScore: 0 });
+    const path = s
+      ? `${s.candidateSource} (${s.candidateQuery.split(' | ').length} lexemes), ${s.frequencies.length} terms, df ${s.frequencies.map((t) => t.df).join('/')} of ${s.total}`
+      : 'nothing can match';
+    const [terms] = sent;
+    const termsMs = await timed(() => db.query(terms.sql, terms.values));
+    const searchMs = s ? await timed(() => db.query(s.sql, s.values)) : NaN;
+    const again = [];
+    for (let k = 0; k < 3; k++) again.push(await timed(() => c.search(c.question)));
+    const during = samples.filter((x) => x.at >= c.start - 50 && x.at <= c.end);
+    const vacuums = new Set(during.flatMap((x) => x.rows.filter((r) => r.backend_type === 'autovacuum worker').map((r) => r.query)));
+    const longest = during.flatMap((x) => x.rows.filter((r) => r.backend_type === 'client backend')).sort((a, b) => b.ms - a.ms)[0];
+    console.log(
+      `    ${f1(c.ms)} ms  ${c.label.padEnd(20)} "${c.question}"
+` +
+        `             path: ${path}; again ${again.map((t) => t.toFixed(1)).join(', ')} ms (statements alone: terms ${termsMs.toFixed(1)}, search ${searchMs.toFixed(1)} ms)
+` +
+        `             meanwhile (${during.length} samples): autovacuum ${vacuums.size ? [...vacuums].join(' / ') : 'none'}; longest statement seen ${longest ? `${Number(longest.ms).toFixed(0)} ms${longest.wait_event ? ` waiting ${longest.wait_event_type}/${longest.wait_event}` : ''}: ${longest.query}` : 'none'}`,
+    );
+  }
+  const av = samples.filter((x) => x.rows.some((r) => r.backend_type === 'autovacuum worker'));
+  console.log(`  autovacuum seen in ${av.length} of ${samples.length} samples: ${[...new Set(av.flatMap((x) => x.rows.filter((r) => r.backend_type === 'autovacuum worker').map((r) => r.query)))].join(' / ') || 'none'}`);
+  const after = await watch.tables();
+  for (const t of after) {
+    const b = tablesBefore.find((r) => r.relname === t.relname) ?? {};
+    console.log(
+      `  ${t.relname.padEnd(10)} live ${t.live}, dead ${t.dead}, modified since analyze ${t.mod_since_analyze}, inserted since vacuum ${t.ins_since_vacuum}; autovacuums ${b.autovacuums ?? '?'} → ${t.autovacuums}, autoanalyzes ${b.autoanalyzes ?? '?'} → ${t.autoanalyzes} (last ${t.last_autovacuum?.toISOString() ?? 'never'} / ${t.last_autoanalyze?.toISOString() ?? 'never'})`,
+    );
+  }
+}
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of the search's statements for three of the corpus's questions (a typo, a short question,
+ * a long spoken one): the platform's own KnowledgeRepository from the build (--dist), on the knowledge service's
+ * own connection settings (openKnowledgeDatabase), each statement it sends recorded and planned.
+ */
+async function explain(platform, { baseId, chunks }) {
+  const { db, repository, sent } = await knowledgeRepository(platform);
   const plan = async (sql, values) => (await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values)).map((r) => r['QUERY PLAN']).join('\n');
   const count = async (q) => (await db.query(`SELECT count(*)::int AS n FROM chunks WHERE base_id = $1 AND tsv @@ $2::tsquery`, [baseId, q]))[0].n;
   try {
