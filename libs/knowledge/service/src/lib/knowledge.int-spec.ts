@@ -363,6 +363,30 @@ describe('knowledge bases (real PostgreSQL)', () => {
     expect(after.map((h) => h.documentId)).not.toContain(late.id);
   });
 
+  it("takes a common term's alternative without a champion list (an irregular form in one chunk) from the GIN index, not a read of every chunk of the base", async () => {
+    limits.maxBaseChunks = 5000;
+    const base = await domain.createBase(ACME, { name: 'Storage' });
+    const sections = Array.from({ length: 700 }, (_, i) => `## Shelf ${i}\nEach shelf can hold twenty kilograms of parcels.`);
+    const shelves = await readyText(ACME, base.id, 'Shelves', `# Shelves\n\n${sections.join('\n\n')}\n`);
+    // `held` is in one chunk: no list there; that chunk is in no list of `hold` or `parcel` either.
+    const desk = await readyText(ACME, base.id, 'Returns desk', '# Returns desk\n\n## At the desk\nItems are held at the returns desk for a week.\n');
+    const query = 'can you hold my parcel';
+    const statement = (await repo.searchStatement('english', { baseIds: [base.id], query, limit: 5, minScore: 0 }))!;
+    expect(statement.candidateSource).toBe('champion lists');
+    // The chunks of a base of some size, as the planner sees them (the base's counts are its documents' own).
+    await ds.query(
+      `INSERT INTO chunks (base_id, document_id, position, heading, text, config)
+       SELECT $1, $2, 1000 + i, 'Bay ' || i, 'Bay ' || i || ' holds pallets, crates and parcels of ' || md5(i::text), 'english' FROM generate_series(1, 30000) AS i`,
+      [base.id, shelves.id],
+    );
+    await ds.query(`ANALYZE chunks`);
+    const plan = ((await ds.query(`EXPLAIN ${statement.sql}`, statement.values)) as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).toMatch(/Bitmap Index Scan on chunks_tsv .*\n\s+Index Cond: \(tsv @@ '''held'''::tsquery\)/);
+    expect(plan).not.toMatch(/chunks_base|Seq Scan on chunks/);
+    const hits = await domain.search(ACME, { baseIds: [base.id], query, limit: 50 });
+    expect(hits.map((h) => h.documentId)).toContain(desk.id);
+  }, 30_000);
+
   it('filters by min_score', async () => {
     const base = await domain.createBase(ACME, { name: 'Help' });
     await readyText(ACME, base.id, 'FAQ', FAQ);

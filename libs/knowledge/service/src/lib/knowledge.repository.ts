@@ -128,6 +128,8 @@ export interface QueryTerms {
   corrections: { word: string; lexeme: string; similarity: number }[];
   /** How many chunks of the bases have each lexeme of the terms and corrections (absent: none). */
   counts: Map<string, number>;
+  /** For those lexemes, the bases that have one in CHAMPIONS_FROM chunks or fewer: no champion list there. */
+  listless: Map<string, string[]>;
   /** How many chunks the bases hold. */
   total: number;
 }
@@ -667,8 +669,9 @@ export class KnowledgeRepository {
    *   lookup ran for every term and the vocabulary test came after it); the trigram lookup is served from the
    *   trigram index or from the primary key (the bases' words, each compared: ~3 ms a term at 1,200 words on a
    *   busy machine) by cost;
-   * - how many chunks of the bases have each of those lexemes (`counts`; absent: none) and how many chunks the bases
-   *   hold (`total`): the document frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
+   * - how many chunks of the bases have each of those lexemes (`counts`; absent: none), whether a base has it in too
+   *   few chunks for a champion list (`listless`: which), and how many chunks the bases hold (`total`): the document
+   *   frequencies kept beside the vocabulary (`lexemes`, primary key lookups).
    * One round trip instead of three: each part is well under a millisecond of execution, less than a trip through
    * the pool on a busy machine.
    */
@@ -683,7 +686,7 @@ export class KnowledgeRepository {
       ...swappedLetters(text).map(({ word, swapped }) => ({ word, alternative: swapped, sim: TRANSPOSITION_SIMILARITY, ifMisspelt: true })),
       ...compoundSpellings(text).map(({ word, spelling }) => ({ word, alternative: spelling, sim: 1, ifMisspelt: true })),
     ];
-    const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null }[] = await this.db.query(
+    const rows: { kind: number; word: string | null; lexeme: string | null; sim: number | null; n: string | number | null; listless: string[] | null }[] = await this.db.query(
       `WITH q AS (
          SELECT u.word, u.ord,
                 CASE WHEN u.word = ANY($4::text[]) THEN NULL ELSE ${lexemeOf('u.word')} END AS lexeme
@@ -727,19 +730,25 @@ export class KnowledgeRepository {
            FROM (SELECT * FROM alike UNION ALL SELECT * FROM alternatives) AS f
        )
        SELECT 0 AS kind, 0::bigint AS ord, NULL::text AS word, NULL::text AS fixed, NULL::text AS lexeme, NULL::real AS sim,
-              (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = ANY($2::text[]) AND d.status = 'ready') AS n
+              (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = ANY($2::text[]) AND d.status = 'ready') AS n,
+              NULL::text[] AS listless
        UNION ALL
-       SELECT f.kind, f.ord, f.word, f.fixed, f.lexeme, f.sim,
-              (SELECT sum(l.chunk_count) FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = f.lexeme) AS n
-         FROM found f WHERE f.lexeme IS NOT NULL
+       SELECT f.kind, f.ord, f.word, f.fixed, f.lexeme, f.sim, k.n, k.listless
+         FROM found f
+         CROSS JOIN LATERAL (
+           SELECT sum(l.chunk_count) AS n, array_agg(l.base_id) FILTER (WHERE l.chunk_count <= ${CHAMPIONS_FROM}) AS listless
+             FROM lexemes l WHERE l.base_id = ANY($2::text[]) AND l.lexeme = f.lexeme
+         ) AS k
+        WHERE f.lexeme IS NOT NULL
        ORDER BY kind, ord, sim DESC, fixed`,
       [config, baseIds, text, spokenFillers(config), given.map((g) => g.word), given.map((g) => g.alternative), given.map((g) => g.sim), given.map((g) => g.ifMisspelt)],
     );
-    const out: QueryTerms = { terms: [], corrections: [], total: 0, counts: new Map() };
+    const out: QueryTerms = { terms: [], corrections: [], total: 0, counts: new Map(), listless: new Map() };
     for (const r of rows) {
       if (r.kind === 0) out.total = Number(r.n);
       else if (r.word !== null && r.lexeme !== null) {
         if (r.n !== null) out.counts.set(r.lexeme, Number(r.n));
+        if (r.listless) out.listless.set(r.lexeme, r.listless);
         if (r.kind === 1) out.terms.push({ word: r.word, lexeme: r.lexeme });
         else out.corrections.push({ word: r.word, lexeme: r.lexeme, similarity: Number(r.sim) });
       }
@@ -794,7 +803,7 @@ export class KnowledgeRepository {
    */
   async searchStatement(config: string, params: SearchParams): Promise<SearchStatement | undefined> {
     if (!params.baseIds.length) return undefined;
-    const { terms, corrections: fixes, total, counts } = await this.queryTerms(config, params.baseIds, params.query);
+    const { terms, corrections: fixes, total, counts, listless } = await this.queryTerms(config, params.baseIds, params.query);
     if (!terms.length) return undefined;
     // Each term's alternatives: its own lexeme (weight 1) and its corrections' (their similarity).
     const perTerm = terms.map((t) => {
@@ -829,17 +838,21 @@ export class KnowledgeRepository {
     const anyTerm = [...alternatives].map(tsqueryLiteral).join(' | ');
     const candidateQuery = [...candidateLexemes].map(tsqueryLiteral).join(' | ');
     const idfSum = idf.reduce((a, b) => a + b, 0);
-    // The champion lists of the terms, and in a base where a term is in CHAMPIONS_FROM chunks or fewer (no list
-    // there: several bases are searched, in each of which it is rare), its chunks.
+    // The champion lists of the terms, and in a base where a lexeme is in CHAMPIONS_FROM chunks or fewer (no list
+    // there: a common term's correction or irregular form, or a term rare in one of several bases), its chunks: per
+    // such base its lexemes OR-ed, as values the planner sees, so that it takes the GIN index. (Matched against
+    // lexemes of a joined table, it scanned the base's every chunk instead, reading each one's tsv: 180-430 ms at
+    // 100 k chunks, docs/knowledge-bench.md.)
+    const listlessIn = new Map<string, string[]>();
+    for (const lexeme of candidateLexemes) for (const baseId of listless.get(lexeme) ?? []) listlessIn.set(baseId, [...(listlessIn.get(baseId) ?? []), lexeme]);
+    const listlessValues = [...listlessIn].flatMap(([baseId, lexemes]) => [baseId, lexemes.map(tsqueryLiteral).join(' | ')]);
+    const fromListless = [...listlessIn.keys()].map((_, i) => `UNION SELECT s.id FROM chunks s WHERE s.base_id = $${10 + 2 * i} AND s.tsv @@ $${11 + 2 * i}::tsquery`);
     const fromChampions = `SELECT c.id, c.tsv FROM (
            SELECT h.chunk_id AS id FROM champions h WHERE h.base_id = ANY($1::text[]) AND h.lexeme = ANY($9::text[])
-           UNION
-           SELECT s.id FROM unnest($9::text[], $10::tsquery[]) AS t(lexeme, query)
-             JOIN lexemes l ON l.base_id = ANY($1::text[]) AND l.lexeme = t.lexeme AND l.chunk_count <= ${CHAMPIONS_FROM}
-             JOIN chunks s ON s.base_id = l.base_id AND s.tsv @@ t.query
+           ${fromListless.join('\n           ')}
          ) AS k JOIN chunks c ON c.id = k.id`;
     const fromRareTerms = `SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}`;
-    const candidateValues = rare.length ? [candidateQuery] : [[...candidateLexemes], [...candidateLexemes].map(tsqueryLiteral)];
+    const candidateValues = rare.length ? [candidateQuery] : [[...candidateLexemes], ...listlessValues];
     return {
       sql: `WITH candidates AS (
        SELECT m.id FROM (
