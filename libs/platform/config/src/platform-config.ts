@@ -415,7 +415,7 @@ export class ServiceConfig extends TracingConfig {
   @Max(100000)
   MEDIA_WORKER_CAPACITY: number = 100;
 
-  /** Event-loop utilization (percent) above which a media worker takes no new calls (its audio would stall). */
+  /** Event-loop utilization (percent, over its last three load reports) above which a media worker takes no new calls. */
   @IsInt()
   @Min(10)
   @Max(100)
