@@ -140,8 +140,12 @@ const VECTOR_BATCH = 500;
 const CANDIDATES = 200;
 /** Chunks matching the rare terms that are ranked per search, at most (the scan's first; docs/knowledge.md). */
 const RANKED = 2000;
-/** A term in at most this share of the bases' chunks is rare: candidates come from the rare terms. */
-const RARE_SHARE = 0.02;
+/**
+ * A term in at most this share of the bases' chunks is rare: candidates come from the rare terms. (At 2 %, a term in
+ * 1,600-1,800 of 100 k chunks had all its matches ranked, 22-54 ms, and beside a rarer term it flooded the ranking
+ * with look-alikes that pushed the answer out of the best CANDIDATES: docs/knowledge-bench.md.)
+ */
+const RARE_SHARE = 0.01;
 /** …or in at most this many chunks (in a small base every term is rare: every term gives candidates). */
 const RARE_CHUNKS = 100;
 /**
@@ -853,6 +857,10 @@ export class KnowledgeRepository {
          ) AS k JOIN chunks c ON c.id = k.id`;
     const fromRareTerms = `SELECT c.id, c.tsv FROM chunks c WHERE c.base_id = ANY($1::text[]) AND c.tsv @@ $9::tsquery LIMIT ${RANKED}`;
     const candidateValues = rare.length ? [candidateQuery] : [[...candidateLexemes], ...listlessValues];
+    // Each candidate's tsv is read once, into memory (v: `|| ''` copies it, OFFSET 0 keeps the copy from being inlined),
+    // and the scores once (MATERIALIZED). Referenced as c.tsv, it was read from TOAST again for every alternative of
+    // every term in coverage and for each use of the score (filter and sort): at 100 k chunks, 200 candidates of a
+    // question of 14 alternatives were scored in 21 ms, in 7 ms so (docs/knowledge-bench.md).
     return {
       sql: `WITH candidates AS (
        SELECT m.id FROM (
@@ -861,15 +869,16 @@ export class KnowledgeRepository {
         ORDER BY ts_rank_cd(m.tsv, $2::tsquery) DESC, m.id
         LIMIT ${CANDIDATES}
      ),
-     scored AS (
+     scored AS MATERIALIZED (
        SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
-              round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(c.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
+              round((${COVERAGE_WEIGHT} * coverage.value + ${1 - COVERAGE_WEIGHT} * ts_rank_cd(v.tsv, $2::tsquery, 1 | 32))::numeric, 4)::float8 AS score
          FROM candidates
          JOIN chunks c ON c.id = candidates.id
          JOIN documents d ON d.id = c.document_id,
+         LATERAL (SELECT c.tsv || ''::tsvector AS tsv OFFSET 0) AS v,
          LATERAL (
            SELECT coalesce(sum(best), 0) / $3 AS value FROM (
-             SELECT max(CASE WHEN c.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
+             SELECT max(CASE WHEN v.tsv @@ a.query THEN a.weight ELSE 0 END) AS best
                FROM unnest($4::int[], $5::tsquery[], $6::float8[]) AS a(term, query, weight)
               GROUP BY a.term
            ) AS per_term
