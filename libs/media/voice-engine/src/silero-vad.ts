@@ -299,9 +299,11 @@ export class SileroVad implements Vad {
     this.queued = false;
     const { context, samples } = this.window;
     while (this.windowReady()) {
+      // While the caller speaks every window runs: no need to weigh it.
+      if (this.hysteresis.speaking) return (this.queued = true);
       let sum = 0;
       for (let i = context; i < context + samples; i++) sum += this.buffer[i] * this.buffer[i];
-      if (sum >= this.quietSumOfSquares || this.hysteresis.speaking) return (this.queued = true);
+      if (sum >= this.quietSumOfSquares) return (this.queued = true);
       this.shift();
       this.hear(false);
     }
