@@ -461,7 +461,7 @@ describe('a carrier media stream session', () => {
     await session.onClose();
   }, 15_000);
 
-  it('reports the stream’s usage with its turns, after each one and once more as it finishes, as running totals', async () => {
+  it('reports the stream’s usage with its turns, after the first and once more as it finishes, as running totals', async () => {
     const calls = new FakeCalls(CALL);
     const talker: AgentsPort = {
       getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } }, effective: {} }),
@@ -475,12 +475,11 @@ describe('a carrier media stream session', () => {
     await until(() => calls.reports.some((r) => 'turn' in r && r.turn?.text === 'We open at nine.'), 'the answer appended');
     await session.onClose();
 
-    // Each report follows a turn (never before the first); the last is sent after the last turn, as the stream finished.
+    // The first follows the first turn; the two turns after it come within USAGE_REPORT_EVERY_MS, so the next report
+    // is the one sent after the last turn, as the stream finished.
     const usage = calls.usage;
     expect(calls.reports.map((r) => ('turn' in r ? r.turn?.role : 'other'))).toEqual(['assistant', 'user', 'assistant']);
-    expect(usage.length).toBeGreaterThanOrEqual(2);
-    expect(usage.every((u) => u.after >= 1)).toBe(true);
-    expect(usage.at(-1)?.after).toBe(3);
+    expect(usage.map((u) => u.after)).toEqual([1, 3]);
     const last = usage[usage.length - 1];
     expect(last).toMatchObject({ account_id: 'acc_1', call_id: 'call_1', stream_id: 'MZ1' });
     const line = (kind: string) => last.items.find((i) => i.kind === kind);
@@ -496,6 +495,33 @@ describe('a carrier media stream session', () => {
         expect(Number(later?.quantity)).toBeGreaterThanOrEqual(Number(item.quantity));
       }
     }
+  }, 15_000);
+
+  it('reports the usage of the turns after the first on the next heartbeat, while the call runs', async () => {
+    const calls = new FakeCalls(CALL);
+    const talker: AgentsPort = {
+      getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 } }, effective: {} }),
+    };
+    const stt = new FakeSpeechToText().queue('When does the store open?');
+    const llm = new FakeLlm([{ deltas: ['We open at nine.'], usage: { inputTokens: 42, outputTokens: 5 } }]);
+    const deps = { agents: talker, providers: { stt: [stt], tts: [new FakeTextToSpeech()], llm }, heartbeatMs: 300 };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps });
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 1, 'the greeting appended');
+    await askAfterTheGreeting(session);
+    await until(() => calls.usage.some((u) => u.after === 3), 'a report after the answer');
+
+    // The first report right after the first turn, the others on heartbeats after turns (one per heartbeat at most,
+    // never two behind the same turns), the last after the answer, before the stream ends; none on heartbeats with
+    // no turn since the last report.
+    const beforeClose = calls.usage.map((u) => u.after);
+    expect(beforeClose[0]).toBe(1);
+    expect(beforeClose.at(-1)).toBe(3);
+    expect(new Set(beforeClose).size).toBe(beforeClose.length);
+    expect(calls.usage.at(-1)?.items.find((i) => i.kind === 'llm_output_tokens')?.quantity).toBe(5);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(calls.usage.map((u) => u.after)).toEqual(beforeClose);
+    await session.onClose();
   }, 15_000);
 
   it('ignores frames it cannot read', async () => {

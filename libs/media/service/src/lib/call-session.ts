@@ -26,6 +26,7 @@ function transcribesCalls(agent: { spec: Record<string, unknown>; effective: unk
 /** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
 export const DEFAULT_RING_SECONDS = 30;
 
+
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
 export const CLOSE_REFUSED = 1008;
 export const CLOSE_ERROR = 1011;
@@ -71,6 +72,8 @@ export interface CallSessionDeps {
   tools?: { egress: EgressPolicy; internalHosts: string[]; calendarBaseUrl?: string };
   /** The transcript writer's bounds (tests shorten them); its defaults otherwise. */
   transcript?: { flushMs?: number; backoffMs?: number };
+  /** Between heartbeats (and usage reports after turns); MEDIA_HEARTBEAT_SECONDS unless a test shortens it. */
+  heartbeatMs?: number;
   /**
    * Where the two ends of a call meet (a claimed phone call's stream and its operator's browser, a rendezvous' two
    * seats): on this worker, or another over the bus. Absent: such streams are closed (`media_lost`).
@@ -119,6 +122,9 @@ export class CallSession {
   private meteredProviders: EngineProviders | undefined;
   /** A usage report waits in the transcript writer: a newer one is not queued behind it (it sends the totals then). */
   private usageQueued = false;
+  /** The usage grew by turns since the last report: the next heartbeat reports it. */
+  private usageBehind = false;
+  private usageReported = false;
   private usageStreamId: string | undefined;
 
   /** call-end was sent (a session is ended once, by a command, its peer leaving, or its ring running out). */
@@ -303,7 +309,7 @@ export class CallSession {
     const call = this.call;
     if (call && !this.finished) {
       await this.engine?.stop();
-      this.reportUsage(this.transcript, call);
+      this.reportUsage(this.transcript, call, 'finish');
       await this.transcript?.flush(Math.max(0, deadline - Date.now()));
       await this.retried(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: 'shutdown' })).then(
         () => (this.over = true),
@@ -340,13 +346,22 @@ export class CallSession {
   }
 
   /**
-   * Queues the stream's usage totals behind what the writer holds (ordered and retried with the turns): after each
-   * turn and once as the stream finishes, so a call's cost grows while it runs. The totals are read when sent.
+   * Queues the stream's usage totals behind what the writer holds (ordered and retried with the turns): after the
+   * stream's first turn, then on a heartbeat (MEDIA_HEARTBEAT_SECONDS) after turns, and always as the stream finishes,
+   * so a call's cost grows while it runs, at most a heartbeat behind. Each report is a transaction on the call's row in
+   * the calls service; one after every turn was as many as the turns themselves. The totals are read when sent.
    */
-  private reportUsage(writer: TranscriptWriter | undefined, call: callsV1.Call): void {
+  private reportUsage(writer: TranscriptWriter | undefined, call: callsV1.Call, on: 'turn' | 'heartbeat' | 'finish'): void {
+    if (on === 'turn' && this.usageReported) {
+      this.usageBehind = true;
+      return;
+    }
+    if (on === 'heartbeat' && !this.usageBehind) return;
     const record = this.deps.calls.recordUsage?.bind(this.deps.calls);
     if (!writer || !record || this.usageQueued || this.usage.empty) return;
     this.usageQueued = true;
+    this.usageReported = true;
+    this.usageBehind = false;
     const stream_id = (this.usageStreamId ??= this.streamId || randomUUID());
     writer.add('usage', () => {
       this.usageQueued = false;
@@ -395,7 +410,10 @@ export class CallSession {
     // plays it to the caller.
     if (this.call.recording_enabled && !seat && role !== 'operator') this.recorder = new CallRecorder(event.format.sampleRate);
     const call = this.call;
-    this.heartbeat = setInterval(() => void this.beat(false), MEDIA_HEARTBEAT_SECONDS * 1000);
+    this.heartbeat = setInterval(() => {
+      this.reportUsage(this.transcript, call, 'heartbeat');
+      void this.beat(false);
+    }, this.deps.heartbeatMs ?? MEDIA_HEARTBEAT_SECONDS * 1000);
     this.heartbeat.unref();
     if (seat) return this.takeSeat(call, seat, event.format.sampleRate);
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
@@ -585,7 +603,7 @@ export class CallSession {
           },
         };
         writer.add('turn', () => this.deps.calls.appendTurn(req));
-        this.reportUsage(writer, call);
+        this.reportUsage(writer, call, 'turn');
       },
     });
   }
@@ -667,11 +685,11 @@ export class CallSession {
             },
           };
           transcript.add('turn', () => this.deps.calls.appendTurn(req));
-          this.reportUsage(transcript, call);
+          this.reportUsage(transcript, call, 'turn');
         },
         // The transcript is written before the call ends, so call.ended follows its last turn.
         hangup: (reason) => {
-          this.reportUsage(transcript, call);
+          this.reportUsage(transcript, call, 'finish');
           void transcript
             .flush()
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
@@ -763,7 +781,7 @@ export class CallSession {
     await Promise.all(this.transcribers.map((t) => t.close()));
     await this.engine?.stop();
     // The turns the call ended on included (the calls service takes them for a while after the end), and the usage.
-    this.reportUsage(this.transcript, call);
+    this.reportUsage(this.transcript, call, 'finish');
     await this.transcript?.flush(this.deadline ? Math.max(0, this.deadline - Date.now()) : undefined);
     await this.saveRecording(call);
     await this.beat(true);
