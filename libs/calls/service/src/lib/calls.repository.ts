@@ -151,6 +151,13 @@ export function isIdempotencyKeyClash(error: unknown): boolean {
 
 const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 
+/** A call's columns by property, each as JSON: a Date, a JSON column changed in place and a number compare by value. */
+function columnValues(m: EntityManager, call: CallEntity): Map<string, string> {
+  const values = new Map<string, string>();
+  for (const column of m.connection.getMetadata(CallEntity).columns) values.set(column.propertyName, JSON.stringify(column.getEntityValue(call) ?? null));
+  return values;
+}
+
 /**
  * The calls service's tables (calls, call_turns, do_not_call, call_tool_calls, call_flow_transitions,
  * call_pending_events) and its outbox.
@@ -160,6 +167,9 @@ const LIVE_STATUSES = `('queued', 'ringing', 'in_progress')`;
 @Injectable()
 export class CallsRepository {
   constructor(private readonly dataSource: DataSource) {}
+
+  /** Each call read by lockAt, its columns as read (columnValues): what save() compares with. */
+  private readonly asLocked = new WeakMap<CallEntity, Map<string, string>>();
 
   transaction<T>(work: (m: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(work);
@@ -392,11 +402,28 @@ export class CallsRepository {
       .setLock('pessimistic_write')
       .where('c.id = :id AND c.account_id = :accountId', { id, accountId })
       .getRawAndEntities<{ db_now: Date }>();
-    return entities[0] ? { call: entities[0], now: new Date(raw[0].db_now) } : null;
+    if (!entities[0]) return null;
+    this.asLocked.set(entities[0], columnValues(m, entities[0]));
+    return { call: entities[0], now: new Date(raw[0].db_now) };
   }
 
+  /**
+   * Writes what changed of a call read by lockAt since then: one UPDATE of those columns. (TypeORM's `save` reads the
+   * row again to find them: a round trip more in every change of a call, a turn's above all.) A call not read by
+   * lockAt is saved whole.
+   */
   async save(m: EntityManager, call: CallEntity): Promise<void> {
-    await m.save(CallEntity, call);
+    const before = this.asLocked.get(call);
+    if (!before) return void (await m.save(CallEntity, call));
+    const after = columnValues(m, call);
+    const changes: Record<string, unknown> = {};
+    for (const [property, value] of after) {
+      const current = call[property as keyof CallEntity];
+      // As save() does, a property left undefined is not written.
+      if (current !== undefined && before.get(property) !== value) changes[property] = current;
+    }
+    this.asLocked.set(call, after);
+    if (Object.keys(changes).length) await m.update(CallEntity, { id: call.id }, changes as QueryDeepPartialEntity<CallEntity>);
   }
 
   /** Writes only `fields` of the call (a locked one: no other column is rewritten). */
