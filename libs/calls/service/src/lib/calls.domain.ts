@@ -347,26 +347,27 @@ export class CallsDomain {
         throw new AppError('conflict', `The call has ${current.status === 'failed' ? 'failed' : 'ended'}; its transcript is closed.`);
       }
       const numbered = stream && stream.seq > 0 ? { streamId: stream.id, streamSeq: stream.seq } : { streamId: null, streamSeq: null };
-      if (numbered.streamId !== null && (await this.repository.hasTurn(m, id, numbered.streamId, numbered.streamSeq))) return [];
-      current.turns += 1;
-      current.transcriptAvailable = true;
       const latency = turn.role === 'assistant' && responseLatencyMs && responseLatencyMs > 0 ? Math.round(responseLatencyMs) : null;
-      // The call's own turn measures, which the analytics read from the calls' index (docs/analytics.md); each
-      // measured latency also goes to call_turn_latencies.
-      if (turn.role === 'assistant') {
-        current.agentTurns += 1;
-        if (turn.interrupted) current.bargeIns += 1;
-      }
-      await this.repository.insertTurn(m, {
+      const inserted = await this.repository.insertTurnOnce(m, {
         callId: id,
         accountId,
-        seq: current.turns,
+        seq: current.turns + 1,
         ...fields,
         ...numbered,
         speaker: speaker || null,
         grounding: grounding ?? [],
         responseLatencyMs: latency,
       });
+      // Stored already: a retried append of the same stream turn.
+      if (!inserted) return [];
+      current.turns += 1;
+      current.transcriptAvailable = true;
+      // The call's own turn measures, which the analytics read from the calls' index (docs/analytics.md); each
+      // measured latency also goes to call_turn_latencies.
+      if (turn.role === 'assistant') {
+        current.agentTurns += 1;
+        if (turn.interrupted) current.bargeIns += 1;
+      }
       if (latency !== null) await this.repository.insertTurnLatency(m, current, current.turns, latency);
       return [
         await this.emit(m, current, 'call.transcript.updated', { role: turn.role, text: turn.text, language: turn.language || undefined, ...(speaker ? { speaker } : {}) }),

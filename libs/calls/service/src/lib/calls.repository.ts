@@ -493,12 +493,19 @@ export class CallsRepository {
     await this.dataSource.query(`UPDATE calls SET last_media_at = now() WHERE id = $1 AND account_id = $2`, [id, accountId]);
   }
 
-  hasTurn(m: EntityManager, callId: string, streamId: string, streamSeq: number): Promise<boolean> {
-    return m.existsBy(CallTurnEntity, { callId, streamId, streamSeq });
-  }
-
-  async insertTurn(m: EntityManager, turn: CallTurnEntity): Promise<void> {
-    await m.insert(CallTurnEntity, turn);
+  /**
+   * Inserts a turn, unless one with its stream and number is stored already (a worker retrying an append may deliver
+   * a turn twice): false then, and nothing is written. One statement for the check and the insert.
+   */
+  async insertTurnOnce(m: EntityManager, t: CallTurnEntity): Promise<boolean> {
+    const rows: unknown[] = await m.query(
+      `INSERT INTO call_turns (call_id, seq, account_id, role, text, language, start_ms, end_ms, interrupted, stream_id, stream_seq, speaker, grounding, response_latency_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       ON CONFLICT (call_id, stream_id, stream_seq) WHERE stream_seq IS NOT NULL DO NOTHING
+       RETURNING seq`,
+      [t.callId, t.seq, t.accountId, t.role, t.text, t.language, t.startMs, t.endMs, t.interrupted, t.streamId, t.streamSeq, t.speaker, JSON.stringify(t.grounding), t.responseLatencyMs],
+    );
+    return rows.length > 0;
   }
 
   /** An agent turn's response latency with its call's creation time, agent, direction and project (the analytics' copy). */
