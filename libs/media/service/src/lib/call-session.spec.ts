@@ -475,8 +475,8 @@ describe('a carrier media stream session', () => {
     await until(() => calls.reports.some((r) => 'turn' in r && r.turn?.text === 'We open at nine.'), 'the answer appended');
     await session.onClose();
 
-    // The first follows the first turn; the two turns after it come within USAGE_REPORT_EVERY_MS, so the next report
-    // is the one sent after the last turn, as the stream finished.
+    // The first follows the first turn; the two turns after it come before the next heartbeat (10 s), so the next
+    // report is the one sent after the last turn, as the stream finished.
     const usage = calls.usage;
     expect(calls.reports.map((r) => ('turn' in r ? r.turn?.role : 'other'))).toEqual(['assistant', 'user', 'assistant']);
     expect(usage.map((u) => u.after)).toEqual([1, 3]);

@@ -26,7 +26,6 @@ function transcribesCalls(agent: { spec: Record<string, unknown>; effective: unk
 /** How long a rendezvous rings when its agent's `ring_seconds` is 0 (the spec's default). */
 export const DEFAULT_RING_SECONDS = 30;
 
-
 /** WebSocket close codes the worker uses: policy violation for a refused token, internal error otherwise. */
 export const CLOSE_REFUSED = 1008;
 export const CLOSE_ERROR = 1011;
@@ -124,6 +123,7 @@ export class CallSession {
   private usageQueued = false;
   /** The usage grew by turns since the last report: the next heartbeat reports it. */
   private usageBehind = false;
+  /** A report was queued (the first turn's): later turns leave theirs to the heartbeat. */
   private usageReported = false;
   private usageStreamId: string | undefined;
 
