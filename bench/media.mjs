@@ -74,6 +74,9 @@
 //   live     calls with an open media stream when the measurement began (N minus those refused or failed);
 //   audio process  CPU % (of one core) and peak RSS of the process listening on MEDIA_PORT, and calls per core
 //            (live calls / its cores busy);
+//   control, db  CPU % (of one core) of the rest of the platform (standalone: the one command's process, without
+//            the media worker's child; distributed: the four other services) and of the machine's PostgreSQL
+//            processes (the embedded server's, or the server the run uses: on a shared server, everyone's);
 //   failed   calls that did not end normally: a POST /v1/calls not 201 (5xx included), a status callback refused,
 //            a refused media stream, a stream the platform closed, a call not recorded ended/completed, or one
 //            whose agent never spoke;
@@ -112,7 +115,7 @@ function report(r) {
   const { results: x, n } = r;
   const { failed, perCore, pacing } = figures(r);
   console.log(
-    `${String(n).padStart(5)} ${String(r.live).padStart(4)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.response, 50))} ${fmt(pct(x.response, 95))} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
+    `${String(n).padStart(5)} ${String(r.live).padStart(4)} | ${fmt(pacing.p50)} ${fmt(pacing.p99)} ${fmt(pacing.max)} ${String(x.pacing.length).padStart(8)} | ${fmt(pct(x.response, 50))} ${fmt(pct(x.response, 95))} | ${fmt(pct(x.voiceToVoice, 50))} ${fmt(pct(x.voiceToVoice, 95))} ${String(x.turns).padStart(6)} | ${fmt(pct(x.clear, 95))} ${String(x.clear.length).padStart(5)} | ${String(x.stale).padStart(5)} | ${fmt(r.cpu)} ${fmt(r.peakRss, 7)} ${fmt(perCore, 8)} | ${fmt(r.controlCpu, 7)} ${fmt(r.dbCpu, 6)} | ${String(failed).padStart(6)} | ${fmt(r.loopP99)}`,
   );
   return printFindings(o, r, { perCoreTarget: CALLS_PER_CORE_TARGET });
 }
@@ -122,7 +125,7 @@ await benchMain(o, {
   header: () => [
     `media bench, ${describeRun(o)}`,
     `v2v is response net of ${ENDPOINTING_MS} + ${o.modelMs} + ${o.voiceMs} ms (endpointing + model${o.flow ? ' or routing, the longer' : ''} + voice); clear is from the moment the recognizer can have the barge-in's words`,
-    'calls live | pacing |Δ−20| ms p50   p99    max   frames | response ms p50  p95 | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | failed | loadgen loop p99 ms',
+    'calls live | pacing |Δ−20| ms p50   p99    max   frames | response ms p50  p95 | v2v net ms p50  p95  turns | clear p95 (n) | stale | audio cpu %  rss MB calls/core | control db cpu % | failed | loadgen loop p99 ms',
   ],
   perN: async (n, vendors, libs) => {
     if (report(await run(n, vendors, libs))) sustained = Math.max(sustained, n);

@@ -9,7 +9,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { loadLibs, missingBuilds } from './build.mjs';
 import { BENCH_KEY, startPlatform } from './platform.mjs';
-import { commandOf, pidListeningOn, usageOf } from './process-usage.mjs';
+import { commandOf, cpuPercent, cpuSecondsOf, pidListeningOn, postgresPids, usageOf } from './process-usage.mjs';
 import { ENDPOINTING_MS, GREETING } from './vendor-fakes.mjs';
 
 /**
@@ -225,6 +225,10 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     const live = calls.filter((call) => call.open).length;
     const sentBefore = await sentPacing(platform.mediaMetricsUrl);
     const from = { ...usageOf(audioPid), at: performance.now() };
+    // The rest of the platform (the control plane) and the database: what the audio process shares a machine with.
+    const controlPids = platform.pids().filter((pid) => pid !== audioPid);
+    const controlFrom = cpuSecondsOf(controlPids);
+    const dbFrom = cpuSecondsOf(postgresPids());
     let peakRss = from.rssMb;
     const sampler = setInterval(() => {
       try {
@@ -239,13 +243,16 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     clearInterval(sampler);
     loop.disable();
     let cpu = NaN;
+    const elapsed = (performance.now() - from.at) / 1000;
     try {
       const to = usageOf(audioPid);
-      cpu = ((to.cpuSeconds - from.cpuSeconds) / ((performance.now() - from.at) / 1000)) * 100;
+      cpu = ((to.cpuSeconds - from.cpuSeconds) / elapsed) * 100;
       peakRss = Math.max(peakRss, to.rssMb);
     } catch {
       // the audio process died during the run
     }
+    const controlCpu = cpuPercent(controlFrom, cpuSecondsOf(controlPids), elapsed);
+    const dbCpu = cpuPercent(dbFrom, cpuSecondsOf(postgresPids()), elapsed);
 
     // Hang-ups are spread over a second, as people do, then every call must be recorded as ended by the caller.
     await Promise.all(calls.map((call, i) => sleep((i * 1000) / n).then(() => call.hangUp())));
@@ -254,7 +261,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
     const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
-    return { n, live, results, cpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, crashed: platform.exited };
+    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, crashed: platform.exited };
   } finally {
     await platform.stop();
   }

@@ -33,7 +33,7 @@ async function until(check, timeoutMs, what) {
 
 /**
  * Starts the platform; `env` adds the vendors' and carrier's settings. Resolves to { baseUrl, mediaPort,
- * callsMetricsUrl, mediaMetricsUrl, stop, logs, exited } where `exited` lists processes that died (a crash is a finding, not
+ * callsMetricsUrl, mediaMetricsUrl, stop, logs, exited, pids } where `exited` lists processes that died (a crash is a finding, not
  * a bench error) and callsMetricsUrl / mediaMetricsUrl serve the calls service's (call admission) and the media
  * worker's metrics (pacing as sent).
  */
@@ -145,5 +145,7 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
   }
   // Standalone serves every service's metrics on the gateway's port; distributed, each on its OPS_PORT.
   const metricsOf = (service) => (mode === 'standalone' ? `${baseUrl}/metrics` : `http://127.0.0.1:${ops[SERVICES.indexOf(service)]}/metrics`);
-  return { baseUrl, mediaPort, callsMetricsUrl: metricsOf('calls'), mediaMetricsUrl: metricsOf('media-worker'), env, stop, logs, exited };
+  // The platform's own processes (standalone: the one command, whose child may carry the audio; distributed: the five).
+  const pids = () => [...children.values()].map((child) => child.pid);
+  return { baseUrl, mediaPort, callsMetricsUrl: metricsOf('calls'), mediaMetricsUrl: metricsOf('media-worker'), env, stop, logs, exited, pids };
 }

@@ -1,5 +1,6 @@
 // CPU and memory of the process that carries the audio, found by who listens on MEDIA_PORT (Linux /proc): in
-// standalone mode that may be the one process or a child it runs the media worker in; distributed, the worker.
+// standalone mode that may be the one process or a child it runs the media worker in; distributed, the worker. And
+// the CPU of the rest of the platform and of the database's processes beside it.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 const CLOCK_TICKS = 100; // USER_HZ: /proc/<pid>/stat counts CPU time in hundredths of a second on Linux
@@ -55,4 +56,38 @@ export function usageOf(pid) {
 export function commandOf(pid) {
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
   return argv.slice(1).find((a) => !a.startsWith('-'))?.replace(/^.*\/(apps\/[^/]+)\/.*$/, '$1') ?? argv[0];
+}
+
+/** CPU seconds of each of `pids` now; a pid that is gone is left out. */
+export function cpuSecondsOf(pids) {
+  const seconds = new Map();
+  for (const pid of pids) {
+    try {
+      seconds.set(pid, usageOf(pid).cpuSeconds);
+    } catch {
+      // exited
+    }
+  }
+  return seconds;
+}
+
+/** The pids of this machine's PostgreSQL processes (the embedded server's, or the server a run uses). */
+export function postgresPids() {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** CPU % of one core used by a set of processes between two cpuSecondsOf samples `seconds` apart; a process started in between counts whole. */
+export function cpuPercent(before, after, seconds) {
+  let used = 0;
+  for (const [pid, to] of after) used += to - (before.get(pid) ?? 0);
+  return (used / seconds) * 100;
 }
