@@ -170,6 +170,23 @@ describe('transactional outbox relayed to the in-process bus', () => {
     expect(received[0].id).toBe('nudged-1');
   });
 
+  it('polls less often at rest, down to one pass per idlePollMs, and still finds a record left without a nudge', async () => {
+    const { bus, received } = recordingBus();
+    const r = relay(dataSource, bus, { pollMs: 20, idlePollMs: 160 });
+    const pass = jest.spyOn(r, 'pass');
+    r.start();
+    await sleep(1_000);
+
+    // Waits of 20, 40, 80, then 160 ms: about 9 passes in a second, where a fixed 20 ms poll made 50.
+    expect(pass.mock.calls.length).toBeGreaterThanOrEqual(5);
+    expect(pass.mock.calls.length).toBeLessThanOrEqual(12);
+
+    await dataSource.transaction((m) => enqueueOutbox(m, TEST_SUBJECT, payload(1), 'unnudged-1'));
+    const enqueuedAt = Date.now();
+    await waitUntil(() => received.length === 1, 2000, 'the polled delivery');
+    expect(Date.now() - enqueuedAt).toBeLessThan(160 + 150);
+  });
+
   it('shares the work between two replicas relaying one table: every record delivered, none twice', async () => {
     const N = 200;
     const deliveries = new Map<string, number>();

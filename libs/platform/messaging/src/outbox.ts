@@ -97,12 +97,16 @@ const REPLAY_POLL_MS = 5_000;
  * replicas share the work without publishing a row twice at once. A failed publish is retried with back-off;
  * a row is marked published only after the bus acknowledged it. A poison row (OUTBOX_POISON_STRIKES) moves to
  * dead_letters with the bus's error, counted in parley_bus_dead_letters_total{consumer="outbox"}; one an
- * operator marks with replay_requested_at moves back into the outbox and is published again.
+ * operator marks with replay_requested_at moves back into the outbox and is published again. A pass runs at once
+ * when nudged (after a commit of this replica) and otherwise every pollMs, doubling after each pass that found
+ * nothing up to idlePollMs: an idle platform's relays cost its database a transaction every 2 s each, not four a second.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  /** The wait before the next poll: pollMs, doubled after each pass that found nothing, up to idlePollMs. */
+  private wait: number;
   private stopped = false;
   private lastCleanup = 0;
   private lastReplayPoll = 0;
@@ -115,6 +119,8 @@ export class OutboxRelay {
     private readonly bus: Bus,
     private readonly options: {
       pollMs?: number;
+      /** The longest wait between polls while they find nothing (default 8 × pollMs); a nudge or a find resets it. */
+      idlePollMs?: number;
       batchSize?: number;
       retainPublishedMs?: number;
       /** The metric's `service` label. */
@@ -124,6 +130,11 @@ export class OutboxRelay {
     } = {},
   ) {
     this.deadLetters = new DeadLetterStore(dataSource, options.service ?? '');
+    this.wait = this.pollMs;
+  }
+
+  private get pollMs(): number {
+    return this.options.pollMs ?? 250;
   }
 
   start(): void {
@@ -133,6 +144,7 @@ export class OutboxRelay {
   /** Asks for a pass now (after a local commit) instead of waiting for the next poll. */
   nudge(): void {
     if (this.stopped) return;
+    this.wait = this.pollMs;
     if (this.running) this.again = true;
     else this.schedule(0);
   }
@@ -148,14 +160,19 @@ export class OutboxRelay {
     clearTimeout(this.timer);
     // Untraced: a nudge from a request would otherwise put this pass and every later one in the request's trace.
     this.timer = setTimeout(untraced(() => {
+      let found = true;
       this.running = this.pass()
-        .then(() => undefined)
+        .then((handled) => void (found = handled > 0))
         .catch((error) => this.log.warn({ err: error }, 'outbox pass failed'))
         .finally(() => {
           this.running = undefined;
           const more = this.again;
           this.again = false;
-          this.schedule(more ? 0 : (this.options.pollMs ?? 250));
+          // A relay at rest polls less and less often: its own commits nudge it, so a poll finds only rows due for a
+          // retry or left by a replica that stopped before publishing them. Each poll is a transaction.
+          const wait = found ? this.pollMs : this.wait;
+          this.wait = found ? this.pollMs : Math.min(this.wait * 2, this.options.idlePollMs ?? 8 * this.pollMs);
+          this.schedule(more ? 0 : wait);
         });
     }), ms);
   }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { projectLimitReached, webhooksV1 } from '@parley/contracts';
+import { OutboxRelay } from '@parley/messaging';
 import { newId, Page, Sealer } from '@parley/persistence';
 import { webhookUrlProblem, WebhookUrlRules } from '@parley/egress';
 import { AppError, pagePosition } from '@parley/rpc';
@@ -49,6 +50,8 @@ export class EndpointsDomain {
     private readonly deliveries: DeliveriesRepository,
     private readonly sealer: Sealer,
     @Inject(WEBHOOK_URL_RULES) private readonly rules: WebhookUrlRules,
+    /** Nudged after a refusal committed project.limit_reached, so it goes out at once rather than on the next poll. */
+    @Optional() private readonly relay?: OutboxRelay,
   ) {}
 
   /**
@@ -61,7 +64,7 @@ export class EndpointsDomain {
       async (m) => (await this.refusalAtCeiling(m, accountId, project)) ?? this.insert(m, accountId, fields, null, project?.id ?? null),
     );
     // A refusal is committed, not thrown inside: its project.limit_reached event (and its mark) must be kept.
-    if (outcome instanceof AppError) throw outcome;
+    if (outcome instanceof AppError) throw this.refused(outcome);
     return outcome;
   }
 
@@ -104,7 +107,7 @@ export class EndpointsDomain {
       if (wasEnabled && !existing.enabled) await this.deliveries.cancelPending(m, existing.id, DISABLED);
       return { endpoint: existing, created: false };
     });
-    if (outcome instanceof AppError) throw outcome;
+    if (outcome instanceof AppError) throw this.refused(outcome);
     return outcome;
   }
 
@@ -186,6 +189,12 @@ export class EndpointsDomain {
    * counted under the account's lock. The first refusal enqueues `project.limit_reached` (once, until an endpoint is
    * created under the ceiling again, which clears the mark), in this transaction: the caller commits it.
    */
+  /** A committed refusal at the ceiling: its event, if it enqueued one, is relayed now. */
+  private refused(refusal: AppError): AppError {
+    this.relay?.nudge();
+    return refusal;
+  }
+
   private async refusalAtCeiling(m: EntityManager, accountId: string, project: EndpointProject | undefined): Promise<AppError | undefined> {
     if (!project?.maxEndpoints) return undefined;
     const live = await this.endpoints.countInProject(m, accountId, project.id);
