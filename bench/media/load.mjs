@@ -296,7 +296,7 @@ export function figures(r) {
   return {
     failed: [...x.failures.keys()].filter((k) => typeof k === 'number').length,
     perCore: Number.isFinite(r.cpu) && r.cpu > 0 ? r.live / (r.cpu / 100) : NaN,
-    pacing: { p50: pct(x.pacing, 50), p99: pct(x.pacing, 99), max: x.pacing.length ? Math.max(...x.pacing) : NaN },
+    pacing: { p50: pct(x.pacing, 50), p99: pct(x.pacing, 99), max: pct(x.pacing, 100) },
   };
 }
 
