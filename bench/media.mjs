@@ -22,8 +22,11 @@
 // node's answer, which starts at once and is kept when the flow stays; the fake model answers the routing call after
 // --route-ms (default --llm-ms) with no edge (the flow stays: the common turn). Compare `response` with and without
 // --flow for what a flow adds per turn.
-// Diagnostics: --explain prints each stale frame (call id, time, part, time since the clear, the caller's state) with
-// the line's last 6 s; BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
+// Diagnostics: --wire (needs tcpdump and the right to capture) also prints the pacing of the agent's frames as
+// they left the platform, from a packet capture on loopback over the measured window (bench/media/wire.mjs): the
+// kernel's timestamps, so the load generator's own lateness on the shared cores is not in it. --explain prints
+// each stale frame (call id, time, part, time since the clear, the caller's state) with the line's last 6 s;
+// BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
 // id); BENCH_LOG_FILE appends the platform's output to that file; BENCH_NODE_OPTIONS becomes its NODE_OPTIONS (e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process, the media worker's included).
 //
@@ -88,8 +91,13 @@ import { newResults } from './media/caller.mjs';
 import { benchMain, benchOptions, describeRun, figures, fmt, PACING_TARGET_MS, pct, printFindings, runCalls } from './media/load.mjs';
 import { PHONE_RATE, PhoneCall, phoneSounds } from './media/phone-call.mjs';
 import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
+import { captureWire, wireUnavailable } from './media/wire.mjs';
 
 const o = benchOptions('10,50,100,200');
+if (o.wire && wireUnavailable()) {
+  console.error(`--wire: ${wireUnavailable()}`);
+  process.exit(2);
+}
 const CALLS_PER_CORE_TARGET = 200;
 
 async function run(n, vendors, libs) {
@@ -105,6 +113,7 @@ async function run(n, vendors, libs) {
       results,
       env: { TWILIO_ACCOUNT_SID: twilio.accountSid, TWILIO_AUTH_TOKEN: twilio.authToken, TWILIO_API_BASE_URL: twilioUrl, TWILIO_FROM_NUMBER: '+15550009999' },
       newCall: (call) => new PhoneCall({ ...call, twilio, audio: libs.audio, sounds, speechOf }),
+      wire: o.wire ? (port) => captureWire(port, speechOf && ((mulaw) => speechOf(libs.audio.mulawToPcm16(mulaw)))) : undefined,
     });
   } finally {
     await twilio.stop();

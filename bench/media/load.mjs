@@ -71,6 +71,7 @@ export function benchOptions(defaultCalls) {
     voice,
     vad: args.vad ?? 'silero',
     explain: 'explain' in args,
+    wire: 'wire' in args,
     pin: 'pin' in args,
     audioCore: cpus().length - 1,
     dist: resolve(args.dist ?? join(import.meta.dirname, '..', '..', 'dist')),
@@ -175,7 +176,7 @@ function apiOf(baseUrl) {
  * --seconds measured into `results` with the audio process's CPU and memory and this process's event-loop delay;
  * then every call hangs up and must be recorded ended/completed.
  */
-export async function runCalls(o, { n, vendors, env, newCall, results }) {
+export async function runCalls(o, { n, vendors, env, newCall, results, wire }) {
   const platform = await startPlatform({
     mode: o.mode,
     dist: o.dist,
@@ -218,6 +219,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     await sleep((o.ramp + o.warmup) * 1000);
     await started;
 
+    const capture = wire ? await wire(platform.mediaPort) : undefined;
     const loop = monitorEventLoopDelay({ resolution: 1 });
     loop.enable();
     results.measuring = true;
@@ -239,6 +241,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     }, 1000);
     await sleep(o.seconds * 1000);
     results.measuring = false;
+    const wireGaps = await capture?.stop();
     const sentAfter = await sentPacing(platform.mediaMetricsUrl);
     clearInterval(sampler);
     loop.disable();
@@ -261,7 +264,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results }) {
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
     const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
-    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, crashed: platform.exited };
+    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, wireGaps, crashed: platform.exited };
   } finally {
     await platform.stop();
   }
@@ -315,6 +318,10 @@ export function printFindings(o, r, { perCoreTarget } = {}) {
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
   console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
+  if (r.wireGaps) {
+    const w = r.wireGaps;
+    console.log(`        pacing on the wire (a packet capture of the frames as they left the platform, this process's lateness excluded): p50 ${fmt(pct(w, 50), 0).trim()} p99 ${fmt(pct(w, 99), 0).trim()} max ${fmt(pct(w, 100), 0).trim()} ms over ${w.length} frames`);
+  }
   if (r.refusals.length) console.log(`        refused before dialling (call admission): ${r.refusals.join(', ')}`);
   const reasons = new Map();
   for (const reason of x.failures.values()) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
