@@ -473,6 +473,16 @@ export class ServiceConfig extends TracingConfig {
   @Max(65535)
   MEDIA_PORT: number = 8081;
 
+  /**
+   * The scheduling priority (nice) of the media worker's stream thread, which paces every call's audio: below 0 it
+   * wakes ahead of the engine, the control plane and the database on shared cores. Needs CAP_SYS_NICE (root, or the
+   * capability); without it the thread keeps the process's priority and the worker logs so once. 0: no change.
+   */
+  @IsInt()
+  @Min(-20)
+  @Max(19)
+  MEDIA_STREAM_NICE: number = -10;
+
   @IsString()
   MEDIA_HOST: string = '0.0.0.0';
 

@@ -89,6 +89,8 @@ export class MediaStreamServer {
     /** Paths served besides `/streams/{carrier}`, each with its protocol's name; such a protocol has no `/streams/` path. */
     private readonly paths: Record<string, string>,
     private readonly deps: Omit<CallSessionDeps, 'protocol'>,
+    /** The stream thread's scheduling priority (nice; MEDIA_STREAM_NICE): 0 or unset leaves the process's. */
+    private readonly threadNice = 0,
   ) {
     this.links = deps.links ?? new CallLinks();
     this.thread = this.startThread();
@@ -143,7 +145,12 @@ export class MediaStreamServer {
 
   private startThread(): StreamThread {
     return new StreamThread(
-      { carriers: Object.keys(this.protocols).filter((c) => !Object.values(this.paths).includes(c)), paths: this.paths, maxPayload: 1024 * 1024 },
+      {
+        carriers: Object.keys(this.protocols).filter((c) => !Object.values(this.paths).includes(c)),
+        paths: this.paths,
+        maxPayload: 1024 * 1024,
+        nice: this.threadNice || undefined,
+      },
       {
         open: (id, carrier) => this.accept(id, this.protocols[carrier]),
         frame: (id, frame) => {
@@ -157,6 +164,10 @@ export class MediaStreamServer {
           for (const ms of jitterMs) mediaPlayoutJitter.observe(ms / 1000);
         },
         exit: (error) => this.threadDied(error),
+        priority: (nice, taken, reason) =>
+          taken
+            ? this.log.info({ nice }, 'stream thread priority taken')
+            : this.log.info({ nice, wanted: this.threadNice, reason }, 'stream thread keeps its priority (MEDIA_STREAM_NICE below 0 needs CAP_SYS_NICE): its pacing shares the cores equally with the rest'),
       },
     );
   }

@@ -154,6 +154,7 @@ class MediaStreamListener implements OnApplicationBootstrap, BeforeApplicationSh
           calendarBaseUrl: config.CALENDAR_BASE_URL,
         },
       },
+      config.MEDIA_STREAM_NICE,
     );
     this.load = new MediaLoadReporter(bus, () => this.server.activeStreams, config);
   }

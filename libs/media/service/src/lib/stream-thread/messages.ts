@@ -11,6 +11,8 @@ export interface StreamThreadData {
   paths: Record<string, string>;
   /** Largest frame accepted from a carrier, in bytes. */
   maxPayload: number;
+  /** The scheduling priority (nice, -20..19) the thread takes when the process may; undefined: the process's own. */
+  nice?: number;
 }
 
 /** Main → thread, applied in order (several per postMessage). */
@@ -45,4 +47,6 @@ export type FromThread =
    */
   | { ev: 'stats'; sent: number; late: number; jitterMs: number[] }
   | { ev: 'draining' }
-  | { ev: 'stopped' };
+  | { ev: 'stopped' }
+  /** Whether the thread took the priority it was started with (`nice` is what it has); `reason` when it could not. */
+  | { ev: 'priority'; nice: number; taken: boolean; reason?: string };

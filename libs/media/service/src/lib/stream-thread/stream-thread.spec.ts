@@ -1,3 +1,4 @@
+import { getPriority } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { StreamThread, StreamThreadEvents } from './stream-thread';
@@ -180,6 +181,30 @@ describe('stream thread', () => {
     const sorted = [...sentJitterMs].sort((a, b) => a - b);
     expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(0.2);
     await line.stop();
+  });
+
+  /** A thread started with `nice`, until it reports its priority; resolves to that report. */
+  async function priorityOf(nice: number | undefined): Promise<{ nice: number; taken: boolean; reason?: string } | undefined> {
+    let report: { nice: number; taken: boolean; reason?: string } | undefined;
+    const events = { open: () => undefined, frame: () => undefined, closed: () => undefined, error: () => undefined, stats: () => undefined, exit: () => undefined };
+    const other = new StreamThread({ carriers: ['twilio'], paths: {}, maxPayload: 1024, nice }, { ...events, priority: (n, taken, reason) => (report = { nice: n, taken, reason }) });
+    await other.listen(0, '127.0.0.1');
+    await other.stop();
+    return report;
+  }
+
+  it('takes the scheduling priority it is started with, for itself only, and says so', async () => {
+    // A lower priority (a higher nice) needs no privilege, so this holds for any user the tests run as.
+    const mine = getPriority();
+    expect(await priorityOf(Math.min(19, mine + 3))).toEqual({ nice: Math.min(19, mine + 3), taken: true, reason: undefined });
+    expect(getPriority()).toBe(mine);
+  });
+
+  it('keeps its priority and says why when it cannot take the one asked for; asked for none, it says nothing', async () => {
+    const refused = await priorityOf(-21);
+    expect(refused).toMatchObject({ nice: getPriority(), taken: false });
+    expect(refused?.reason).toMatch(/-21/);
+    expect(await priorityOf(undefined)).toBeUndefined();
   });
 
   it('stops within about a second even when a carrier never answers its close frame', async () => {

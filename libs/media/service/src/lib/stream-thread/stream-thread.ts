@@ -14,6 +14,8 @@ export interface StreamThreadEvents {
   stats(sent: number, late: number, jitterMs: number[]): void;
   /** The thread died (its streams are gone); `error` says why. */
   exit(error: Error): void;
+  /** Whether the thread took the priority it was started with (`nice`: what it has); `reason` when not. */
+  priority?(nice: number, taken: boolean, reason?: string): void;
 }
 
 /**
@@ -123,6 +125,8 @@ export class StreamThread {
         return this.drained?.();
       case 'stopped':
         return this.stopped?.();
+      case 'priority':
+        return this.events.priority?.(event.nice, event.taken, event.reason);
     }
   }
 
