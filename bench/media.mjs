@@ -94,8 +94,9 @@ import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
 import { captureWire, wireUnavailable } from './media/wire.mjs';
 
 const o = benchOptions('10,50,100,200');
-if (o.wire && wireUnavailable()) {
-  console.error(`--wire: ${wireUnavailable()}`);
+const noWire = o.wire && wireUnavailable();
+if (noWire) {
+  console.error(`--wire: ${noWire}`);
   process.exit(2);
 }
 const CALLS_PER_CORE_TARGET = 200;

@@ -65,8 +65,7 @@ export function pacingOnWire(pcap, classify) {
     const length = pcap.readUInt32LE(at + 8);
     const packet = pcap.subarray(at + 16, at + 16 + length);
     at += 16 + length;
-    const ip = linkHeader;
-    const tcp = (packet[ip] >> 4 === 6 ? 40 : (packet[ip] & 15) * 4) + ip;
+    const tcp = (packet[linkHeader] >> 4 === 6 ? 40 : (packet[linkHeader] & 15) * 4) + linkHeader;
     const key = packet.readUInt16BE(tcp + 2);
     const payload = packet.subarray(tcp + (packet[tcp + 12] >> 4) * 4);
     if (!payload.length) continue;
