@@ -22,6 +22,13 @@
 // node's answer, which starts at once and is kept when the flow stays; the fake model answers the routing call after
 // --route-ms (default --llm-ms) with no edge (the flow stays: the common turn). Compare `response` with and without
 // --flow for what a flow adds per turn.
+// --caller-threads <K> (default one per 25 calls, at most 8): the threads the load generator spreads the calls'
+// media streams over (bench/media/caller-threads.mjs). Each thread carries its shard of carrier WebSockets with its
+// own event loop and asks for the priority the media worker's stream thread has (nice -10, where the process may:
+// root or CAP_SYS_NICE; the run says what it got), as a carrier's media edge runs on machines of its own: in one
+// loop at normal priority, 100 callers' readings queued behind each other and behind the platform on the shared
+// cores, and the carrier read 20-26 ms p99 where the wire said 3-4 (the run of 29 November 2026 in docs/engine.md).
+// --caller-threads 1 is the old instrument, minus call control (always in the main thread).
 // Diagnostics: --wire (needs tcpdump and the right to capture) also prints the pacing of the agent's frames as
 // they left the platform, from a packet capture on loopback over the measured window (bench/media/wire.mjs): the
 // kernel's timestamps, so the load generator's own lateness on the shared cores is not in it. --explain prints
@@ -34,9 +41,9 @@
 // and NATS with a NATS_NAMESPACE of its own), fresh database per run (DATABASE_URL, else embedded in standalone);
 // the vendor fakes in a process of their own (Deepgram live WebSocket, an OpenAI-compatible model, the `openai`
 // synthesizer: bench/media/vendor-fakes.mjs); and this one, the load generator: the fake Twilio REST server, which
-// opens each call's Media Streams WebSocket (μ-law, base64 JSON, marks, clear), and one simulated caller per call
-// (bench/media/phone-call.mjs, its behaviour bench/media/caller.mjs, the run bench/media/load.mjs, shared with
-// bench/browser.mjs). Each N gets a fresh platform.
+// answers each call, and one simulated caller per call (bench/media/phone-call.mjs, its behaviour
+// bench/media/caller.mjs, the run bench/media/load.mjs, shared with bench/browser.mjs), whose Media Streams
+// WebSocket (μ-law, base64 JSON, marks, clear) runs in one of the caller threads. Each N gets a fresh platform.
 //
 // Each call is placed with POST /v1/calls (an agent created through the API, key seeded with BOOTSTRAP_KEYS),
 // answered by the fake Twilio (ringing, in-progress, then the stream), ramped over --ramp seconds. Every caller
@@ -83,13 +90,15 @@
 //   failed   calls that did not end normally: a POST /v1/calls not 201 (5xx included), a status callback refused,
 //            a refused media stream, a stream the platform closed, a call not recorded ended/completed, or one
 //            whose agent never spoke;
-//   loadgen  this process's own event-loop delay p99: if high, the figures carry the load generator's lateness.
+//   loadgen  the caller threads' event-loop delay p99 (the worst thread's): if high, the figures carry the load
+//            generator's own lateness.
 // Targets (verdicts printed): pacing p99 ≤ 5 ms at ≥ 200 calls per core of the audio process, 0 failed calls,
 // 0 stale frames. bench/engine.mjs (npm run bench:engine) is the engine alone, in-process: a diagnostic.
 import { agentSpeech } from './media/agent-speech.mjs';
 import { newResults } from './media/caller.mjs';
 import { benchMain, benchOptions, describeRun, figures, fmt, PACING_TARGET_MS, pct, printFindings, runCalls } from './media/load.mjs';
 import { PHONE_RATE, PhoneCall, phoneSounds } from './media/phone-call.mjs';
+import { callerThreadsFor, CallerThreads } from './media/caller-threads.mjs';
 import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
 import { captureWire, wireUnavailable } from './media/wire.mjs';
 
@@ -100,23 +109,32 @@ if (noWire) {
   process.exit(2);
 }
 const CALLS_PER_CORE_TARGET = 200;
+const threadsFlag = process.argv.indexOf('--caller-threads');
+const callerThreads = threadsFlag < 0 ? undefined : Number(process.argv[threadsFlag + 1]);
+if (callerThreads !== undefined && !(Number.isInteger(callerThreads) && callerThreads >= 1)) {
+  console.error('--caller-threads is a whole number ≥ 1');
+  process.exit(2);
+}
+const threadsOf = (n) => callerThreads ?? callerThreadsFor(n);
 
 async function run(n, vendors, libs) {
   const twilio = new libs.twilio.FakeTwilioServer();
   const twilioUrl = await twilio.start();
-  const sounds = phoneSounds(libs);
   const speechOf = agentSpeech({ libs, voice: o.voice, greeting: GREETING, answers: ANSWERS, rate: PHONE_RATE });
   const results = newResults({ explain: o.explain });
+  const threads = new CallerThreads(threadsOf(n), { dist: o.dist, sounds: phoneSounds(libs), voice: o.voice, llmMs: o.modelMs, ttsMs: o.voiceMs, explain: o.explain });
   try {
     return await runCalls(o, {
       n,
       vendors,
       results,
       env: { TWILIO_ACCOUNT_SID: twilio.accountSid, TWILIO_AUTH_TOKEN: twilio.authToken, TWILIO_API_BASE_URL: twilioUrl, TWILIO_FROM_NUMBER: '+15550009999' },
-      newCall: (call) => new PhoneCall({ ...call, twilio, audio: libs.audio, sounds, speechOf }),
+      newCall: (call) => new PhoneCall({ ...call, twilio, line: threads.line(call.index), parseTwiml: libs.twilio.parseConnectStreamTwiml }),
+      callers: threads,
       wire: o.wire ? (port) => captureWire(port, speechOf && ((mulaw) => speechOf(libs.audio.mulawToPcm16(mulaw)))) : undefined,
     });
   } finally {
+    await threads.stop();
     await twilio.stop();
   }
 }

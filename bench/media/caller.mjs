@@ -58,6 +58,38 @@ export function newResults({ explain = false } = {}) {
   return { measuring: false, explain, staleFrames: [], pacing: [], response: [], voiceToVoice: [], clear: [], stale: 0, unanswered: 0, unclearedBargeIns: 0, turns: 0, bargeIns: 0, failures: new Map() };
 }
 
+/**
+ * Adds `from`'s figures (a newResults() of another thread's callers, structured-cloned) to `into`; `shift` (ms) moves
+ * its stale frames' times onto this thread's clock.
+ */
+export function mergeResults(into, from, shift = 0) {
+  for (const [key, value] of Object.entries(from)) {
+    // One by one: a spread of a long run's 100 000 gaps overflows the stack.
+    if (Array.isArray(value) && key !== 'staleFrames') for (const x of value) into[key].push(x);
+    else if (typeof value === 'number') into[key] += value;
+  }
+  for (const f of from.staleFrames) into.staleFrames.push({ ...f, at: f.at + shift, timeline: f.timeline.map((e) => ({ ...e, at: e.at + shift, to: e.to + shift })) });
+  for (const [index, reason] of from.failures) if (!into.failures.has(index)) into.failures.set(index, reason);
+}
+
+/** A call's first failure is its reason (`call`: its `index` and `results`). */
+export function failCall(call, reason) {
+  if (!call.results.failures.has(call.index)) call.results.failures.set(call.index, reason);
+}
+
+/**
+ * After the hang-up: the call must be recorded as ended by the caller, and the agent must have spoken (`call`: its
+ * `index`, `results`, `api`, `callId` and `heardNothing`).
+ */
+export async function verifyEnded(call) {
+  if (!call.callId || call.results.failures.has(call.index)) return;
+  const read = await call.api('GET', `/v1/calls/${call.callId}`);
+  if (read.status !== 200) return failCall(call, `GET /v1/calls/{id} answered ${read.status}`);
+  const { status, end_reason: reason } = read.body;
+  if (status !== 'ended' || reason !== 'completed') failCall(call, `recorded ${status}/${reason ?? '-'} instead of ended/completed`);
+  if (call.heardNothing) failCall(call, 'the agent never spoke (dead air)');
+}
+
 const partName = (part) => (part ? `${part.turn} sentence ${part.sentence}/${part.of}` : 'no tone');
 
 export class SimulatedCaller {
@@ -98,7 +130,7 @@ export class SimulatedCaller {
   }
 
   fail(reason) {
-    if (!this.results.failures.has(this.index)) this.results.failures.set(this.index, reason);
+    failCall(this, reason);
   }
 
   /** The line is up and carries audio: the caller listens for the greeting and talks from now on. */
@@ -123,14 +155,8 @@ export class SimulatedCaller {
     await this.leave();
   }
 
-  /** After the hang-up: the call must be recorded as ended by the caller. */
-  async verifyEnded() {
-    if (!this.callId || this.results.failures.has(this.index)) return;
-    const read = await this.api('GET', `/v1/calls/${this.callId}`);
-    if (read.status !== 200) return this.fail(`GET /v1/calls/{id} answered ${read.status}`);
-    const { status, end_reason: reason } = read.body;
-    if (status !== 'ended' || reason !== 'completed') this.fail(`recorded ${status}/${reason ?? '-'} instead of ended/completed`);
-    if (this.heardNothing) this.fail('the agent never spoke (dead air)');
+  verifyEnded() {
+    return verifyEnded(this);
   }
 
   get heardNothing() {

@@ -173,10 +173,11 @@ function apiOf(baseUrl) {
  * One N: a fresh platform (`env`: the carrier's settings, beside the vendors'), an agent created through the API,
  * then `n` calls from `newCall({ index, api, agentId, results, llmMs, ttsMs })` (a SimulatedCaller's options; it adds
  * the line's) started over --ramp; after --warmup,
- * --seconds measured into `results` with the audio process's CPU and memory and this process's event-loop delay;
- * then every call hangs up and must be recorded ended/completed.
+ * --seconds measured into `results` with the audio process's CPU and memory and the callers' event-loop delay;
+ * then every call hangs up and must be recorded ended/completed. `callers`: where the callers' media runs when not
+ * in this thread (CallerThreads: measure(on), collect(results, calls) → { loopP99: its loops' delay p99, callers }).
  */
-export async function runCalls(o, { n, vendors, env, newCall, results, wire }) {
+export async function runCalls(o, { n, vendors, env, newCall, results, wire, callers = inThisThread(results) }) {
   const platform = await startPlatform({
     mode: o.mode,
     dist: o.dist,
@@ -220,9 +221,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire }) {
     await started;
 
     const capture = wire ? await wire(platform.mediaPort) : undefined;
-    const loop = monitorEventLoopDelay({ resolution: 1 });
-    loop.enable();
-    results.measuring = true;
+    await callers.measure(true);
     // Calls per core counts the calls actually carried: a refused or failed call costs the audio process nothing.
     const live = calls.filter((call) => call.open).length;
     const sentBefore = await sentPacing(platform.mediaMetricsUrl);
@@ -240,11 +239,10 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire }) {
       }
     }, 1000);
     await sleep(o.seconds * 1000);
-    results.measuring = false;
+    await callers.measure(false);
     const wireGaps = await capture?.stop();
     const sentAfter = await sentPacing(platform.mediaMetricsUrl);
     clearInterval(sampler);
-    loop.disable();
     let cpu = NaN;
     const elapsed = (performance.now() - from.at) / 1000;
     try {
@@ -261,13 +259,27 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire }) {
     await Promise.all(calls.map((call, i) => sleep((i * 1000) / n).then(() => call.hangUp())));
     await sleep(3000);
     const refusals = await refusalsByReason(platform.callsMetricsUrl);
+    const { loopP99, callers: callersRan } = await callers.collect(results, calls);
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
     const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
-    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99: loop.percentile(99) / 1e6, sentP99, wireGaps, crashed: platform.exited };
+    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99, callers: callersRan, sentP99, wireGaps, crashed: platform.exited };
   } finally {
     await platform.stop();
   }
+}
+
+/** Callers whose media runs in this thread: `results` is theirs, the loop's delay this thread's. */
+function inThisThread(results) {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  return {
+    measure(on) {
+      results.measuring = on;
+      if (on) loop.enable();
+      else loop.disable();
+    },
+    collect: () => ({ loopP99: loop.percentile(99) / 1e6 }),
+  };
 }
 
 /** The media worker's parley_media_playout_jitter_seconds buckets (cumulative counts by upper bound, ms). */
@@ -317,6 +329,7 @@ export function printFindings(o, r, { perCoreTarget } = {}) {
   console.log(`        pacing p99 ≤ ${PACING_TARGET_MS} ms: ${verdict(pacingOk)}; ${perCoreVerdict}; 0 failed calls: ${verdict(failed === 0 && !r.crashed.length)}; 0 stale frames: ${verdict(x.stale === 0)}`);
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
+  if (r.callers) console.log(`        the carrier's side: ${r.callers}; their event loops' delay p99 ${fmt(r.loopP99, 0).trim()} ms`);
   console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
   if (r.wireGaps) {
     const w = r.wireGaps;
