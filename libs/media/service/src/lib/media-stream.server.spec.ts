@@ -9,6 +9,7 @@ import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { CallsPort } from './calls-port';
+import { carrierThread, stopCarrierThreads } from './testing/carrier-thread';
 import { MediaStreamServer } from './media-stream.server';
 
 const CALL = { id: 'call_1', account_id: 'acc_1', agent_id: 'agt_1', status: 'in_progress', recording_enabled: false, variables: {} } as unknown as callsV1.Call;
@@ -135,6 +136,45 @@ describe('media stream server, frames', () => {
       const audio = concatPcm16(stt.current?.frames ?? [], 13 * 160);
       expect(Array.from({ length: 13 }, (_, i) => audio[i * 160])).toEqual(Array.from({ length: 13 }, (_, i) => decoded(i + 1)));
       ws.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('media stream server, a paused main thread', () => {
+  afterEach(() => stopCarrierThreads());
+
+  it("plays the agent's speech on time through a 400 ms pause of the main thread, as long as a major GC's under load", async () => {
+    // 50 ms of the fake voice a character: about 2 s of greeting.
+    const greeting = 'Thank you for calling the front desk today.';
+    const server = new MediaStreamServer({ twilio: new TwilioMediaStreamProtocol() }, {}, {
+      calls: { attachMedia: async () => ({ call: CALL, resume: '' }), getTranscript: async () => [], heartbeat: async () => true, endCall: async () => undefined, appendTurn: async () => undefined } as unknown as CallsPort,
+      agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting }] }, effective: {} }) },
+      recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'paused-'))),
+      providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },
+      defaults: { model: 'fake', sttProvider: 'fake-stt', ttsProvider: 'fake-tts' },
+    });
+    try {
+      const port = await server.listen(0, '127.0.0.1');
+      const line = await carrierThread(`ws://127.0.0.1:${port}/streams/twilio`);
+      line.send(start('tok'));
+      const media = () => line.received.filter((r) => r.frame.includes('"event":"media"'));
+      await until(() => media().length >= 5);
+      // The engine has had time to queue its lead in the stream thread; then this thread is held, as by the marking.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const now = () => performance.timeOrigin + performance.now();
+      const heldFrom = now();
+      while (now() < heldFrom + 400);
+      const heldTo = now();
+      await until(() => media().some((r) => r.at > heldTo + 100));
+
+      const during = media().filter((r) => r.at > heldFrom && r.at < heldTo);
+      // 20 frames are due in 400 ms; a 160 ms lead gave 8 and then silence.
+      expect(during.length).toBeGreaterThanOrEqual(16);
+      const times = media().filter((r) => r.at > heldFrom - 100 && r.at < heldTo + 100).map((r) => r.at);
+      expect(Math.max(...times.slice(1).map((t, i) => t - times[i]))).toBeLessThan(80);
+      await line.stop();
     } finally {
       await server.close();
     }

@@ -21,8 +21,13 @@ function drainReport(outcomes: SessionOutcome[]): DrainReport {
   };
 }
 
-/** Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard. */
-export const STREAM_LEAD_FRAMES = 8;
+/**
+ * Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard.
+ * 500 ms: under load a major GC of the main thread's heap does most of its marking in steps inside allocations, which
+ * held the thread 170-310 ms every 7-10 s at 100 calls; with 160 ms every call's answer then went silent at once for
+ * up to 190 ms. A clear drops the queue at once, so a longer lead costs a barge-in nothing.
+ */
+export const STREAM_LEAD_FRAMES = 25;
 
 /** An open stream: its session and, while a frame's handling is unfinished (an attach), the frames waiting behind it. */
 interface Stream {

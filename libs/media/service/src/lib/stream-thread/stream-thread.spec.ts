@@ -1,51 +1,7 @@
 import { getPriority } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import WebSocket from 'ws';
+import { carrierThread, CarrierThread, stopCarrierThreads } from '../testing/carrier-thread';
 import { StreamThread, StreamThreadEvents } from './stream-thread';
-
-/**
- * A carrier in a thread of its own, so the times it reads frames at are not the test thread's (which the last test
- * holds on purpose): it connects to `url`, and posts back each text frame with its arrival time.
- */
-const CARRIER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const WebSocket = require(workerData.ws);
-const ws = new WebSocket(workerData.url);
-ws.on('open', () => parentPort.postMessage({ open: true }));
-ws.on('message', (data) => parentPort.postMessage({ at: performance.now() + performance.timeOrigin, frame: data.toString() }));
-ws.on('close', (code) => parentPort.postMessage({ closed: code }));
-parentPort.on('message', (frame) => ws.send(frame));
-`;
-
-interface Carrier {
-  received: { at: number; frame: string }[];
-  send(frame: string): void;
-  closed: Promise<number>;
-  stop(): Promise<number>;
-}
-
-/** Every carrier thread started, ended after each test whatever its outcome (a live thread keeps jest from exiting). */
-const carriers = new Set<Worker>();
-
-function carrier(url: string): Promise<Carrier> {
-  const worker = new Worker(CARRIER, { eval: true, workerData: { url, ws: require.resolve('ws') } });
-  carriers.add(worker);
-  const received: Carrier['received'] = [];
-  let closed!: (code: number) => void;
-  const c: Carrier = {
-    received,
-    send: (frame) => worker.postMessage(frame),
-    closed: new Promise((resolve) => (closed = resolve)),
-    stop: () => worker.terminate(),
-  };
-  return new Promise((resolve) => {
-    worker.on('message', (m: { open?: boolean; at?: number; frame?: string; closed?: number }) => {
-      if (m.open) resolve(c);
-      if (m.frame !== undefined) received.push({ at: m.at ?? 0, frame: m.frame });
-      if (m.closed !== undefined) closed(m.closed);
-    });
-  });
-}
 
 function upgradeStatus(url: string): Promise<number | undefined> {
   return new Promise((resolve) => {
@@ -92,14 +48,13 @@ describe('stream thread', () => {
   });
 
   afterEach(async () => {
-    await Promise.all([...carriers].map((w) => w.terminate()));
-    carriers.clear();
+    await stopCarrierThreads();
   });
   afterAll(() => thread.stop());
 
-  async function connect(): Promise<{ id: number; line: Carrier }> {
+  async function connect(): Promise<{ id: number; line: CarrierThread }> {
     const before = opened.length;
-    const line = await carrier(`ws://127.0.0.1:${port}/streams/twilio`);
+    const line = await carrierThread(`ws://127.0.0.1:${port}/streams/twilio`);
     await until(() => opened.length > before);
     return { id: opened[opened.length - 1], line };
   }
