@@ -34,8 +34,10 @@ const lines = new Map();
 const loop = monitorEventLoopDelay({ resolution: 1 });
 
 const handlers = {
-  async open({ index, init }) {
+  async open({ index, callId, init }) {
     const line = new PhoneLine({ index, results, llmMs, ttsMs, sounds, speechOf, connect, audio: libs.audio });
+    // For --explain's stale frames.
+    line.callId = callId;
     lines.set(index, line);
     return line.start(init, () => parentPort.postMessage({ type: 'closed', index }));
   },

@@ -61,8 +61,8 @@ export class CallerThreads {
   line(index) {
     const worker = this.workers[index % this.workers.length];
     const { openLines } = this;
-    const open = async (init) => {
-      const refused = await this.request(worker, { type: 'open', index, init });
+    const open = async (init, callId) => {
+      const refused = await this.request(worker, { type: 'open', index, callId, init });
       if (!refused) openLines.add(index);
       return refused;
     };

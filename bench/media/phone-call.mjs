@@ -15,7 +15,7 @@ export const phoneSounds = (libs) => callerSounds(PHONE_RATE, (pcm) => libs.audi
 export class PhoneCall {
   /**
    * `twilio`: the fake Twilio server; `line`: this call's media stream in its caller thread (CallerThreads.line:
-   * open(init) → a refusal's reason or undefined, hangUp() → whether the caller was still on the line, stop(), and
+   * open(init, callId) → a refusal's reason or undefined, hangUp() → whether the caller was still on the line, stop(), and
    * `isOpen`); `parseTwiml`: parseConnectStreamTwiml of the compiled carrier library.
    */
   constructor({ index, api, agentId, results, twilio, line, parseTwiml }) {
@@ -50,7 +50,7 @@ export class PhoneCall {
     const stream = twiml !== undefined ? this.parseTwiml(twiml) : undefined;
     if (!stream) return this.fail(`the call's TwiML has no <Connect><Stream url>: ${twiml ?? '(none)'}`);
     const { accountSid, authToken } = this.twilio;
-    const refused = await this.line.open({ url: stream.url, parameters: stream.parameters, accountSid, authToken, callSid: this.sid });
+    const refused = await this.line.open({ url: stream.url, parameters: stream.parameters, accountSid, authToken, callSid: this.sid }, this.callId);
     if (refused) this.fail(`media stream refused: ${refused}`);
   }
 
