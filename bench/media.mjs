@@ -33,6 +33,9 @@
 // they left the platform, from a packet capture on loopback over the measured window (bench/media/wire.mjs): the
 // kernel's timestamps, so the load generator's own lateness on the shared cores is not in it. --explain prints
 // each stale frame (call id, time, part, time since the clear, the caller's state) with the line's last 6 s;
+// --stalls preloads bench/media/stall-watch.cjs into the platform's processes and prints, for the audio process's
+// main thread over the measured window, its holds over 50 ms (the longest; one longer than the stream thread's queue
+// of each call is heard as silence on every call) and its major GCs (the longest pause);
 // BENCH_LOG_LEVEL sets the platform's LOG_LEVEL (default warn; info logs each barge-in by call
 // id); BENCH_LOG_FILE appends the platform's output to that file; BENCH_NODE_OPTIONS becomes its NODE_OPTIONS (e.g.
 // "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every platform process, the media worker's included).

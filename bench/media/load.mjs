@@ -3,7 +3,8 @@
 // run of N simulated calls on a fresh platform (placed over --ramp, measured for --seconds after --warmup, hung up,
 // checked), and the figures, verdicts and diagnostics both print.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpus, loadavg } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -72,6 +73,7 @@ export function benchOptions(defaultCalls) {
     vad: args.vad ?? 'silero',
     explain: 'explain' in args,
     wire: 'wire' in args,
+    stalls: 'stalls' in args,
     pin: 'pin' in args,
     audioCore: cpus().length - 1,
     dist: resolve(args.dist ?? join(import.meta.dirname, '..', '..', 'dist')),
@@ -178,6 +180,7 @@ function apiOf(baseUrl) {
  * in this thread (CallerThreads: measure(on), collect(results, calls) → { loopP99: its loops' delay p99, callers }).
  */
 export async function runCalls(o, { n, vendors, env, newCall, results, wire, callers = inThisThread(results) }) {
+  const stalls = o.stalls ? stallWatch() : undefined;
   const platform = await startPlatform({
     mode: o.mode,
     dist: o.dist,
@@ -194,6 +197,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
       POST_CALL_MODEL: 'fake-model',
       OPENAI_SPEECH_BASE_URL: vendors.speechUrl,
       OPENAI_SPEECH_API_KEY: vendors.keys.openai,
+      ...stalls?.env,
       ...env,
     },
   });
@@ -226,6 +230,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     const live = calls.filter((call) => call.open).length;
     const sentBefore = await sentPacing(platform.mediaMetricsUrl);
     const from = { ...usageOf(audioPid), at: performance.now() };
+    const windowFrom = Date.now();
     // The rest of the platform (the control plane) and the database: what the audio process shares a machine with.
     const controlPids = platform.pids().filter((pid) => pid !== audioPid);
     const controlFrom = cpuSecondsOf(controlPids);
@@ -240,6 +245,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     }, 1000);
     await sleep(o.seconds * 1000);
     await callers.measure(false);
+    const stallsSeen = stalls?.read(audioPid, windowFrom, Date.now());
     const wireGaps = await capture?.stop();
     const sentAfter = await sentPacing(platform.mediaMetricsUrl);
     clearInterval(sampler);
@@ -263,10 +269,29 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
     const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
-    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99, callers: callersRan, sentP99, wireGaps, crashed: platform.exited };
+    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99, callers: callersRan, sentP99, wireGaps, stalls: stallsSeen, crashed: platform.exited };
   } finally {
     await platform.stop();
+    stalls?.remove();
   }
+}
+
+/**
+ * --stalls: the platform's processes preload stall-watch.cjs, which notes their main threads' holds and major GCs in
+ * a file; read(pid, from, to) gives the audio process's over the measured window (wall-clock ms).
+ */
+function stallWatch() {
+  const file = join(tmpdir(), `parley-bench-stalls-${process.pid}-${Date.now()}.jsonl`);
+  const preload = `--require ${join(import.meta.dirname, 'stall-watch.cjs')}`;
+  return {
+    env: { NODE_OPTIONS: [process.env.BENCH_NODE_OPTIONS, preload].filter(Boolean).join(' '), BENCH_STALL_FILE: file },
+    read(pid, from, to) {
+      const seen = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+      const mine = seen.filter((e) => e.pid === pid && e.at >= from && e.at <= to);
+      return { holds: mine.filter((e) => e.hold !== undefined).map((e) => e.hold), gcs: mine.filter((e) => e.gc !== undefined).map((e) => e.gc), seconds: (to - from) / 1000 };
+    },
+    remove: () => rmSync(file, { force: true }),
+  };
 }
 
 /** Callers whose media runs in this thread: `results` is theirs, the loop's delay this thread's. */
@@ -331,6 +356,11 @@ export function printFindings(o, r, { perCoreTarget } = {}) {
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
   if (r.callers) console.log(`        the carrier's side: ${r.callers}; their event loops' delay p99 ${fmt(r.loopP99, 0).trim()} ms`);
   console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
+  if (r.stalls) {
+    const { holds, gcs, seconds } = r.stalls;
+    const longest = (xs) => (xs.length ? `, the longest ${fmt(Math.max(...xs), 0).trim()} ms` : '');
+    console.log(`        the audio process's main thread over ${fmt(seconds, 0).trim()} s: ${holds.length} holds over 50 ms${longest(holds)} (one longer than the stream thread's queue, STREAM_LEAD_FRAMES × 20 ms, is heard); ${gcs.length} major GCs${longest(gcs)}`);
+  }
   if (r.wireGaps) {
     const w = r.wireGaps;
     console.log(`        pacing on the wire (a packet capture of the frames as they left the platform, this process's lateness excluded): p50 ${fmt(pct(w, 50), 0).trim()} p99 ${fmt(pct(w, 99), 0).trim()} max ${fmt(pct(w, 100), 0).trim()} ms over ${w.length} frames`);
