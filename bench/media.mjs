@@ -28,7 +28,8 @@
 // root or CAP_SYS_NICE; the run says what it got), as a carrier's media edge runs on machines of its own: in one
 // loop at normal priority, 100 callers' readings queued behind each other and behind the platform on the shared
 // cores, and the carrier read 20-26 ms p99 where the wire said 3-4 (the run of 29 November 2026 in docs/engine.md).
-// --caller-threads 1 is the old instrument, minus call control (always in the main thread).
+// --caller-threads 1 puts every stream in one loop, as the old instrument did (but at the raised priority, and
+// without call control, which stays in the main thread).
 // Diagnostics: --wire (needs tcpdump and the right to capture) also prints the pacing of the agent's frames as
 // they left the platform, from a packet capture on loopback over the measured window (bench/media/wire.mjs): the
 // kernel's timestamps, so the load generator's own lateness on the shared cores is not in it. --explain prints

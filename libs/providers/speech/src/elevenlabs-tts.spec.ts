@@ -190,6 +190,25 @@ describe('ElevenLabsTextToSpeech against an ElevenLabs-protocol server', () => {
   });
 });
 
+describe('the ElevenLabs SDK', () => {
+  afterEach(() => jest.dontMock('@elevenlabs/elevenlabs-js'));
+
+  it('is loaded when an ElevenLabs voice is made, not with the speech library (about 50 MB of heap)', async () => {
+    let loaded = 0;
+    jest.doMock('@elevenlabs/elevenlabs-js', () => {
+      loaded++;
+      return jest.requireActual('@elevenlabs/elevenlabs-js');
+    });
+    await jest.isolateModulesAsync(async () => {
+      const speech = await import('./index');
+      expect(loaded).toBe(0);
+      new speech.ElevenLabsTextToSpeech({ apiKey: 'xi-test' });
+      for (let tick = 0; tick < 100 && loaded === 0; tick++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(loaded).toBe(1);
+    });
+  });
+});
+
 async function collect(audio: AsyncIterable<SpeechChunk>, onChunk?: (chunk: SpeechChunk) => void): Promise<SpeechChunk[]> {
   const chunks: SpeechChunk[] = [];
   for await (const chunk of audio) {

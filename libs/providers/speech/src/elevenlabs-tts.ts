@@ -1,7 +1,15 @@
-import { ElevenLabs, ElevenLabsClient, ElevenLabsError, ElevenLabsTimeoutError } from '@elevenlabs/elevenlabs-js';
-import { fetcher as sdkFetcher } from '@elevenlabs/elevenlabs-js/core';
+import type { ElevenLabs, ElevenLabsClient } from '@elevenlabs/elevenlabs-js';
 import { SpeechChunk, SynthesisRequest, TextToSpeech } from './text-to-speech';
 import { clamp, streamedSynthesis } from './tts-http-stream';
+
+type Sdk = typeof import('@elevenlabs/elevenlabs-js');
+
+/**
+ * The SDK is loaded when an ElevenLabs voice is configured, not by every process that links this library: it holds
+ * about 50 MB of heap (more than the rest of a media worker's live heap) and takes about 2 s to load, and each of
+ * the worker's major GCs marks all of it while its calls wait (docs/engine.md).
+ */
+const loadSdk = () => Promise.all([import('@elevenlabs/elevenlabs-js'), import('@elevenlabs/elevenlabs-js/core')]);
 
 /** The raw PCM rates ElevenLabs streams (`pcm_<rate>`; 44100 and up need a Pro plan). */
 export type ElevenLabsPcmRate = 8000 | 16000 | 22050 | 24000 | 32000 | 44100 | 48000;
@@ -36,7 +44,10 @@ export const ELEVENLABS_MAX_SPEED = 1.2;
  */
 export class ElevenLabsTextToSpeech implements TextToSpeech {
   readonly name = 'elevenlabs';
-  private readonly client: ElevenLabsClient;
+  /** Rejects when the SDK cannot be loaded: each synthesis then fails with that reason. */
+  private readonly client: Promise<ElevenLabsClient>;
+  /** Its error classes, once loaded (an error is classified after `client` settled). */
+  private sdk: Sdk | undefined;
   private readonly model: string;
   private readonly defaultVoiceId: string;
   private readonly timeoutMs: number;
@@ -49,14 +60,19 @@ export class ElevenLabsTextToSpeech implements TextToSpeech {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxRetries = options.maxRetries ?? 0;
     this.sampleRate = options.sampleRate ?? 16000;
-    this.client = new ElevenLabsClient({
-      apiKey: options.apiKey,
-      ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
-      maxRetries: this.maxRetries,
-      // The SDK's own timeout only covers the wait for the headers, and its timer is cleared only on success (an
-      // aborted request would leave it holding the process for the whole timeout): our deadline does the job.
-      fetcher: (args) => sdkFetcher({ ...args, timeoutMs: undefined }),
+    this.client = loadSdk().then(([sdk, { fetcher }]) => {
+      this.sdk = sdk;
+      return new sdk.ElevenLabsClient({
+        apiKey: options.apiKey,
+        ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
+        maxRetries: this.maxRetries,
+        // The SDK's own timeout only covers the wait for the headers, and its timer is cleared only on success (an
+        // aborted request would leave it holding the process for the whole timeout): our deadline does the job.
+        fetcher: (args) => fetcher({ ...args, timeoutMs: undefined }),
+      });
     });
+    // Unused until the first synthesis, which awaits it and so reports a failed load; not an unhandled rejection.
+    this.client.catch(() => undefined);
   }
 
   synthesize(request: SynthesisRequest): AsyncIterable<SpeechChunk> {
@@ -81,10 +97,11 @@ export class ElevenLabsTextToSpeech implements TextToSpeech {
       request,
       timeoutMs: this.timeoutMs,
       sampleRate: this.sampleRate,
-      open: (signal) => this.client.textToSpeech.stream(request.voiceId || this.defaultVoiceId, body, { abortSignal: signal, maxRetries: this.maxRetries }),
+      open: async (signal) => (await this.client).textToSpeech.stream(request.voiceId || this.defaultVoiceId, body, { abortSignal: signal, maxRetries: this.maxRetries }),
       classify: (error) => {
-        if (error instanceof ElevenLabsTimeoutError) return { kind: 'timeout' };
-        if (error instanceof ElevenLabsError && error.statusCode !== undefined) {
+        if (!this.sdk) return undefined;
+        if (error instanceof this.sdk.ElevenLabsTimeoutError) return { kind: 'timeout' };
+        if (error instanceof this.sdk.ElevenLabsError && error.statusCode !== undefined) {
           return { kind: 'http', status: error.statusCode, message: `HTTP ${error.statusCode}${describeBody(error.body)}` };
         }
         return undefined;
