@@ -2,11 +2,11 @@
 // listening in real time, and the figures they add to while the window is measured. Requests from the main thread
 // carry an `id` and are answered with it; a stream the platform closes is reported unasked ({ type: 'closed' }).
 import { getPriority, setPriority } from 'node:os';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { agentSpeech } from './agent-speech.mjs';
 import { loadLibs } from './build.mjs';
-import { newResults } from './caller.mjs';
+import { measuredWindow, newResults } from './caller.mjs';
 import { PHONE_RATE, PhoneLine } from './phone-call.mjs';
 import { ANSWERS, GREETING } from './vendor-fakes.mjs';
 
@@ -31,7 +31,7 @@ const speechOf = agentSpeech({ libs, voice, greeting: GREETING, answers: ANSWERS
 const connect = (init) => libs.twilio.FakeMediaStream.connect(init);
 const results = newResults({ explain });
 const lines = new Map();
-const loop = monitorEventLoopDelay({ resolution: 1 });
+const window = measuredWindow(results);
 
 const handlers = {
   async open({ index, callId, init }) {
@@ -51,14 +51,10 @@ const handlers = {
   async stop({ index }) {
     await lines.get(index)?.stop();
   },
-  measure({ on }) {
-    results.measuring = on;
-    if (on) loop.enable();
-    else loop.disable();
-  },
+  measure: ({ on }) => window.measure(on),
   collect() {
     const silent = [...lines.values()].filter((line) => line.connected && line.heardNothing).map((line) => line.index);
-    return { results, silent, loopP99: loop.percentile(99) / 1e6, priority, shift: performance.timeOrigin - mainOrigin };
+    return { results, silent, loopP99: window.loopP99(), priority, shift: performance.timeOrigin - mainOrigin };
   },
 };
 

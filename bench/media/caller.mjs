@@ -5,7 +5,7 @@
 // so on until hung up. A line subclasses SimulatedCaller: start() sets the call up and calls begin() once audio
 // flows, `open` says whether it still does, send(frame, at) puts a caller frame on it, leave() hangs up, and what
 // the platform sends comes back as onMedia(part, at), onClear(at) and lineClosed(…).
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { CALLER_WORDS, ENDPOINTING_MS } from './vendor-fakes.mjs';
 
 const FRAME_MS = 20;
@@ -70,6 +70,22 @@ export function mergeResults(into, from, shift = 0) {
   }
   for (const f of from.staleFrames) into.staleFrames.push({ ...f, at: f.at + shift, timeline: f.timeline.map((e) => ({ ...e, at: e.at + shift, to: e.to + shift })) });
   for (const [index, reason] of from.failures) if (!into.failures.has(index)) into.failures.set(index, reason);
+}
+
+/**
+ * The measured window of callers in one thread: measure(on) starts or ends it (their figures go to `results`
+ * meanwhile) and loopP99() is the thread's event-loop delay p99 over it (ms).
+ */
+export function measuredWindow(results) {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  return {
+    measure(on) {
+      results.measuring = on;
+      if (on) loop.enable();
+      else loop.disable();
+    },
+    loopP99: () => loop.percentile(99) / 1e6,
+  };
 }
 
 /** A call's first failure is its reason (`call`: its `index` and `results`). */

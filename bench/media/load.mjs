@@ -6,8 +6,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { measuredWindow } from './caller.mjs';
 import { loadLibs, missingBuilds } from './build.mjs';
 import { BENCH_KEY, startPlatform } from './platform.mjs';
 import { commandOf, cpuPercent, cpuSecondsOf, pidListeningOn, postgresPids, usageOf } from './process-usage.mjs';
@@ -296,15 +297,8 @@ function stallWatch() {
 
 /** Callers whose media runs in this thread: `results` is theirs, the loop's delay this thread's. */
 function inThisThread(results) {
-  const loop = monitorEventLoopDelay({ resolution: 1 });
-  return {
-    measure(on) {
-      results.measuring = on;
-      if (on) loop.enable();
-      else loop.disable();
-    },
-    collect: () => ({ loopP99: loop.percentile(99) / 1e6 }),
-  };
+  const window = measuredWindow(results);
+  return { measure: window.measure, collect: () => ({ loopP99: window.loopP99() }) };
 }
 
 /** The media worker's parley_media_playout_jitter_seconds buckets (cumulative counts by upper bound, ms). */
