@@ -62,7 +62,7 @@ export const QUIET_RMS = 100;
  * rate: a run has a fixed cost (in the worker, with its cache cold, about as much as several windows'), so
  * batching is what keeps the VAD at a small share of a call's CPU when many calls are live. A batch waits for
  * `batchSize` windows or until its first window has waited `maxWaitMs` (10 ms): the stream thread hands frames over
- * every 4 ms, so a batch gathers two or three hand-overs instead of one. A call reads a window's verdict when it
+ * once per 5 ms cycle, so a batch gathers two or three hand-overs instead of one. A call reads a window's verdict when it
  * pushes its next frame, 20 ms after the one that completed the window, so a verdict ready within 10 ms (plus the
  * run) is read no later than before. If the model cannot be loaded or run, one error is logged and every call
  * carries on with an energy detector of its own.

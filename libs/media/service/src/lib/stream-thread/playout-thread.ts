@@ -17,14 +17,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { FromThread, StreamThreadData, ToThread } from './messages';
 
 const FRAME_MS = 20;
-/** The playing streams' shared clock: a frame goes out on the tick nearest its slot. */
+/** The thread's cycle: the playing streams' shared clock (a frame goes out on the tick nearest its slot). */
 const TICK_MS = 5;
-/**
- * A timer fires on the event loop's millisecond clock, up to a millisecond or more off its time; so the tick's
- * timer is set this much early and the rest is slept precisely (Atomics.wait). Measured on loopback with a packet
- * capture (docs/engine.md): frames left at |Δ − 20 ms| p99 2.9 ms with 10 calls on timers alone.
- */
-const TIMER_LEAD_MS = 1.5;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 /** At most this much of a lateness is made up per frame. */
 const MAX_CATCH_UP_MS = 4;
@@ -32,8 +26,6 @@ const STREAM_PATH = /^\/streams\/([a-z0-9_-]+)\/?(\?.*)?$/;
 const STATS_EVERY_MS = 1_000;
 /** How long a stopping thread waits for carriers to answer its close frames. */
 const CLOSE_GRACE_MS = 1_000;
-/** How long carrier frames wait to be passed on together (the caller's audio is that much later to the engine). */
-const BATCH_MS = 4;
 
 const data = workerData as StreamThreadData;
 if (!parentPort) throw new Error('playout-thread.ts runs as a worker thread (StreamThread starts it)');
@@ -41,8 +33,8 @@ const main = parentPort;
 const carriers = new Set(data.carriers);
 const paths = new Map(Object.entries(data.paths));
 
-// Events for the main thread, posted together every BATCH_MS: one message per frame would cost both threads more
-// than the frames themselves.
+// Events for the main thread, posted together once a cycle (below): one message per frame would cost both threads
+// more than the frames themselves.
 let outbox: FromThread[] = [];
 let inbound: { ev: 'frames'; ids: number[]; frames: string[] } | undefined;
 let flushing = false;
@@ -60,16 +52,19 @@ function received(id: number, frame: string): void {
   inbound.frames.push(frame);
   scheduleFlush();
 }
+/** While the thread cycles, each cycle posts what its round of I/O brought; otherwise (no stream open) at once. */
 function scheduleFlush(): void {
-  if (flushing) return;
+  if (cycling || flushing) return;
   flushing = true;
-  setTimeout(() => {
-    const events = outbox;
-    outbox = [];
-    inbound = undefined;
-    flushing = false;
-    main.postMessage(events);
-  }, BATCH_MS);
+  setImmediate(flush);
+}
+function flush(): void {
+  flushing = false;
+  if (!outbox.length) return;
+  const events = outbox;
+  outbox = [];
+  inbound = undefined;
+  main.postMessage(events);
 }
 
 let sent = 0;
@@ -77,33 +72,38 @@ let late = 0;
 /** |Δ − 20 ms| between consecutive frames of a run, as sent: the pacing this thread achieved. */
 let jitterMs: number[] = [];
 
-/**
- * Streams with audio queued. One clock ticks for all of them, every TICK_MS while any plays: a wake-up per tick
- * rather than one per frame per call, which on a busy machine costs more than the sending.
- */
+/** Streams with audio queued: each tick sends those whose slot has come. */
 const playing = new Set<Stream>();
-let ticker: NodeJS.Timeout | undefined;
+let cycling = false;
 let tickAt = 0;
 
-function keepTicking(): void {
-  if (ticker) return;
-  tickAt = performance.now() + TICK_MS;
-  armTick();
-}
-
-/** The timer for the tick at `tickAt`, set TIMER_LEAD_MS early; onTimer sleeps the rest. */
-function armTick(): void {
-  ticker = setTimeout(onTimer, Math.max(0, Math.floor(tickAt - performance.now() - TIMER_LEAD_MS)));
-}
-
 /**
- * Sleeps what is left until the tick (at most about TIMER_LEAD_MS + 1 ms: the thread's sockets wait meanwhile, and
- * the caller's frames are batched for BATCH_MS anyway), then ticks. A blocking wait, not a spin: no CPU is spent.
+ * While any stream is open the thread runs in cycles of one tick (TICK_MS): it posts to the main thread what the
+ * last round of I/O read, sleeps to the tick (Atomics.wait: a blocking wait, not a spin), sends the frames due, and
+ * returns to its event loop for one round of I/O that does not wait (a pending setImmediate makes libuv poll with a
+ * zero timeout), in which every socket that became readable meanwhile is read at once and the main thread's
+ * messages arrive. Left to its event loop, the thread woke for nearly every carrier frame (1,300 times a second at
+ * 100 calls, each wake-up costing more than the frame); in cycles it wakes 200 times a second whatever the calls.
+ * A carrier frame waits at most a cycle in the socket before it is read and posted (the 4 ms batch it waited
+ * before), and the main thread's audio, marks and clears at most a cycle before they are applied.
  */
-function onTimer(): void {
+function startCycling(): void {
+  if (cycling) return;
+  cycling = true;
+  flushing = false;
+  tickAt = performance.now() + TICK_MS;
+  setImmediate(cycle);
+}
+
+function cycle(): void {
+  const open = streams.size > 0;
+  if (!open) cycling = false;
+  flush();
+  if (!open) return;
   const left = tickAt - performance.now();
   if (left > 0) Atomics.wait(sleeper, 0, 0, left);
   tick();
+  setImmediate(cycle);
 }
 
 /** The tick nearest `at`: slots sit on the ticks, so a tick's own jitter never moves a frame to its neighbour. */
@@ -114,14 +114,9 @@ function onGrid(at: number): number {
 function tick(): void {
   const now = performance.now();
   for (const stream of playing) stream.onTick(now);
-  if (!playing.size) {
-    ticker = undefined;
-    return;
-  }
   // On a fixed grid: a late tick does not shift the ones after it.
   do tickAt += TICK_MS;
   while (tickAt <= now);
-  armTick();
 }
 
 /** One carrier stream: its socket and the agent's frames (and marks) waiting for their slot. */
@@ -146,7 +141,6 @@ class Stream {
     this.queue.push({ mark: false, frame });
     if (playing.has(this)) return;
     playing.add(this);
-    keepTicking();
     const now = performance.now();
     // Idle past its slot (the answer starts, or synthesis fell behind): a new run starts now.
     if (now >= this.nextAt) {
@@ -236,6 +230,7 @@ http.on('upgrade', (req: IncomingMessage, socket, head) => {
 function accept(ws: WebSocket, carrier: string): void {
   const stream = new Stream(nextId++, ws);
   streams.set(stream.id, stream);
+  startCycling();
   post({ ev: 'open', id: stream.id, carrier });
   ws.on('message', (frame, isBinary) => {
     if (!isBinary) received(stream.id, frame.toString());

@@ -25,6 +25,8 @@ describe('stream thread', () => {
   let port = 0;
   const opened: number[] = [];
   const frames: [number, string][] = [];
+  /** When each of `frames` reached this thread (performance.timeOrigin + performance.now(), ms). */
+  const frameAt: number[] = [];
   const closed: number[] = [];
   let stats = { sent: 0, late: 0 };
   const sentJitterMs: number[] = [];
@@ -32,7 +34,7 @@ describe('stream thread', () => {
   beforeAll(async () => {
     const events: StreamThreadEvents = {
       open: (id) => void opened.push(id),
-      frame: (id, frame) => void frames.push([id, frame]),
+      frame: (id, frame) => void (frames.push([id, frame]), frameAt.push(performance.timeOrigin + performance.now())),
       closed: (id) => void closed.push(id),
       error: () => undefined,
       stats: (sent, late, jitterMs) => {
@@ -71,6 +73,27 @@ describe('stream thread', () => {
     expect(frames.filter(([from]) => from === id).map(([, f]) => f)).toEqual(Array.from({ length: 50 }, (_, i) => `in ${i}`));
     await line.stop();
     await until(() => closed.includes(id));
+  });
+
+  it("hands every carrier's frames over within a cycle while it paces another stream's audio", async () => {
+    const speaker = await connect();
+    const caller = await connect();
+    for (let i = 0; i < 60; i++) thread.send({ op: 'audio', id: speaker.id, frame: `a${i}` });
+    // The caller talks over the agent: one frame every 20 ms, each carrying when it was handed to its line.
+    const now = () => performance.timeOrigin + performance.now();
+    for (let i = 0; i < 40; i++) {
+      caller.line.send(`${now()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await until(() => frames.filter(([from]) => from === caller.id).length === 40);
+    const delays = frames.flatMap(([from, frame], i) => (from === caller.id ? [frameAt[i] - Number(frame)] : [])).sort((a, b) => a - b);
+    // Read once per 5 ms cycle and handed over at once (plus the line's own thread hop): loose bounds for a busy
+    // test machine; a thread that stopped reading its sockets while it played would hold them for the whole 1.2 s.
+    expect(delays[Math.floor(delays.length / 2)]).toBeLessThan(12);
+    expect(delays[delays.length - 1]).toBeLessThan(100);
+    await until(() => speaker.line.received.length === 60);
+    await speaker.line.stop();
+    await caller.line.stop();
   });
 
   it('plays audio handed over at once one frame per 20 ms, each mark after the audio before it', async () => {
