@@ -1,6 +1,6 @@
 import { ManualClock } from './clock';
 import { engineMetrics } from './metrics';
-import { AudioSink, LOOKAHEAD_FRAMES, Playout } from './playout';
+import { AudioSink, LOOKAHEAD_FRAMES, Playout, REFILL_FRAMES } from './playout';
 
 /** A clock whose `late`-th timer fires `byMs` after it was due, like a worker whose event loop stalled once. */
 class StallingClock extends ManualClock {
@@ -53,24 +53,28 @@ describe('Playout', () => {
     expect(sentAt.at(-1)).toBe(18 * 20); // back on the grid
   });
 
-  it('keeps a sink that paces itself topped up to its lead, refilling it at once after this thread was held', async () => {
-    const clock = new StallingClock(4, 100); // the fourth frame timer fires 100 ms late, as after a long scavenge
+  it('tops a sink that paces itself up to its lead every 100 ms, and at once after this thread was held', async () => {
+    const clock = new StallingClock(3, 100); // the third refill timer fires 100 ms late, as after a long scavenge
     const sentAt: number[] = [];
     const sink: AudioSink = { sendAudio: () => void sentAt.push(clock.now()), sendMark: () => undefined, sendClear: () => undefined, leadFrames: 8 };
     const playout = new Playout(sink, clock, 8000, false);
     const id = playout.open();
-    for (let i = 0; i < 30; i++) playout.push(id, frame());
+    for (let i = 0; i < 40; i++) playout.push(id, frame());
     const late = (await engineMetrics.framesLate.get()).values[0]?.value ?? 0;
 
     await clock.advance(2000);
 
-    // The lead goes at once, then one frame per 20 ms; the held tick sends the five frames it missed together, so
-    // the sink (which plays them on its own time) never ran dry, and no lateness is counted here.
-    expect(sentAt.slice(0, 8)).toEqual(Array(8).fill(0));
-    expect(sentAt.slice(8, 11)).toEqual([20, 40, 60]);
-    expect(sentAt.slice(11, 17)).toEqual(Array(6).fill(180));
-    expect(sentAt[17]).toBe(200);
-    expect(sentAt).toHaveLength(30);
+    // The lead goes at once, then the frames due since each refill, one timer per REFILL_FRAMES frames: the sink
+    // (which plays them on its own time) holds at least lead − REFILL_FRAMES. The held refill (due at 300, fired at
+    // 400) sends the ten frames due by then together; no lateness is counted here.
+    const count = (at: number) => sentAt.filter((t) => t === at).length;
+    expect(count(0)).toBe(8);
+    expect([count(100), count(200)]).toEqual([REFILL_FRAMES, REFILL_FRAMES]);
+    expect(count(300)).toBe(0);
+    expect(count(400)).toBe(2 * REFILL_FRAMES);
+    expect(count(500)).toBe(REFILL_FRAMES);
+    expect(new Set(sentAt).size).toBeLessThanOrEqual(8);
+    expect(sentAt).toHaveLength(40);
     expect((await engineMetrics.framesLate.get()).values[0]?.value ?? 0).toBe(late);
   });
 

@@ -10,9 +10,10 @@ export interface AudioSink {
   /** Drops everything sent and not yet played. */
   sendClear(): void;
   /**
-   * Set by a sink that paces frames itself (the media worker's stream thread): Playout keeps this many frames
-   * queued in it ahead of real time and, after a pause of its own, makes up the missed frames at once, so the
-   * sink never runs dry while this thread is held. Absent: the sink sends each frame at once and Playout's timing
+   * Set by a sink that paces frames itself (the media worker's stream thread): Playout fills this many frames
+   * ahead of real time into it and tops it up every REFILL_FRAMES frames (so at least leadFrames - REFILL_FRAMES
+   * stay queued), and after a pause of its own makes up the missed frames at once, so the sink never runs dry while
+   * this thread is held. Absent: the sink sends each frame at once and Playout's timing
    * is the caller's (a lead of 2 frames, lateness made up a few ms per frame).
    */
   readonly leadFrames?: number;
@@ -23,6 +24,11 @@ export const FRAME_MS = 20;
 const LEAD_FRAMES = 2;
 /** At most this much of a lag is made up per frame (well inside the ±5 ms a carrier expects of a 20 ms cadence). */
 const MAX_CATCH_UP_MS = 4;
+/**
+ * A sink that paces itself is topped up every this many frames (100 ms), not every frame: a timer per frame per call
+ * was a wake-up of the main thread 50 times a second for each call speaking, and the sink plays on meanwhile.
+ */
+export const REFILL_FRAMES = 5;
 /** A mark every this many frames tells how much of a segment the caller actually heard. */
 const MARK_EVERY = 10;
 /**
@@ -198,16 +204,19 @@ export class Playout {
       return;
     }
     this.nextAt += FRAME_MS;
+    // A sink that paces itself wakes this thread once per REFILL_FRAMES: the tick then sends the frames due since.
+    const wakeAt = this.sink.leadFrames === undefined ? this.nextAt : this.nextAt + (REFILL_FRAMES - 1) * FRAME_MS;
     // After a late frame, catch up with the 20 ms grid a few ms per frame rather than with one short interval: the
     // lead covers the lag meanwhile, and the carrier's jitter buffer sees one irregular gap instead of two.
-    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(FRAME_MS - MAX_CATCH_UP_MS, this.nextAt - this.clock.now()));
+    this.timer = this.clock.setTimeout(() => this.tick(), Math.max(FRAME_MS - MAX_CATCH_UP_MS, wakeAt - this.clock.now()));
   }
 
   private tick(): void {
     this.leadLeft = 0;
     const lag = this.clock.now() - this.nextAt;
     if (lag > FRAME_MS && this.sink.leadFrames !== undefined) {
-      // The sink plays on while this thread was held: refill its lead now; lateness is the sink's to count.
+      // The sink plays on between refills, and while this thread was held: refill its lead now; lateness is the
+      // sink's to count.
       for (let missed = Math.floor(lag / FRAME_MS); missed > 0 && this.sendOne(); missed--) this.nextAt += FRAME_MS;
     } else if (lag > FRAME_MS) {
       engineMetrics.framesLate.inc();

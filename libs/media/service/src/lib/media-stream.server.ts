@@ -1,6 +1,6 @@
 import { MediaStreamProtocol } from '@parley/carrier-core';
 import { serviceLogger } from '@parley/observability';
-import { engineMetrics, FRAME_MS } from '@parley/voice-engine';
+import { engineMetrics, FRAME_MS, REFILL_FRAMES } from '@parley/voice-engine';
 import { CallLinks } from './call-links';
 import { CallSession, CallSessionDeps, SessionOutcome, StreamSocket } from './call-session';
 import { mediaPlayoutJitter } from './media-metrics';
@@ -22,12 +22,12 @@ function drainReport(outcomes: SessionOutcome[]): DrainReport {
 }
 
 /**
- * Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard.
- * 500 ms: under load a major GC of the main thread's heap does most of its marking in steps inside allocations, which
+ * Agent frames queued in the stream thread ahead of real time: what a pause of the main thread may last unheard,
+ * topped up every REFILL_FRAMES (100 ms), so at least 500 ms. 500 ms: under load a major GC of the main thread's heap does most of its marking in steps inside allocations, which
  * held the thread 170-310 ms every 7-10 s at 100 calls; with 160 ms every call's answer then went silent at once for
  * up to 190 ms. A clear drops the queue at once, so a longer lead costs a barge-in nothing.
  */
-export const STREAM_LEAD_FRAMES = 25;
+export const STREAM_LEAD_FRAMES = 25 + REFILL_FRAMES;
 
 /** An open stream: its session and, while a frame's handling is unfinished (an attach), the frames waiting behind it. */
 interface Stream {
