@@ -6,7 +6,9 @@
 //   npm run bench:browser                  # standalone, N = 10, 50, 100; 120 s measured after 10 s warm-up
 //   npm run bench:browser -- --calls 10,50 --seconds 30 --warmup 5 --pin
 // The flags are bench:media's (bench/media.mjs): --mode standalone|distributed, --calls, --seconds, --warmup,
-// --ramp (default 5 s), --llm-ms, --tts-ms, --voice openai|local, --vad silero|energy, --pin, --dist, --explain;
+// --ramp (default 5 s), --llm-ms, --tts-ms, --voice openai|local, --vad silero|energy, --pin, --dist, --explain,
+// --caller-threads (the browsers' sockets spread over threads of their own, as bench:media's carrier streams: one per
+// 25 calls by default; 1 puts them in one loop);
 // and its diagnostics (BENCH_LOG_LEVEL, BENCH_LOG_FILE, BENCH_NODE_OPTIONS). The processes are bench:media's too
 // (the platform on a fresh database, the vendor fakes in a process of their own, this load generator) but no
 // carrier: the browsers are the callers. What each call does and how every figure is taken is bench:media's
@@ -31,25 +33,29 @@
 //   v2v, clear, stale, audio process (CPU %, peak RSS, calls per core), failed, loadgen: as bench:media's.
 // Verdicts: pacing p99 ≤ 5 ms (every frame 20 ± 5 ms after the last), the calls per core of the audio process at
 // that pacing, 0 failed calls, 0 stale frames.
-import { agentSpeech } from './media/agent-speech.mjs';
-import { BROWSER_RATE, BrowserCall, browserSounds, newConnectTimes, TRANSPORT } from './media/browser-call.mjs';
+import { BrowserCall, browserSounds, newConnectTimes, TRANSPORT } from './media/browser-call.mjs';
+import { callerThreadsFor, CallerThreads } from './media/caller-threads.mjs';
 import { newResults } from './media/caller.mjs';
 import { benchMain, benchOptions, describeRun, figures, fmt, PACING_TARGET_MS, pct, printFindings, runCalls } from './media/load.mjs';
-import { ANSWERS, ENDPOINTING_MS, GREETING } from './media/vendor-fakes.mjs';
+import { ENDPOINTING_MS } from './media/vendor-fakes.mjs';
 
 const o = benchOptions('10,50,100');
 
-function run(n, vendors, libs) {
-  const sounds = browserSounds(libs);
-  const speechOf = agentSpeech({ libs, voice: o.voice, greeting: GREETING, answers: ANSWERS, rate: BROWSER_RATE });
+async function run(n, vendors, libs) {
   const results = { ...newResults({ explain: o.explain }), connect: newConnectTimes() };
-  return runCalls(o, {
-    n,
-    vendors,
-    results,
-    env: {},
-    newCall: (call) => new BrowserCall({ ...call, sounds, speechOf }),
-  });
+  const threads = new CallerThreads(o.callerThreads ?? callerThreadsFor(n), { kind: 'browser', dist: o.dist, sounds: browserSounds(libs), voice: o.voice, llmMs: o.modelMs, ttsMs: o.voiceMs, explain: o.explain });
+  try {
+    return await runCalls(o, {
+      n,
+      vendors,
+      results,
+      env: {},
+      newCall: (call) => new BrowserCall({ ...call, line: threads.line(call.index) }),
+      callers: threads,
+    });
+  } finally {
+    await threads.stop();
+  }
 }
 
 const p50p95 = (xs) => `${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 95))}`;

@@ -113,20 +113,13 @@ if (noWire) {
   process.exit(2);
 }
 const CALLS_PER_CORE_TARGET = 200;
-const threadsFlag = process.argv.indexOf('--caller-threads');
-const callerThreads = threadsFlag < 0 ? undefined : Number(process.argv[threadsFlag + 1]);
-if (callerThreads !== undefined && !(Number.isInteger(callerThreads) && callerThreads >= 1)) {
-  console.error('--caller-threads is a whole number ≥ 1');
-  process.exit(2);
-}
-const threadsOf = (n) => callerThreads ?? callerThreadsFor(n);
 
 async function run(n, vendors, libs) {
   const twilio = new libs.twilio.FakeTwilioServer();
   const twilioUrl = await twilio.start();
   const speechOf = agentSpeech({ libs, voice: o.voice, greeting: GREETING, answers: ANSWERS, rate: PHONE_RATE });
   const results = newResults({ explain: o.explain });
-  const threads = new CallerThreads(threadsOf(n), { dist: o.dist, sounds: phoneSounds(libs), voice: o.voice, llmMs: o.modelMs, ttsMs: o.voiceMs, explain: o.explain });
+  const threads = new CallerThreads(o.callerThreads ?? callerThreadsFor(n), { kind: 'phone', dist: o.dist, sounds: phoneSounds(libs), voice: o.voice, llmMs: o.modelMs, ttsMs: o.voiceMs, explain: o.explain });
   try {
     return await runCalls(o, {
       n,

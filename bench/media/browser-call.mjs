@@ -1,13 +1,13 @@
 // A simulated caller in a browser, as the embed client behaves on the realtime socket (libs/contracts/src/realtime.ts):
-// a token is minted with POST /v1/realtime/tokens (as a customer's server does for its page), the browser opens the
-// socket the token names, sends `start` and, once `call-start` arrives, streams its microphone: inline PCM16 LE at
+// a token is minted with POST /v1/realtime/tokens (as a customer's server does for its page: BrowserCall, in the
+// load generator's main thread), the browser (BrowserLine, in a caller thread) opens the socket the token names, sends `start` and, once `call-start` arrives, streams its microphone: inline PCM16 LE at
 // 16 kHz mono, one 20 ms frame every 20 ms numbered by `seq`. It plays the agent's frames in real time, so a mark is
 // echoed once what came before it has played and `clear` drops what has not (pending marks echoed at once).
 // Hanging up is `{"type":"hangup"}`: the platform answers `call-end` (completed) and closes the socket (1000).
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { hasEnergy } from './agent-speech.mjs';
-import { callerSounds, SimulatedCaller } from './caller.mjs';
+import { callerSounds, failCall, SimulatedCaller, verifyEnded } from './caller.mjs';
 
 /** REALTIME_SAMPLE_RATE: inline audio both ways. */
 export const BROWSER_RATE = 16_000;
@@ -35,8 +35,50 @@ function pcmOf(audio) {
   return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
 }
 
-export class BrowserCall extends SimulatedCaller {
-  /** `results` carries `connect: newConnectTimes()` beside newResults()'s figures. */
+/**
+ * A browser call's control, in the load generator's main thread: the token is minted there, as a customer's server
+ * mints it for its page; the socket, the talking and the listening run in a caller thread (BrowserLine).
+ */
+export class BrowserCall {
+  /** `line`: this call's realtime socket in its caller thread (CallerThreads.line; see PhoneCall). */
+  constructor({ index, api, agentId, results, line }) {
+    Object.assign(this, { index, api, agentId, results, line });
+    /** Set by CallerThreads.collect when the call's socket never carried agent audio. */
+    this.heardNothing = false;
+  }
+
+  get open() {
+    return this.line.isOpen;
+  }
+
+  fail(reason) {
+    failCall(this, reason);
+  }
+
+  /** Mints the token, then has the caller thread open the socket and join the call. */
+  async start() {
+    // Times cross to the caller thread as wall-clock ms: each thread has its own performance clock.
+    const now = () => performance.timeOrigin + performance.now();
+    const askedAt = now();
+    const minted = await this.api('POST', '/v1/realtime/tokens', { agent_id: this.agentId });
+    if (minted.status !== 201) return this.fail(`POST /v1/realtime/tokens answered ${minted.status}: ${minted.body?.detail ?? JSON.stringify(minted.body)}`);
+    this.callId = minted.body.call_id;
+    const refused = await this.line.open({ url: minted.body.url, token: minted.body.token, callId: this.callId, askedAt, mintedAt: now() }, this.callId);
+    if (refused) this.fail(refused);
+  }
+
+  /** The caller hangs up on the socket (BrowserLine.leave). */
+  async hangUp() {
+    await this.line.hangUp();
+  }
+
+  verifyEnded() {
+    return verifyEnded(this);
+  }
+}
+
+/** A browser call's socket, in a caller thread: the caller's microphone and ear on the realtime socket. */
+export class BrowserLine extends SimulatedCaller {
   constructor(caller) {
     super(caller);
     this.playEnd = 0;
@@ -47,25 +89,35 @@ export class BrowserCall extends SimulatedCaller {
     return this.ws?.readyState === WebSocket.OPEN;
   }
 
-  /** Mints the token, opens the socket and joins the call; the caller talks once `call-start` has arrived. */
-  async start() {
-    this.askedAt = performance.now();
-    const minted = await this.api('POST', '/v1/realtime/tokens', { agent_id: this.agentId });
-    if (minted.status !== 201) return this.fail(`POST /v1/realtime/tokens answered ${minted.status}: ${minted.body?.detail ?? JSON.stringify(minted.body)}`);
-    this.mintedAt = performance.now();
-    this.callId = minted.body.call_id;
-    this.ws = new WebSocket(minted.body.url);
+  /**
+   * Opens the socket the token names and joins the call (`init`: url, token, callId, and askedAt / mintedAt, the
+   * main thread's wall-clock ms); the caller talks once `call-start` has arrived. Resolves to a refusal's reason or
+   * undefined.
+   */
+  async start({ url, token, callId, askedAt, mintedAt }, onClosed) {
+    this.askedAt = askedAt - performance.timeOrigin;
+    this.mintedAt = mintedAt - performance.timeOrigin;
+    this.callId = callId;
+    this.ws = new WebSocket(url);
     // A refusal at connect closes the socket with its code and reason: the close says what happened.
     this.ws.on('error', () => undefined);
     this.closed = new Promise((resolve) => this.ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-    void this.closed.then(({ code, reason }) => this.lineClosed('realtime socket', code, reason));
+    void this.closed.then(({ code, reason }) => {
+      this.lineClosed('realtime socket', code, reason);
+      onClosed();
+    });
     const started = new Promise((resolve) => (this.started = resolve));
     this.ws.on('message', (data) => this.onMessage(JSON.parse(String(data)), performance.now()));
-    this.ws.once('open', () => this.ws.send(JSON.stringify({ type: 'start', token: minted.body.token, version: 1, call_id: this.callId, client: 'bench-browser' })));
+    this.ws.once('open', () => this.ws.send(JSON.stringify({ type: 'start', token, version: 1, call_id: callId, client: 'bench-browser' })));
     const joined = await Promise.race([started, this.closed.then(() => false), sleep(CALL_START_TIMEOUT_MS).then(() => false)]);
-    if (!joined) return this.fail(`no call-start within ${CALL_START_TIMEOUT_MS / 1000} s`);
+    if (!joined) return `no call-start within ${CALL_START_TIMEOUT_MS / 1000} s`;
     this.micAt = performance.now();
     this.begin();
+    return undefined;
+  }
+
+  stop() {
+    this.ws?.terminate();
   }
 
   /** `{"type":"hangup"}`: the call must end `completed`, the socket close normally. */

@@ -17,8 +17,8 @@ export const callerThreadsFor = (n) => Math.min(MAX_THREADS, Math.ceil(n / CALLS
 
 export class CallerThreads {
   /**
-   * `count` threads, each running caller-thread.mjs with `setup` (what PhoneLine needs: { dist, sounds, voice,
-   * llmMs, ttsMs, explain }); calls are dealt to them round-robin by index.
+   * `count` threads, each running caller-thread.mjs with `setup` (what its lines need: { kind: 'phone' or 'browser',
+   * dist, sounds, voice, llmMs, ttsMs, explain }); calls are dealt to them round-robin by index.
    */
   constructor(count, setup) {
     this.pending = new Map();
@@ -57,7 +57,7 @@ export class CallerThreads {
     return Promise.all(this.workers.map((worker) => this.request(worker, message)));
   }
 
-  /** Call `index`'s media stream, as PhoneCall drives it. */
+  /** Call `index`'s line, as PhoneCall or BrowserCall drives it. */
   line(index) {
     const worker = this.workers[index % this.workers.length];
     const { openLines } = this;

@@ -67,6 +67,8 @@ export function mergeResults(into, from, shift = 0) {
     // One by one: a spread of a long run's 100 000 gaps overflows the stack.
     if (Array.isArray(value) && key !== 'staleFrames') for (const x of value) into[key].push(x);
     else if (typeof value === 'number') into[key] += value;
+    // Figures grouped by kind (a browser call's `connect` times): their arrays, one by one as above.
+    else if (value?.constructor === Object) for (const [k, xs] of Object.entries(value)) for (const x of xs) into[key][k].push(x);
   }
   for (const f of from.staleFrames) into.staleFrames.push({ ...f, at: f.at + shift, timeline: f.timeline.map((e) => ({ ...e, at: e.at + shift, to: e.to + shift })) });
   for (const [index, reason] of from.failures) if (!into.failures.has(index)) into.failures.set(index, reason);

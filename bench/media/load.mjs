@@ -76,6 +76,8 @@ export function benchOptions(defaultCalls) {
     wire: 'wire' in args,
     stalls: 'stalls' in args,
     pin: 'pin' in args,
+    // --caller-threads <K>: the threads the callers' media runs in (caller-threads.mjs); default one per 25 calls.
+    callerThreads: args['caller-threads'] === undefined ? undefined : Number(args['caller-threads']),
     audioCore: cpus().length - 1,
     dist: resolve(args.dist ?? join(import.meta.dirname, '..', '..', 'dist')),
   };
@@ -91,6 +93,10 @@ export function benchOptions(defaultCalls) {
   if (missing.length) {
     console.error(`Build the platform first:\n  ${missing.join('\n  ')}`);
     process.exit(1);
+  }
+  if (o.callerThreads !== undefined && !(Number.isInteger(o.callerThreads) && o.callerThreads >= 1)) {
+    console.error('--caller-threads is a whole number ≥ 1');
+    process.exit(2);
   }
   if (o.pin && o.audioCore < 1) {
     console.error('--pin needs at least 2 cores');
@@ -348,7 +354,7 @@ export function printFindings(o, r, { perCoreTarget } = {}) {
   console.log(`        pacing p99 ≤ ${PACING_TARGET_MS} ms: ${verdict(pacingOk)}; ${perCoreVerdict}; 0 failed calls: ${verdict(failed === 0 && !r.crashed.length)}; 0 stale frames: ${verdict(x.stale === 0)}`);
   if (x.unanswered || x.unclearedBargeIns) console.log(`        turns the agent never answered: ${x.unanswered}; barge-ins never cleared: ${x.unclearedBargeIns} of ${x.bargeIns}`);
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
-  if (r.callers) console.log(`        the carrier's side: ${r.callers}; their event loops' delay p99 ${fmt(r.loopP99, 0).trim()} ms`);
+  if (r.callers) console.log(`        the callers' lines: ${r.callers}; their event loops' delay p99 ${fmt(r.loopP99, 0).trim()} ms`);
   console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
   if (r.stalls) {
     const { holds, gcs, seconds } = r.stalls;
