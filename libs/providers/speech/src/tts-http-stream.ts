@@ -65,11 +65,15 @@ class SynthesisDeadline {
     return undefined;
   }
 
-  /** Ends the request whatever state it is in (closing the connection if still open) and stops the timer. */
-  dispose(): void {
+  /**
+   * Stops the timer and ends the request unless its body was read to the end (`complete`): then the connection is
+   * back in the client's pool for the next synthesis, and an abort would close it (a TCP and TLS handshake more on
+   * the next answer) and cost an AbortError with its stack.
+   */
+  dispose(complete: boolean): void {
     clearTimeout(this.timer);
     this.caller.removeEventListener('abort', this.onCallerAbort);
-    if (!this.controller.signal.aborted) this.controller.abort();
+    if (!complete && !this.controller.signal.aborted) this.controller.abort();
   }
 
   private stop(reason: 'aborted' | 'timeout'): void {
@@ -157,6 +161,7 @@ export async function* streamedSynthesis(s: StreamedSynthesis): AsyncGenerator<S
     const message = error instanceof Error ? error.message : String(error);
     return new SpeechError(`${s.provider}: connection failed: ${message}`, { code: 'connection', provider: s.provider, cause: error });
   };
+  let complete = false;
   try {
     const aborted = deadline.failure(s.provider, undefined);
     if (aborted) throw aborted;
@@ -170,8 +175,9 @@ export async function* streamedSynthesis(s: StreamedSynthesis): AsyncGenerator<S
     }
     deadline.touch();
     yield* pcm16Chunks(body, s.sampleRate, deadline, toError);
+    complete = true;
   } finally {
-    deadline.dispose();
+    deadline.dispose(complete);
   }
 }
 
