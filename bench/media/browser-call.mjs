@@ -7,7 +7,8 @@
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 import { hasEnergy } from './agent-speech.mjs';
-import { callerSounds, failCall, SimulatedCaller, verifyEnded } from './caller.mjs';
+import { callerSounds, SimulatedCaller } from './caller.mjs';
+import { ThreadedCall } from './caller-threads.mjs';
 
 /** REALTIME_SAMPLE_RATE: inline audio both ways. */
 export const BROWSER_RATE = 16_000;
@@ -39,21 +40,7 @@ function pcmOf(audio) {
  * A browser call's control, in the load generator's main thread: the token is minted there, as a customer's server
  * mints it for its page; the socket, the talking and the listening run in a caller thread (BrowserLine).
  */
-export class BrowserCall {
-  /** `line`: this call's realtime socket in its caller thread (CallerThreads.line; see PhoneCall). */
-  constructor({ index, api, agentId, results, line }) {
-    Object.assign(this, { index, api, agentId, results, line });
-    /** Set by CallerThreads.collect when the call's socket never carried agent audio. */
-    this.heardNothing = false;
-  }
-
-  get open() {
-    return this.line.isOpen;
-  }
-
-  fail(reason) {
-    failCall(this, reason);
-  }
+export class BrowserCall extends ThreadedCall {
 
   /** Mints the token, then has the caller thread open the socket and join the call. */
   async start() {
@@ -70,10 +57,6 @@ export class BrowserCall {
   /** The caller hangs up on the socket (BrowserLine.leave). */
   async hangUp() {
     await this.line.hangUp();
-  }
-
-  verifyEnded() {
-    return verifyEnded(this);
   }
 }
 

@@ -6,7 +6,32 @@
 // Twilio's REST callbacks) stays in the main thread, where the fake Twilio server is.
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { mergeResults } from './caller.mjs';
+import { failCall, mergeResults, verifyEnded } from './caller.mjs';
+
+/**
+ * A call driven from this thread whose line (media stream or browser socket) runs in a caller thread: `line` is
+ * CallerThreads.line(index) (open(init, callId) → a refusal's reason or undefined, hangUp() → whether the caller was
+ * still on the line, stop(), and `isOpen`). PhoneCall and BrowserCall add how the call is placed.
+ */
+export class ThreadedCall {
+  constructor({ index, api, agentId, results, line }) {
+    Object.assign(this, { index, api, agentId, results, line });
+    /** Set by CallerThreads.collect when the call's line never carried agent audio. */
+    this.heardNothing = false;
+  }
+
+  get open() {
+    return this.line.isOpen;
+  }
+
+  fail(reason) {
+    failCall(this, reason);
+  }
+
+  verifyEnded() {
+    return verifyEnded(this);
+  }
+}
 
 /** Calls per caller thread by default: a shard light enough that its loop answers within a millisecond or two. */
 export const CALLS_PER_THREAD = 25;

@@ -5,31 +5,22 @@
 // echoed when played, `clear` honoured). A carrier's media edge is many machines: the caller threads spread the
 // streams so that no caller's reading waits behind a hundred others' in one event loop.
 import { performance } from 'node:perf_hooks';
-import { callerSounds, failCall, SimulatedCaller, verifyEnded } from './caller.mjs';
+import { callerSounds, SimulatedCaller } from './caller.mjs';
+import { ThreadedCall } from './caller-threads.mjs';
 
 export const PHONE_RATE = 8000;
 
 /** The caller's sounds as μ-law frames, as the fake Twilio sends them (`libs`: the compiled libraries, build.mjs). */
 export const phoneSounds = (libs) => callerSounds(PHONE_RATE, (pcm) => libs.audio.pcm16ToMulaw(pcm), libs.speech);
 
-export class PhoneCall {
+export class PhoneCall extends ThreadedCall {
   /**
-   * `twilio`: the fake Twilio server; `line`: this call's media stream in its caller thread (CallerThreads.line:
-   * open(init, callId) → a refusal's reason or undefined, hangUp() → whether the caller was still on the line, stop(), and
-   * `isOpen`); `parseTwiml`: parseConnectStreamTwiml of the compiled carrier library.
+   * `twilio`: the fake Twilio server; `line`: this call's media stream in its caller thread (ThreadedCall);
+   * `parseTwiml`: parseConnectStreamTwiml of the compiled carrier library.
    */
-  constructor({ index, api, agentId, results, twilio, line, parseTwiml }) {
-    Object.assign(this, { index, api, agentId, results, twilio, line, parseTwiml });
-    /** Set by CallerThreads.collect when the call's stream never carried agent audio. */
-    this.heardNothing = false;
-  }
-
-  get open() {
-    return this.line.isOpen;
-  }
-
-  fail(reason) {
-    failCall(this, reason);
+  constructor({ twilio, parseTwiml, ...call }) {
+    super(call);
+    Object.assign(this, { twilio, parseTwiml });
   }
 
   /** Places the call through the API, answers it at the carrier and has the caller thread open its media stream. */
@@ -70,10 +61,6 @@ export class PhoneCall {
     const answered = await this.twilio.sendStatusCallback(this.sid, 'completed').catch((error) => error.message);
     if (typeof answered !== 'number' || answered >= 300) this.fail(`status callback completed answered ${answered}`);
     await this.line.stop();
-  }
-
-  verifyEnded() {
-    return verifyEnded(this);
   }
 }
 
