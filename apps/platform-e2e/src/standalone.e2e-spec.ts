@@ -1,7 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import WebSocket from 'ws';
-import { RunningPlatform } from '@parley/testing';
+import { freePort, RunningPlatform } from '@parley/testing';
 
 const KEY = 'vsk_e2e_standalone_key_000001';
 
@@ -76,4 +79,34 @@ describe('standalone: one command, the media worker in a process of its own', ()
     const media = platform.mediaUrl.replace(/^ws/, 'http');
     expect((await fetch(media)).status).toBe(426);
   });
+});
+
+describe('standalone: start-up on a machine where the embedded PostgreSQL port is taken', () => {
+  it('stops with the port and the reason, and a failing exit code', async () => {
+    // Another server holds the port, as a second platform started on the same machine would.
+    const taken = createServer();
+    await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
+    const pgPort = (taken.address() as { port: number }).port;
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-e2e-pg-taken-'));
+    const [port, media] = await Promise.all([freePort(), freePort()]);
+    try {
+      const main = resolve(__dirname, '..', '..', '..', 'dist', 'apps', 'standalone', 'apps', 'standalone', 'src', 'main.js');
+      const child = spawn(process.execPath, [main], {
+        env: { PATH: process.env['PATH'] ?? '', DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), PORT: String(port), HOST: '127.0.0.1', MEDIA_PORT: String(media), MEDIA_HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (d) => (output += d));
+      child.stderr.on('data', (d) => (output += d));
+      const code = await new Promise<number | null>((done) => child.once('exit', done));
+
+      // Before: "start-up failed" with no reason, and exit code 0 (the shutdown awaited a server that never ran).
+      expect(output).toContain(`embedded PostgreSQL did not start on 127.0.0.1:${pgPort}`);
+      expect(output).toContain('EMBEDDED_PG_PORT');
+      expect(code).toBe(1);
+    } finally {
+      await new Promise((done) => taken.close(done));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

