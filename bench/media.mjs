@@ -87,7 +87,9 @@
 //            alone: approximate;
 //   live     calls with an open media stream when the measurement began (N minus those refused or failed);
 //   audio process  CPU % (of one core) and peak RSS of the process listening on MEDIA_PORT, and calls per core
-//            (live calls / its cores busy);
+//            (live calls / its cores busy); on a line of its own, that CPU by thread (/proc/<pid>/task: the main
+//            thread, the stream thread and any other worker thread, V8's GC helpers) with each kind's voluntary
+//            context switches a second, i.e. how often it was woken: a cost paid per wake-up shows there first;
 //   control, db  CPU % (of one core) of the rest of the platform (standalone: the one command's process, without
 //            the media worker's child; distributed: the four other services) and of the machine's PostgreSQL
 //            processes (the embedded server's, or the server the run uses: on a shared server, everyone's);

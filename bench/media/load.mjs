@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { measuredWindow } from './caller.mjs';
 import { loadLibs, missingBuilds } from './build.mjs';
 import { BENCH_KEY, startPlatform } from './platform.mjs';
-import { commandOf, cpuPercent, cpuSecondsOf, pidListeningOn, postgresPids, usageOf } from './process-usage.mjs';
+import { commandOf, cpuPercent, cpuSecondsOf, pidListeningOn, postgresPids, threadsOf, threadUsage, usageOf } from './process-usage.mjs';
 import { ENDPOINTING_MS, GREETING } from './vendor-fakes.mjs';
 
 /**
@@ -236,7 +236,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     // Calls per core counts the calls actually carried: a refused or failed call costs the audio process nothing.
     const live = calls.filter((call) => call.open).length;
     const sentBefore = await sentPacing(platform.mediaMetricsUrl);
-    const from = { ...usageOf(audioPid), at: performance.now() };
+    const from = { ...usageOf(audioPid), threads: threadsOf(audioPid), at: performance.now() };
     const windowFrom = Date.now();
     // The rest of the platform (the control plane) and the database: what the audio process shares a machine with.
     const controlPids = platform.pids().filter((pid) => pid !== audioPid);
@@ -257,10 +257,12 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     const sentAfter = await sentPacing(platform.mediaMetricsUrl);
     clearInterval(sampler);
     let cpu = NaN;
+    let threads = [];
     const elapsed = (performance.now() - from.at) / 1000;
     try {
       const to = usageOf(audioPid);
       cpu = ((to.cpuSeconds - from.cpuSeconds) / elapsed) * 100;
+      threads = threadUsage(from.threads, threadsOf(audioPid), elapsed);
       peakRss = Math.max(peakRss, to.rssMb);
     } catch {
       // the audio process died during the run
@@ -276,7 +278,7 @@ export async function runCalls(o, { n, vendors, env, newCall, results, wire, cal
     for (let i = 0; i < calls.length; i += 20) await Promise.all(calls.slice(i, i + 20).map((call) => call.verifyEnded()));
     for (const died of platform.exited) results.failures.set(`process:${died}`, died);
     const sentP99 = bucketPercentile(sentBefore, sentAfter, 0.99);
-    return { n, live, results, cpu, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99, callers: callersRan, sentP99, wireGaps, stalls: stallsSeen, crashed: platform.exited };
+    return { n, live, results, cpu, threads, controlCpu, dbCpu, peakRss, audioPid, audioCommand, refusals, loopP99, callers: callersRan, sentP99, wireGaps, stalls: stallsSeen, crashed: platform.exited };
   } finally {
     await platform.stop();
     stalls?.remove();
@@ -356,6 +358,10 @@ export function printFindings(o, r, { perCoreTarget } = {}) {
   for (const died of r.crashed) console.log(`        CRASH: ${died}`);
   if (r.callers) console.log(`        the callers' lines: ${r.callers}; their event loops' delay p99 ${fmt(r.loopP99, 0).trim()} ms`);
   console.log(`        pacing as the media worker sent it (its stream thread, before the network and this process): p99 ≤ ${r.sentP99} ms`);
+  // Where the audio process's CPU goes, by thread, and how often each kind of thread is woken: a cost paid per
+  // wake-up rather than per frame shows here first.
+  const threads = r.threads.filter((t) => t.cpu >= 0.5).map((t) => `${t.name}${t.threads > 1 ? ` ×${t.threads}` : ''} ${fmt(t.cpu, 0).trim()} % (${Math.round(t.wakeUps)} wake-ups/s)`);
+  if (threads.length) console.log(`        the audio process by thread, share of a core: ${threads.join(', ')}`);
   if (r.stalls) {
     const { holds, gcs, seconds } = r.stalls;
     const longest = (xs) => (xs.length ? `, the longest ${fmt(Math.max(...xs), 0).trim()} ms` : '');

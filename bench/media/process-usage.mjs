@@ -52,6 +52,45 @@ export function usageOf(pid) {
   return { cpuSeconds, rssMb: rssKb / 1024 };
 }
 
+/**
+ * Each thread of `pid` now: its name (`main` for the process's own thread; otherwise its `comm`: WorkerThread for a
+ * worker thread such as the media worker's stream thread, V8Worker for V8's GC and compiler helpers), CPU seconds (user + system) and voluntary context
+ * switches (how often it slept and was woken), by thread id.
+ */
+export function threadsOf(pid) {
+  const threads = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const wakeUps = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? 0);
+      // Other threads may be called MainThread too (a worker's own loop thread, idle): the process's is the one whose id is its pid.
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      threads.set(tid, { name, cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS, wakeUps });
+    } catch {
+      // the thread ended
+    }
+  }
+  return threads;
+}
+
+/**
+ * Between two threadsOf samples `seconds` apart: CPU % of a core and wake-ups a second by thread name (threads of one
+ * name together, busiest first); a thread started in between counts whole.
+ */
+export function threadUsage(before, after, seconds) {
+  const byName = new Map();
+  for (const [tid, to] of after) {
+    const from = before.get(tid) ?? { cpuSeconds: 0, wakeUps: 0 };
+    const sum = byName.get(to.name) ?? { name: to.name, threads: 0, cpu: 0, wakeUps: 0 };
+    sum.threads++;
+    sum.cpu += ((to.cpuSeconds - from.cpuSeconds) / seconds) * 100;
+    sum.wakeUps += (to.wakeUps - from.wakeUps) / seconds;
+    byName.set(to.name, sum);
+  }
+  return [...byName.values()].sort((a, b) => b.cpu - a.cpu);
+}
+
 /** The command line of `pid`, shortened to what names it (the script, or the executable). */
 export function commandOf(pid) {
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
