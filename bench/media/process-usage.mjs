@@ -42,31 +42,34 @@ export function pidListeningOn(port) {
   return undefined;
 }
 
-/** CPU seconds (user + system) and resident memory (MB) of `pid` now. */
-export function usageOf(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** CPU seconds (user + system) in a /proc `stat` file (a process's, or one of its threads'). */
+function cpuSecondsIn(statPath) {
+  const stat = readFileSync(statPath, 'utf8');
   // Fields after the command name (which may contain spaces) start at state: utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds (user + system) and resident memory (MB) of `pid` now. */
+export function usageOf(pid) {
+  const cpuSeconds = cpuSecondsIn(`/proc/${pid}/stat`);
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   return { cpuSeconds, rssMb: rssKb / 1024 };
 }
 
 /**
  * Each thread of `pid` now: its name (`main` for the process's own thread; otherwise its `comm`: WorkerThread for a
- * worker thread such as the media worker's stream thread, V8Worker for V8's GC and compiler helpers), CPU seconds (user + system) and voluntary context
- * switches (how often it slept and was woken), by thread id.
+ * worker thread such as the media worker's stream thread, V8Worker for V8's GC and compiler helpers), CPU seconds
+ * (user + system) and voluntary context switches (how often it slept and was woken), by thread id.
  */
 export function threadsOf(pid) {
   const threads = new Map();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const wakeUps = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? 0);
-      // Other threads may be called MainThread too (a worker's own loop thread, idle): the process's is the one whose id is its pid.
+      // Other threads may be called MainThread too (a worker's own, idle): the process's is the one whose id is its pid.
       const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      threads.set(tid, { name, cpuSeconds: (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS, wakeUps });
+      threads.set(tid, { name, cpuSeconds: cpuSecondsIn(`/proc/${pid}/task/${tid}/stat`), wakeUps });
     } catch {
       // the thread ended
     }

