@@ -9,3 +9,4 @@ export * from './postgres-server';
 export * from './raw-http';
 export * from './call-message';
 export * from './metric-queries';
+export * from './pgvector-server';

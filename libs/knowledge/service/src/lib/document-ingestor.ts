@@ -109,4 +109,16 @@ export class DocumentIngestor {
     if (stored) knowledgeEmbeddingsTotal.inc({ outcome: 'backfilled' }, stored);
     return stored;
   }
+
+  /**
+   * Where the database has pgvector: gives vectors stored before the index column existed their indexed form (up to
+   * `limit`), then builds the model's HNSW index if it is missing. Answers the index's state.
+   */
+  async maintainVectorIndex(limit: number): Promise<Awaited<ReturnType<KnowledgeRepository['ensureVectorIndex']>> | undefined> {
+    if (!this.embeddings) return undefined;
+    const model = this.embeddings.model;
+    const filled = await this.repository.fillVectorIndex(model, limit);
+    if (filled) log.info({ vectors: filled }, 'indexed stored vectors for vector search');
+    return this.repository.ensureVectorIndex(model);
+  }
 }

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nest
 import { serviceLogger } from '@parley/observability';
 import { DocumentIngestor } from './document-ingestor';
 import { KnowledgeRepository } from './knowledge.repository';
-import { BACKFILL_CHUNKS_PER_SWEEP, INGEST_CONCURRENCY, INGEST_SWEEP_MS } from './limits';
+import { BACKFILL_CHUNKS_PER_SWEEP, INGEST_CONCURRENCY, INGEST_SWEEP_MS, VECTOR_INDEX_FILL_PER_SWEEP } from './limits';
 
 const log = serviceLogger('knowledge');
 
@@ -70,7 +70,7 @@ export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShut
 
   /**
    * Takes up documents nobody holds; with embeddings configured, then embeds a few chunks that have no vector yet
-   * (one backfill at a time).
+   * and, where the database has pgvector, keeps the model's vector index (one backfill at a time).
    */
   async sweep(): Promise<void> {
     try {
@@ -85,6 +85,10 @@ export class IngestionQueue implements OnApplicationBootstrap, OnApplicationShut
         (stored) => stored && log.info({ chunks: stored }, 'embedded chunks that had no vector'),
         (error: unknown) => log.warn({ err: error }, 'looking for chunks without vectors failed; trying again later'),
       )
+      .then(async () => {
+        if (!this.stopped) await this.ingestor.maintainVectorIndex(VECTOR_INDEX_FILL_PER_SWEEP);
+      })
+      .catch((error: unknown) => log.warn({ err: error }, 'building the vector index failed; trying again later'))
       .finally(() => (this.backfill = undefined));
     await this.backfill;
   }

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { FieldProblem } from '@parley/contracts';
 import { Page } from '@parley/persistence';
+import { serviceLogger } from '@parley/observability';
 import { AppError } from '@parley/rpc';
 import { dot, KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings, LEXICAL_WEIGHT, RERANK_CANDIDATES } from './embeddings';
 import { IngestionQueue } from './ingestion-queue';
@@ -10,12 +11,15 @@ import {
   DocumentSource,
   DocumentStatus,
   KnowledgeRepository,
+  NearHit,
   NewDocument,
   SearchHitRecord,
 } from './knowledge.repository';
 import { DEFAULT_LANGUAGE, LANGUAGE_TAG, textSearchConfig } from './language';
 import { KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
-import { knowledgeRerankTotal } from './metrics';
+import { knowledgeRerankTotal, knowledgeVectorCandidatesTotal } from './metrics';
+
+const log = serviceLogger('knowledge');
 
 export const NAME_MAX = 200;
 export const DESCRIPTION_MAX = 2000;
@@ -197,39 +201,67 @@ export class KnowledgeDomain {
     for (const b of bases) byConfig.set(b.config, [...(byConfig.get(b.config) ?? []), b.id]);
     if (!byConfig.size) return [];
     // With embeddings, the query's vector is asked for at once, alongside the lexical statements, and the best
-    // RERANK_CANDIDATES lexical hits (min_score not applied yet: it applies to the final score) are reranked.
+    // RERANK_CANDIDATES lexical hits (min_score not applied yet: it applies to the final score) are reranked; where the
+    // database has pgvector, the chunks nearest to the query's vector join them as candidates once it arrives.
     const queryVector = this.embeddings?.queryVector(query);
     const candidates = queryVector ? Math.max(limit, RERANK_CANDIDATES) : limit;
-    const groups = await Promise.all(
-      [...byConfig].map(([config, baseIds]) => this.repository.search(config, { baseIds, query, limit: candidates, minScore: queryVector ? 0 : minScore })),
-    );
+    const [groups, nearest] = await Promise.all([
+      Promise.all(
+        [...byConfig].map(([config, baseIds]) => this.repository.search(config, { baseIds, query, limit: candidates, minScore: queryVector ? 0 : minScore })),
+      ),
+      queryVector && this.nearest(bases.map((b) => b.id), queryVector, candidates),
+    ]);
     let hits = groups.flat();
-    if (queryVector && this.embeddings && hits.length) hits = await this.rerank(hits, await queryVector, this.embeddings.model);
+    if (queryVector && this.embeddings && (hits.length || nearest?.length)) hits = await this.rerank(hits, nearest ?? [], await queryVector, this.embeddings.model);
     return hits
       .filter((h) => h.score >= minScore)
       .sort(byScore)
       .slice(0, limit);
   }
 
+  /** The chunks nearest to the query's vector (pgvector's index), or undefined: no vector, no index, a failure. */
+  private async nearest(baseIds: string[], queryVector: Promise<number[] | undefined>, limit: number): Promise<NearHit[] | undefined> {
+    const vector = await queryVector;
+    if (!vector || !this.embeddings) return undefined;
+    try {
+      const near = await this.repository.nearestChunks(baseIds, this.embeddings.model, vector, limit);
+      if ('hits' in near) knowledgeVectorCandidatesTotal.inc({ outcome: 'searched' });
+      else if (near.missing === 'index') knowledgeVectorCandidatesTotal.inc({ outcome: 'unindexed' });
+      return 'hits' in near ? near.hits : undefined;
+    } catch (error) {
+      knowledgeVectorCandidatesTotal.inc({ outcome: 'failed' });
+      log.warn({ err: error }, 'searching the nearest chunks failed; the lexical candidates are reranked alone');
+      return undefined;
+    }
+  }
+
   /**
-   * Each candidate with a vector of the model: LEXICAL_WEIGHT × lexical + (1 − LEXICAL_WEIGHT) × max(0, cosine),
-   * rounded to 4 decimals; one without keeps its lexical score. No query vector (late, failed): as they are.
+   * The lexical candidates and the nearest chunks, each chunk once: LEXICAL_WEIGHT × lexical (0 for a chunk only the
+   * vector index found) + (1 − LEXICAL_WEIGHT) × max(0, cosine), rounded to 4 decimals; a lexical candidate without a
+   * vector of the model keeps its lexical score. No query vector (late, failed): the lexical candidates as they are.
    */
-  private async rerank(hits: SearchHitRecord[], query: number[] | undefined, model: string): Promise<SearchHitRecord[]> {
+  private async rerank(hits: SearchHitRecord[], nearest: NearHit[], query: number[] | undefined, model: string): Promise<SearchHitRecord[]> {
     if (!query) return hits;
+    const near = new Map(nearest.map((h) => [h.chunkId, h]));
     const vectors = await this.repository.chunkVectors(
-      hits.flatMap((h) => (h.chunkId ? [h.chunkId] : [])),
+      hits.flatMap((h) => (h.chunkId && !near.has(h.chunkId) ? [h.chunkId] : [])),
       model,
     );
     let reranked = 0;
+    const score = (lexical: number, cosine: number) => Math.round((LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * Math.max(0, Math.min(1, cosine))) * 1e4) / 1e4;
     const out = hits.map((h) => {
+      const found = h.chunkId ? near.get(h.chunkId) : undefined;
+      if (found) near.delete(h.chunkId!);
       const vector = h.chunkId ? vectors.get(h.chunkId) : undefined;
-      const cosine = vector ? dot(query, vector) : undefined;
+      const cosine = found ? found.cosine : vector ? dot(query, vector) : undefined;
       if (cosine === undefined) return h;
       reranked++;
-      const score = Math.round((LEXICAL_WEIGHT * h.score + (1 - LEXICAL_WEIGHT) * Math.max(0, Math.min(1, cosine))) * 1e4) / 1e4;
-      return { ...h, score };
+      return { ...h, score: score(h.score, cosine) };
     });
+    for (const { cosine, ...h } of near.values()) {
+      reranked++;
+      out.push({ ...h, score: score(0, cosine) });
+    }
     knowledgeRerankTotal.inc({ outcome: reranked ? 'reranked' : 'unembedded' });
     return out;
   }

@@ -1,13 +1,13 @@
-import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { ServiceConfig } from '@parley/config';
 import { parseEgressAllowlist } from '@parley/egress';
 import { chunkDocument, extractDocument, fetchDocument } from '@parley/knowledge-ingest';
-import { HealthRegistry } from '@parley/observability';
+import { HealthRegistry, serviceLogger } from '@parley/observability';
 import { migrateServiceSchema, resolveDatabaseUrl, serviceDataSourceOptions } from '@parley/persistence';
 import { CONFIG } from '@parley/runtime';
 import { DocumentIngestor, INGEST_EGRESS } from './document-ingestor';
-import { KNOWLEDGE_EMBEDDINGS, knowledgeEmbeddings } from './embeddings';
+import { KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings, knowledgeEmbeddings } from './embeddings';
 import { INGEST_FUNCTIONS, IngestFunctions } from './ingest-port';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
@@ -17,6 +17,8 @@ import { KNOWLEDGE_LIMITS, knowledgeLimits } from './limits';
 import { KNOWLEDGE_MIGRATIONS } from './migrations';
 
 export const KNOWLEDGE_SCHEMA = 'knowledge';
+
+const log = serviceLogger('knowledge');
 
 /**
  * The knowledge library's own connection pool, on its own schema (migrated at start-up like a service's). Its
@@ -67,11 +69,21 @@ const INGEST: IngestFunctions = { extractDocument, chunkDocument, fetchDocument 
   ],
   exports: [KnowledgeDomain],
 })
-export class KnowledgeModule implements OnApplicationShutdown {
+export class KnowledgeModule implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly queue: IngestionQueue,
     @Inject(KNOWLEDGE_DB) private readonly db: DataSource,
+    private readonly repository: KnowledgeRepository,
+    @Optional() @Inject(KNOWLEDGE_EMBEDDINGS) private readonly embeddings: KnowledgeEmbeddings | null = null,
   ) {}
+
+  /** With embeddings configured, pgvector's candidates where the database has it (docs/knowledge.md, Vector candidates). */
+  async onModuleInit(): Promise<void> {
+    if (!this.embeddings) return;
+    const outcome = await this.repository.enableVectorIndex().catch((error: Error) => ({ reason: error.message }));
+    if ('version' in outcome) log.info({ pgvector: outcome.version }, 'knowledge search adds the nearest chunks by pgvector to the lexical candidates');
+    else log.info({ reason: outcome.reason }, 'knowledge search reranks lexical candidates only (no pgvector)');
+  }
 
   /** Ingestion first (what runs is aborted and stays `processing`), then the pool it used. */
   async onApplicationShutdown(): Promise<void> {

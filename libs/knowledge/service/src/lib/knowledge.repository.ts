@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { isWellFormedId, newId, Page, pageOf } from '@parley/persistence';
@@ -98,6 +99,11 @@ export interface SearchHitRecord {
   score: number;
   position: number;
 }
+
+/** A chunk the vector index found, with its cosine similarity to the query. */
+export type NearHit = SearchHitRecord & { cosine: number };
+
+export type NearestChunks = { hits: NearHit[] } | { missing: 'pgvector' | 'index' };
 
 export interface SearchParams {
   baseIds: string[];
@@ -287,6 +293,21 @@ function toDocument(r: DocumentRow): DocumentRecord {
   };
 }
 
+/** A chunk as search statements select it. */
+interface HitRow {
+  chunk_id: string;
+  document_id: string;
+  base_id: string;
+  title: string;
+  heading: string;
+  text: string;
+  position: number;
+}
+
+function toHit(r: HitRow, score: number): SearchHitRecord {
+  return { chunkId: r.chunk_id, documentId: r.document_id, baseId: r.base_id, title: r.title, heading: r.heading, text: r.text, position: r.position, score };
+}
+
 /** A lexeme as a tsquery literal: quoted, so nothing in it is read as an operator. */
 export function tsqueryLiteral(lexeme: string): string {
   return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
@@ -302,6 +323,11 @@ const clean = (s: string) => (s.includes('\u0000') ? s.split('\u0000').join('') 
 @Injectable()
 export class KnowledgeRepository {
   private trgm?: Promise<string>;
+  /** The type of `chunk_vectors.embedding_index` (pgvector), looked up once; undefined when the column is not there. */
+  private vectorColumn?: Promise<string | undefined>;
+  private vectorVersion?: string;
+  /** Per model: its HNSW index when it exists, else when that was last looked up. */
+  private readonly vectorIndexes = new Map<string, { index?: VectorIndex; checkedAt: number }>();
 
   constructor(@Inject(KNOWLEDGE_DB) private readonly db: DataSource) {}
 
@@ -511,6 +537,7 @@ export class KnowledgeRepository {
     result: { title: string; characters: number; bytes: number; chunks: StoredChunk[]; contentType?: string; vectors?: ChunkVectors },
     maxBaseChunks: number,
   ): Promise<CompleteOutcome> {
+    const vectorType = result.vectors && (await this.vectorColumnType());
     return this.db.transaction(async (m) => {
       const [doc] = await m.query(`SELECT base_id FROM documents WHERE id = $1 AND status = 'processing'`, [id]);
       if (!doc) return { status: 'gone' as const };
@@ -535,17 +562,12 @@ export class KnowledgeRepository {
       const vectors = result.vectors;
       if (vectors && vectors.vectors.length === result.chunks.length) {
         for (let i = 0; i < result.chunks.length; i += VECTOR_BATCH) {
-          await m.query(
-            `INSERT INTO chunk_vectors (chunk_id, model, embedding)
-             SELECT c.id, $2, u.embedding FROM unnest($3::int[], $4::bytea[]) AS u(position, embedding)
-               JOIN chunks c ON c.document_id = $1 AND c.position = u.position
-             ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding`,
-            [
-              id,
-              vectors.model,
-              result.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position),
-              vectors.vectors.slice(i, i + VECTOR_BATCH).map(packVector),
-            ],
+          await this.insertVectors(
+            m,
+            vectorType,
+            vectors.model,
+            { documentId: id, positions: result.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position) },
+            vectors.vectors.slice(i, i + VECTOR_BATCH),
           );
         }
       }
@@ -779,26 +801,8 @@ export class KnowledgeRepository {
   async search(config: string, params: SearchParams): Promise<SearchHitRecord[]> {
     const statement = await this.searchStatement(config, params);
     if (!statement) return [];
-    const rows: {
-      chunk_id: string;
-      document_id: string;
-      base_id: string;
-      title: string;
-      heading: string;
-      text: string;
-      position: number;
-      score: number;
-    }[] = await this.db.query(statement.sql, statement.values);
-    return rows.map((r) => ({
-      chunkId: r.chunk_id,
-      documentId: r.document_id,
-      baseId: r.base_id,
-      title: r.title,
-      heading: r.heading,
-      text: r.text,
-      position: r.position,
-      score: Number(r.score),
-    }));
+    const rows: (HitRow & { score: number })[] = await this.db.query(statement.sql, statement.values);
+    return rows.map((r) => toHit(r, Number(r.score)));
   }
 
   /**
@@ -920,11 +924,238 @@ export class KnowledgeRepository {
 
   /** Stores (or replaces) the chunks' vectors; chunks deleted meanwhile are skipped. */
   async storeVectors(model: string, chunkIds: string[], vectors: number[][]): Promise<void> {
-    await this.db.query(
-      `INSERT INTO chunk_vectors (chunk_id, model, embedding)
-       SELECT c.id, $1, u.embedding FROM unnest($2::bigint[], $3::bytea[]) AS u(id, embedding) JOIN chunks c ON c.id = u.id
-       ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding`,
-      [model, chunkIds, vectors.map(packVector)],
+    await this.insertVectors(this.db.manager, await this.vectorColumnType(), model, { chunkIds }, vectors);
+  }
+
+  /**
+   * Chunks' vectors, the chunks named by id or by their document's positions: packed for the rerank, and, where the
+   * `embedding_index` column is (pgvector: its `type`), also as pgvector's text form for the HNSW index.
+   */
+  private async insertVectors(
+    m: EntityManager,
+    type: string | undefined,
+    model: string,
+    keys: { documentId: string; positions: number[] } | { chunkIds: string[] },
+    vectors: number[][],
+  ): Promise<void> {
+    const byPosition = 'documentId' in keys;
+    await m.query(
+      `INSERT INTO chunk_vectors (chunk_id, model, embedding${type ? ', embedding_index' : ''})
+       SELECT c.id, $1, u.embedding${type ? `, u.literal::${type}` : ''} FROM unnest($2::bigint[], $3::bytea[], $4::text[]) AS u(key, embedding, literal)
+         JOIN chunks c ON ${byPosition ? 'c.document_id = $5 AND c.position = u.key' : 'c.id = u.key AND $5::text IS NULL'}
+       ON CONFLICT (chunk_id) DO UPDATE SET model = excluded.model, embedding = excluded.embedding${type ? ', embedding_index = excluded.embedding_index' : ''}`,
+      [
+        model,
+        byPosition ? keys.positions : keys.chunkIds,
+        vectors.map(packVector),
+        type ? vectors.map(vectorLiteral) : null,
+        byPosition ? keys.documentId : null,
+      ],
     );
   }
+
+  /**
+   * Makes pgvector's candidates possible where the database has (or may create) the `vector` extension: creates it
+   * in this schema when the server has it available and it is not installed (as pg_trgm; managed offerings allow it
+   * to the database's owner), then adds `chunk_vectors.embedding_index` of its type. Run at start-up when embeddings
+   * are configured, not as a migration, because the extension may become available after the schema was migrated.
+   * Answers the extension's version, or why it cannot be used.
+   */
+  async enableVectorIndex(): Promise<{ version: string } | { reason: string }> {
+    let [ext]: { schema: string; version: string }[] = await this.db.query(VECTOR_EXTENSION);
+    if (!ext) {
+      const [available] = await this.db.query(`SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`);
+      if (!available) return { reason: 'the database server does not have the vector extension (pgvector)' };
+      try {
+        await this.db.query(`CREATE EXTENSION IF NOT EXISTS vector SCHEMA knowledge`);
+      } catch (error) {
+        return { reason: `creating the vector extension failed: ${(error as Error).message}` };
+      }
+      [ext] = await this.db.query(VECTOR_EXTENSION);
+      if (!ext) return { reason: 'the vector extension could not be found after it was created' };
+    }
+    await this.db.query(`ALTER TABLE chunk_vectors ADD COLUMN IF NOT EXISTS embedding_index ${quoteIdent(ext.schema)}.vector`);
+    this.vectorColumn = undefined;
+    return { version: ext.version };
+  }
+
+  /** The `embedding_index` column's type, schema-qualified (`"knowledge".vector`), or undefined when it is not there. */
+  private vectorColumnType(): Promise<string | undefined> {
+    return (this.vectorColumn ??= this.db
+      .query(
+        `SELECT n.nspname AS schema, e.extversion AS version FROM pg_attribute a
+           JOIN pg_type t ON t.oid = a.atttypid JOIN pg_namespace n ON n.oid = t.typnamespace
+           JOIN pg_extension e ON e.extname = 'vector'
+          WHERE a.attrelid = 'chunk_vectors'::regclass AND a.attname = 'embedding_index' AND NOT a.attisdropped`,
+      )
+      .then(([row]: { schema: string; version: string }[]) => {
+        this.vectorVersion = row?.version;
+        return row ? `${quoteIdent(row.schema)}.vector` : undefined;
+      }));
+  }
+
+  /**
+   * Vectors of `model` stored before `embedding_index` existed: up to `limit` of them get it from their packed form.
+   * Answers how many. Nothing without the column.
+   */
+  async fillVectorIndex(model: string, limit: number): Promise<number> {
+    const type = await this.vectorColumnType();
+    if (!type) return 0;
+    const rows: { chunk_id: string; embedding: Buffer }[] = await this.db.query(
+      `SELECT chunk_id::text AS chunk_id, embedding FROM chunk_vectors WHERE model = $1 AND embedding_index IS NULL ORDER BY chunk_id LIMIT $2`,
+      [model, limit],
+    );
+    if (!rows.length) return 0;
+    await this.db.query(
+      `UPDATE chunk_vectors v SET embedding_index = u.literal::${type} FROM unnest($1::bigint[], $2::text[]) AS u(id, literal)
+        WHERE v.chunk_id = u.id AND v.embedding_index IS NULL`,
+      [rows.map((r) => r.chunk_id), rows.map((r) => vectorLiteral(unpackVector(r.embedding)))],
+    );
+    return rows.length;
+  }
+
+  /**
+   * The HNSW index of `model`'s vectors (a partial expression index: the column has no fixed dimensions, each model
+   * has its own), built when missing once the model has vectors, CONCURRENTLY (ingestion and search go on) and by one
+   * replica at a time (an advisory lock; the others answer `building`); an index left invalid by a failed build is
+   * dropped and built again. `vector` up to 2,000 dimensions, `halfvec` up to 4,000 (pgvector's HNSW limits).
+   */
+  async ensureVectorIndex(model: string): Promise<'ready' | 'building' | 'no vectors' | 'unsupported'> {
+    const type = await this.vectorColumnType();
+    if (!type) return 'unsupported';
+    const [row]: { dims: number }[] = await this.db.query(`SELECT length(embedding) / 4 AS dims FROM chunk_vectors WHERE model = $1 LIMIT 1`, [model]);
+    if (!row) return 'no vectors';
+    const index = vectorIndexOf(model, row.dims, type);
+    if (!index) return 'unsupported';
+    const state = await this.indexState(index.name);
+    if (state === 'valid') {
+      this.vectorIndexes.set(model, { index, checkedAt: Date.now() });
+      return 'ready';
+    }
+    const runner = this.db.createQueryRunner();
+    try {
+      const [{ locked }] = await runner.query(`SELECT pg_try_advisory_lock(hashtext('knowledge:vector-index:' || $1)) AS locked`, [index.name]);
+      if (!locked) return 'building';
+      try {
+        // A concurrent build that failed leaves an invalid index, which IF NOT EXISTS would keep.
+        if ((await this.indexState(index.name)) === 'invalid') await runner.query(`DROP INDEX CONCURRENTLY IF EXISTS ${quoteIdent(index.name)}`);
+        await runner.query(
+          `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${quoteIdent(index.name)} ON chunk_vectors USING hnsw ((${index.expression}) ${index.ops})
+            WHERE model = ${sqlLiteral(model)}`,
+        );
+      } finally {
+        await runner.query(`SELECT pg_advisory_unlock(hashtext('knowledge:vector-index:' || $1))`, [index.name]);
+      }
+    } finally {
+      await runner.release();
+    }
+    this.vectorIndexes.set(model, { index, checkedAt: Date.now() });
+    return 'ready';
+  }
+
+  private async indexState(name: string): Promise<'valid' | 'invalid' | 'absent'> {
+    const [row]: { valid: boolean }[] = await this.db.query(
+      `SELECT i.indisvalid AS valid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+        WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+      [name],
+    );
+    return !row ? 'absent' : row.valid ? 'valid' : 'invalid';
+  }
+
+  /**
+   * The `limit` chunks of the bases nearest to `vector` by cosine distance through `model`'s HNSW index (approximate;
+   * pgvector 0.8+ scans on until enough chunks of these bases are found), each with its cosine; or what is missing:
+   * pgvector, or the model's index (none yet, or of another dimension). Whether the index exists is looked up again
+   * at most every VECTOR_INDEX_RECHECK_MS while it does not.
+   */
+  async nearestChunks(baseIds: string[], model: string, vector: number[], limit: number): Promise<NearestChunks> {
+    if (!(await this.vectorColumnType())) return { missing: 'pgvector' };
+    const index = await this.vectorIndex(model);
+    if (!index || index.dims !== vector.length) return { missing: 'index' };
+    if (!baseIds.length) return { hits: [] };
+    const rows: (HitRow & { distance: number })[] = await this.db.transaction(
+      async (m) => {
+        if (this.vectorVersion && compareVersions(this.vectorVersion, '0.8.0') >= 0) {
+          await m.query(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+        }
+        await m.query(`SELECT set_config('hnsw.ef_search', $1, true)`, [String(Math.max(40, limit))]);
+        return m.query(
+          `SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
+                  (${index.expression}) OPERATOR(${index.schema}.<=>) $1::${index.cast} AS distance
+             FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id JOIN documents d ON d.id = c.document_id
+            WHERE v.model = ${sqlLiteral(model)} AND c.base_id = ANY($2::text[])
+            ORDER BY (${index.expression}) OPERATOR(${index.schema}.<=>) $1::${index.cast}
+            LIMIT $3`,
+          [vectorLiteral(vector), baseIds, limit],
+        );
+      },
+    );
+    return { hits: rows.map((r) => ({ ...toHit(r, 0), cosine: 1 - Number(r.distance) })) };
+  }
+
+  private async vectorIndex(model: string): Promise<VectorIndex | undefined> {
+    const known = this.vectorIndexes.get(model);
+    if (known?.index) return known.index;
+    if (known && Date.now() - known.checkedAt < VECTOR_INDEX_RECHECK_MS) return undefined;
+    const type = await this.vectorColumnType();
+    let index: VectorIndex | undefined;
+    if (type) {
+      const [row]: { dims: number }[] = await this.db.query(`SELECT length(embedding) / 4 AS dims FROM chunk_vectors WHERE model = $1 LIMIT 1`, [model]);
+      const wanted = row && vectorIndexOf(model, row.dims, type);
+      if (wanted && (await this.indexState(wanted.name)) === 'valid') index = wanted;
+    }
+    this.vectorIndexes.set(model, { index, checkedAt: Date.now() });
+    return index;
+  }
+
+  /** Forgets what is known of the vector indexes (after an index was dropped, say). */
+  forgetVectorIndexes(): void {
+    this.vectorIndexes.clear();
+    this.vectorColumn = undefined;
+  }
+}
+
+const VECTOR_EXTENSION = `SELECT n.nspname AS schema, e.extversion AS version FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+  WHERE e.extname = 'vector'`;
+
+/** How often an absent vector index is looked for again by search (the sweep builds it). */
+const VECTOR_INDEX_RECHECK_MS = 60_000;
+
+export interface VectorIndex {
+  name: string;
+  dims: number;
+  /** The extension's schema, quoted. */
+  schema: string;
+  /** `vector(n)` or `halfvec(n)`, schema-qualified. */
+  cast: string;
+  /** The indexed expression: the column cast to `cast`. */
+  expression: string;
+  ops: string;
+}
+
+/** The HNSW index for `model`'s vectors of `dims` dimensions (the column's type `type`), or undefined past 4,000. */
+function vectorIndexOf(model: string, dims: number, type: string): VectorIndex | undefined {
+  const schema = type.slice(0, type.lastIndexOf('.'));
+  const kind = dims <= 2000 ? 'vector' : dims <= 4000 ? 'halfvec' : undefined;
+  if (!kind || dims < 1) return undefined;
+  const cast = `${schema}.${kind}(${dims})`;
+  const name = `chunk_vectors_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 12)}_${dims}`;
+  return { name, dims, schema, cast, expression: `embedding_index::${cast}`, ops: `${schema}.${kind}_cosine_ops` };
+}
+
+/** pgvector's text form of a vector. */
+function vectorLiteral(vector: ArrayLike<number>): string {
+  return `[${Array.prototype.join.call(vector, ',')}]`;
+}
+
+/** A string as an SQL literal (a model name in a partial index's predicate, which the planner must see as a constant). */
+function sqlLiteral(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
 }

@@ -28,3 +28,5 @@ export const INGEST_SWEEP_MS = 60_000;
 export const FETCH_TIMEOUT_MS = 30_000;
 /** Chunks without a vector embedded per sweep when embeddings are configured (4 requests of 64). */
 export const BACKFILL_CHUNKS_PER_SWEEP = 256;
+/** Stored vectors given their pgvector form per sweep (no provider call: a read and an update). */
+export const VECTOR_INDEX_FILL_PER_SWEEP = 5000;

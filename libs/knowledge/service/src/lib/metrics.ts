@@ -20,3 +20,14 @@ export const knowledgeRerankTotal = new Counter({
   help: 'Knowledge searches with embeddings configured, by outcome (reranked, timeout, failed, unembedded)',
   labelNames: ['outcome'] as const,
 });
+
+/**
+ * Searches with embeddings configured on a database with pgvector, by what the vector candidates did: `searched`
+ * (the nearest chunks joined the lexical ones), `unindexed` (no HNSW index of the model yet: rerank only), `failed`
+ * (the nearest-chunks statement failed: rerank only). Searches whose query embedding was late or failed are not counted.
+ */
+export const knowledgeVectorCandidatesTotal = new Counter({
+  name: 'parley_knowledge_vector_candidates_total',
+  help: 'Knowledge searches with pgvector, by what the vector candidates did (searched, unindexed, failed)',
+  labelNames: ['outcome'] as const,
+});
