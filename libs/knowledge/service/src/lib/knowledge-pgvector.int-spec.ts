@@ -160,6 +160,27 @@ describe('knowledge search with pgvector candidates (PGlite with pgvector over t
     expect(await domain.search(ACME, { baseIds: [base.id], query: QUESTION })).toEqual([]);
   });
 
+  it('indexes the vectors of a model of more than 2,000 dimensions in half precision, and finds by them', async () => {
+    const large = new FakeOpenAiServer({ synonyms: SYNONYMS, embeddingDimensions: 3072 });
+    await large.start();
+    try {
+      await repo.enableVectorIndex();
+      const embeddings = new KnowledgeEmbeddings(new OpenAiCompatibleEmbeddings({ baseURL: large.baseURL, model: 'fake-large', maxRetries: 0, timeoutMs: 5000 }), 2000);
+      const largeQueue = new IngestionQueue(new DocumentIngestor(repo, ingest, limits, { allow: [] } as never, embeddings), repo, 2, 60_000);
+      const largeDomain = new KnowledgeDomain(repo, largeQueue, limits, embeddings);
+      const base = await largeDomain.createBase(ACME, { name: 'Help', language: 'en' });
+      await largeDomain.addDocument(ACME, base.id, { title: 'Help', text: { text: HELP, contentType: 'text/markdown' } });
+      await largeQueue.idle();
+      await largeQueue.sweep();
+      await largeQueue.stop();
+      const [index] = await ds.query(`SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'chunk_vectors_hnsw_%'`);
+      expect(index.indexdef).toMatch(/halfvec\(3072\).*halfvec_cosine_ops.*'fake-large'/);
+      expect((await largeDomain.search(ACME, { baseIds: [base.id], query: QUESTION }))[0].heading).toBe('Help > Shipping costs');
+    } finally {
+      await large.stop();
+    }
+  });
+
   it('rebuilds an index a failed build left invalid', async () => {
     await repo.enableVectorIndex();
     await helpBase();

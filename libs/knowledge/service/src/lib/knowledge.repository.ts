@@ -305,7 +305,16 @@ interface HitRow {
 }
 
 function toHit(r: HitRow, score: number): SearchHitRecord {
-  return { chunkId: r.chunk_id, documentId: r.document_id, baseId: r.base_id, title: r.title, heading: r.heading, text: r.text, position: r.position, score };
+  return {
+    chunkId: r.chunk_id,
+    documentId: r.document_id,
+    baseId: r.base_id,
+    title: r.title,
+    heading: r.heading,
+    text: r.text,
+    position: r.position,
+    score,
+  };
 }
 
 /** A lexeme as a tsquery literal: quoted, so nothing in it is read as an operator. */
@@ -988,10 +997,17 @@ export class KnowledgeRepository {
            JOIN pg_extension e ON e.extname = 'vector'
           WHERE a.attrelid = 'chunk_vectors'::regclass AND a.attname = 'embedding_index' AND NOT a.attisdropped`,
       )
-      .then(([row]: { schema: string; version: string }[]) => {
-        this.vectorVersion = row?.version;
-        return row ? `${quoteIdent(row.schema)}.vector` : undefined;
-      }));
+      .then(
+        ([row]: { schema: string; version: string }[]) => {
+          this.vectorVersion = row?.version;
+          return row ? `${quoteIdent(row.schema)}.vector` : undefined;
+        },
+        (error: unknown) => {
+          // Not remembered: the next write or search looks again.
+          this.vectorColumn = undefined;
+          throw error;
+        },
+      ));
   }
 
   /**
