@@ -20,3 +20,14 @@ export const knowledgeRerankTotal = new Counter({
   help: 'Knowledge searches with embeddings configured, by outcome (reranked, timeout, failed, unembedded)',
   labelNames: ['outcome'] as const,
 });
+
+/**
+ * Scheduled re-fetches of URL documents by outcome: `changed` (new chunks stored; also a failed document that
+ * became ready), `unchanged` (same body: chunks kept), `failed` (the previous content kept, or a failed document
+ * still failed).
+ */
+export const knowledgeRefreshesTotal = new Counter({
+  name: 'parley_knowledge_refreshes_total',
+  help: 'Scheduled re-fetches of URL documents by outcome (changed, unchanged, failed)',
+  labelNames: ['outcome'] as const,
+});

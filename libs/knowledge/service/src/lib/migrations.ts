@@ -245,10 +245,43 @@ export class KnowledgeChampions1764900000005 implements MigrationInterface {
   }
 }
 
+/**
+ * Scheduled re-fetch of URL documents (docs/knowledge.md, Re-fetching URL documents): the interval given at
+ * creation, when the page was last fetched and when it is due next, the digest of the body its chunks come from (an
+ * unchanged page keeps its chunks), and why the last re-fetch failed. The ingestion sweep looks up due documents
+ * through the partial index, which holds only documents that have an interval.
+ */
+export class KnowledgeRefresh1764900000006 implements MigrationInterface {
+  name = 'KnowledgeRefresh1764900000006';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      ALTER TABLE documents
+        ADD COLUMN IF NOT EXISTS refresh_interval_hours integer,
+        ADD COLUMN IF NOT EXISTS fetched_at timestamptz(3),
+        ADD COLUMN IF NOT EXISTS next_refresh_at timestamptz(3),
+        ADD COLUMN IF NOT EXISTS content_sha256 text,
+        ADD COLUMN IF NOT EXISTS refresh_failure_reason text`);
+    await q.query(`CREATE INDEX IF NOT EXISTS documents_refresh_due ON documents (next_refresh_at) WHERE next_refresh_at IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS documents_refresh_due`);
+    await q.query(`
+      ALTER TABLE documents
+        DROP COLUMN IF EXISTS refresh_interval_hours,
+        DROP COLUMN IF EXISTS fetched_at,
+        DROP COLUMN IF EXISTS next_refresh_at,
+        DROP COLUMN IF EXISTS content_sha256,
+        DROP COLUMN IF EXISTS refresh_failure_reason`);
+  }
+}
+
 export const KNOWLEDGE_MIGRATIONS = [
   CreateKnowledge1764900000001,
   KnowledgeWords1764900000002,
   KnowledgeVectors1764900000003,
   KnowledgeLexemes1764900000004,
   KnowledgeChampions1764900000005,
+  KnowledgeRefresh1764900000006,
 ];
