@@ -15,6 +15,7 @@ import { KnowledgeLimits } from './limits';
 import { knowledgeRefreshesTotal } from './metrics';
 import { CHAMPIONS_FROM, KnowledgeRefresh1764900000006 } from './migrations';
 import { recomputedChampions, recountedLexemeCounts, storedChampions, storedLexemeCounts } from './testing/consistency';
+import { counted } from './testing/metrics';
 
 const ACME = 'acct_acme';
 const HOUR_MS = 3_600_000;
@@ -50,9 +51,7 @@ Zeppelin tours are refunded up to a week before departure, or moved to another d
 /** A date's milliseconds; NaN for none (which no expectation matches). */
 const ms = (date: Date | null) => date?.getTime() ?? NaN;
 
-async function refreshes(outcome: string): Promise<number> {
-  return (await knowledgeRefreshesTotal.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
-}
+const refreshes = (outcome: string) => counted(knowledgeRefreshesTotal, outcome);
 
 describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)', () => {
   let db: TestDatabase;
@@ -98,6 +97,28 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
     ((await ds.query(`SELECT id::text FROM chunks WHERE document_id = $1 ORDER BY position`, [id])) as { id: string }[]).map((r) => r.id);
   const makeDue = (id: string) => ds.query(`UPDATE documents SET next_refresh_at = now() - interval '1 second' WHERE id = $1`, [id]);
   const found = async (baseId: string, query: string) => (await domain.search(ACME, { baseIds: [baseId], query })).map((h) => h.text);
+
+  /** A base with the returns page added as a URL document re-fetched every `hours`, ready, and its chunks. */
+  async function returnsPage(hours: number): Promise<{ baseId: string; doc: DocumentRecord; before: string[] }> {
+    const base = await domain.createBase(ACME, { name: 'Help' });
+    pages.set('/returns', markdown(RETURNS));
+    const doc = await addUrl(base.id, '/returns', hours);
+    return { baseId: base.id, doc, before: await chunkIds(doc.id) };
+  }
+
+  /**
+   * Makes the returns page's document due with the page changed, and sweeps until its re-fetch has asked for the
+   * page, whose answer is held back until the returned function is called.
+   */
+  async function refetchHeld(id: string): Promise<() => void> {
+    let release!: () => void;
+    pages.set('/returns', { ...markdown(RETURNS_NOW), hold: new Promise<void>((resolve) => (release = resolve)) });
+    const asked = requests.get('/returns') ?? 0;
+    await makeDue(id);
+    await queue.sweep();
+    while (requests.get('/returns') === asked) await new Promise((r) => setTimeout(r, 10));
+    return release;
+  }
 
   /** One sweep of `q` and everything it took up. */
   async function sweep(q = queue): Promise<void> {
@@ -174,15 +195,13 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
   });
 
   it('fetches a URL document with its interval: fetched_at, the body digest and next_refresh_at an interval later', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 24);
+    const { baseId, doc } = await returnsPage(24);
     expect(doc).toMatchObject({ status: 'ready', refreshIntervalHours: 24, refreshFailureReason: null, contentType: 'text/markdown; charset=utf-8' });
     expect(ms(doc.nextRefreshAt) - ms(doc.fetchedAt)).toBe(24 * HOUR_MS);
     const [{ sha }] = await ds.query(`SELECT content_sha256 AS sha FROM documents WHERE id = $1`, [doc.id]);
     expect(sha).toBe(createHash('sha256').update(RETURNS).digest('hex'));
     // Without an interval: fetched, never due.
-    const once = await addUrl(base.id, '/returns');
+    const once = await addUrl(baseId, '/returns');
     expect(once).toMatchObject({ status: 'ready', refreshIntervalHours: null, nextRefreshAt: null, fetchedAt: expect.any(Date) });
   });
 
@@ -234,14 +253,11 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
   });
 
   it('keeps the same chunks of an unchanged page and moves fetched_at and next_refresh_at on', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 24);
-    const before = await chunkIds(doc.id);
+    const { baseId, doc, before } = await returnsPage(24);
     const unchanged = await refreshes('unchanged');
     await makeDue(doc.id);
     await sweep();
-    const now = await document(base.id, doc.id);
+    const now = await document(baseId, doc.id);
     expect(requests.get('/returns')).toBe(2);
     expect(await chunkIds(doc.id)).toEqual(before);
     expect(now).toMatchObject({ status: 'ready', chunkCount: doc.chunkCount, refreshFailureReason: null, updatedAt: doc.updatedAt });
@@ -251,34 +267,31 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
   });
 
   it('keeps the old chunks of a page that now fails (500, too large, over the base limit), ready with refresh_failure_reason, until it is back', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 12);
-    const before = await chunkIds(doc.id);
+    const { baseId, doc, before } = await returnsPage(12);
     const failed = await refreshes('failed');
 
     const failWith = async (page: Page, reason: RegExp) => {
       pages.set('/returns', page);
       await makeDue(doc.id);
       await sweep();
-      const now = await document(base.id, doc.id);
+      const now = await document(baseId, doc.id);
       expect(now).toMatchObject({ status: 'ready', failureReason: null, refreshFailureReason: expect.stringMatching(reason), fetchedAt: doc.fetchedAt });
       expect(ms(now.nextRefreshAt)).toBeGreaterThan(Date.now() + 11 * HOUR_MS);
       expect(await chunkIds(doc.id)).toEqual(before);
-      expect((await found(base.id, 'xylophones')).join(' ')).toMatch(/Xylophones/);
+      expect((await found(baseId, 'xylophones')).join(' ')).toMatch(/Xylophones/);
     };
     await failWith({ status: 500, body: 'down', type: 'text/plain' }, /HTTP 500/);
     await failWith(markdown(`${RETURNS_NOW}\n${'Zeppelin. '.repeat(8000)}`), /larger than the limit/);
     limits.maxBaseChunks = 1;
     await failWith(markdown(RETURNS_NOW), /over its limit of 1 \(this document makes 2; the base's other documents have 0\)/);
     expect(await refreshes('failed')).toBe(failed + 3);
-    await expectConsistent(base.id);
+    await expectConsistent(baseId);
 
     // The page as it was: unchanged, the reason cleared.
     pages.set('/returns', markdown(RETURNS));
     await makeDue(doc.id);
     await sweep();
-    expect(await document(base.id, doc.id)).toMatchObject({ status: 'ready', refreshFailureReason: null });
+    expect(await document(baseId, doc.id)).toMatchObject({ status: 'ready', refreshFailureReason: null });
     expect(await chunkIds(doc.id)).toEqual(before);
   });
 
@@ -322,38 +335,25 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
   });
 
   it('stores nothing for a document deleted during its refresh', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 24);
-    const other = await domain.addDocument(ACME, base.id, { title: 'FAQ', text: { text: RETURNS_NOW, contentType: 'text/markdown' } });
+    const { baseId, doc } = await returnsPage(24);
+    const other = await domain.addDocument(ACME, baseId, { title: 'FAQ', text: { text: RETURNS_NOW, contentType: 'text/markdown' } });
     await queue.idle();
-    let release!: () => void;
-    pages.set('/returns', { ...markdown(RETURNS_NOW), hold: new Promise<void>((resolve) => (release = resolve)) });
-    await makeDue(doc.id);
-    await queue.sweep();
-    while (requests.get('/returns') !== 2) await new Promise((r) => setTimeout(r, 10));
-    await domain.deleteDocument(ACME, base.id, doc.id);
+    const release = await refetchHeld(doc.id);
+    await domain.deleteDocument(ACME, baseId, doc.id);
     release();
     await queue.idle();
-    expect(await repo.getDocument(ACME, base.id, doc.id)).toBeUndefined();
+    expect(await repo.getDocument(ACME, baseId, doc.id)).toBeUndefined();
     expect(await chunkIds(doc.id)).toEqual([]);
-    expect((await domain.getBase(ACME, base.id)).chunkCount).toBe((await document(base.id, other.id)).chunkCount);
-    await expectConsistent(base.id);
+    expect((await domain.getBase(ACME, baseId)).chunkCount).toBe((await document(baseId, other.id)).chunkCount);
+    await expectConsistent(baseId);
   });
 
   it('leaves a document as it was when its replica stops mid-refresh; another takes it up once the lease runs out', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 24);
-    const before = await chunkIds(doc.id);
-    let release!: () => void;
-    pages.set('/returns', { ...markdown(RETURNS_NOW), hold: new Promise<void>((resolve) => (release = resolve)) });
-    await makeDue(doc.id);
-    await queue.sweep();
-    while (requests.get('/returns') !== 2) await new Promise((r) => setTimeout(r, 10));
+    const { baseId, doc, before } = await returnsPage(24);
+    const release = await refetchHeld(doc.id);
     await queue.stop();
     release();
-    const left = await document(base.id, doc.id);
+    const left = await document(baseId, doc.id);
     expect(left).toMatchObject({ status: 'ready', fetchedAt: doc.fetchedAt, refreshFailureReason: null });
     expect(ms(left.nextRefreshAt)).toBeLessThan(Date.now());
     expect(await chunkIds(doc.id)).toEqual(before);
@@ -365,21 +365,19 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
     await ds.query(`UPDATE documents SET lease_until = now() - interval '1 second' WHERE id = $1`, [doc.id]);
     await sweep(next);
     expect(requests.get('/returns')).toBe(3);
-    expect((await found(base.id, 'zeppelin')).join(' ')).toMatch(/Zeppelin tours/);
+    expect((await found(baseId, 'zeppelin')).join(' ')).toMatch(/Zeppelin tours/);
   });
 
   it('fetches a due document once when two replicas sweep at once', async () => {
-    const base = await domain.createBase(ACME, { name: 'Help' });
-    pages.set('/returns', markdown(RETURNS));
-    const doc = await addUrl(base.id, '/returns', 24);
+    const { baseId, doc } = await returnsPage(24);
     pages.set('/returns', markdown(RETURNS_NOW));
     const other = replica();
     await makeDue(doc.id);
     await Promise.all([queue.sweep(), other.sweep()]);
     await Promise.all([queue.idle(), other.idle()]);
     expect(requests.get('/returns')).toBe(2);
-    expect(await document(base.id, doc.id)).toMatchObject({ status: 'ready', chunkCount: 2 });
-    await expectConsistent(base.id);
+    expect(await document(baseId, doc.id)).toMatchObject({ status: 'ready', chunkCount: 2 });
+    await expectConsistent(baseId);
     // Both replicas found it due and queued it: the claim lets one of them fetch it.
     await makeDue(doc.id);
     queue.enqueue(doc.id, 'refresh');

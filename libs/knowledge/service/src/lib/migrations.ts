@@ -254,26 +254,23 @@ export class KnowledgeChampions1764900000005 implements MigrationInterface {
 export class KnowledgeRefresh1764900000006 implements MigrationInterface {
   name = 'KnowledgeRefresh1764900000006';
 
+  private readonly columns = {
+    refresh_interval_hours: 'integer',
+    fetched_at: 'timestamptz(3)',
+    next_refresh_at: 'timestamptz(3)',
+    content_sha256: 'text',
+    refresh_failure_reason: 'text',
+  };
+
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`
-      ALTER TABLE documents
-        ADD COLUMN IF NOT EXISTS refresh_interval_hours integer,
-        ADD COLUMN IF NOT EXISTS fetched_at timestamptz(3),
-        ADD COLUMN IF NOT EXISTS next_refresh_at timestamptz(3),
-        ADD COLUMN IF NOT EXISTS content_sha256 text,
-        ADD COLUMN IF NOT EXISTS refresh_failure_reason text`);
+    const added = Object.entries(this.columns).map(([column, type]) => `ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+    await q.query(`ALTER TABLE documents ${added.join(', ')}`);
     await q.query(`CREATE INDEX IF NOT EXISTS documents_refresh_due ON documents (next_refresh_at) WHERE next_refresh_at IS NOT NULL`);
   }
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`DROP INDEX IF EXISTS documents_refresh_due`);
-    await q.query(`
-      ALTER TABLE documents
-        DROP COLUMN IF EXISTS refresh_interval_hours,
-        DROP COLUMN IF EXISTS fetched_at,
-        DROP COLUMN IF EXISTS next_refresh_at,
-        DROP COLUMN IF EXISTS content_sha256,
-        DROP COLUMN IF EXISTS refresh_failure_reason`);
+    await q.query(`ALTER TABLE documents ${Object.keys(this.columns).map((column) => `DROP COLUMN IF EXISTS ${column}`).join(', ')}`);
   }
 }
 
