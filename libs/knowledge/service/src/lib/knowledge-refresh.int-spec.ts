@@ -4,8 +4,10 @@ import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { parseEgressAllowlist } from '@parley/egress';
 import { chunkDocument, extractDocument, fetchDocument } from '@parley/knowledge-ingest';
+import { FakeOpenAiServer, OpenAiCompatibleEmbeddings } from '@parley/llm';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { DocumentIngestor } from './document-ingestor';
+import { KnowledgeEmbeddings } from './embeddings';
 import { IngestFunctions } from './ingest-port';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
@@ -74,8 +76,8 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
   };
 
   /** One replica: its ingestor and queue (fetching through the outbound guard, 127.0.0.1 allowed). */
-  function replica(): IngestionQueue {
-    const ingestor = new DocumentIngestor(repo, ingest, limits, parseEgressAllowlist('127.0.0.1').policy);
+  function replica(embeddings?: KnowledgeEmbeddings): IngestionQueue {
+    const ingestor = new DocumentIngestor(repo, ingest, limits, parseEgressAllowlist('127.0.0.1').policy, embeddings);
     const q = new IngestionQueue(ingestor, repo, 2, 60_000);
     queues.push(q);
     return q;
@@ -250,6 +252,31 @@ describe('re-fetching URL documents (real PostgreSQL, pages served on 127.0.0.1)
     expect(lists.some((c) => c.lexeme === 'order')).toBe(true);
     await expectConsistent(base.id);
     expect(await refreshes('changed')).toBe(changed + 1);
+  });
+
+  it('embeds the new chunks of a changed page when embeddings are configured; the old vectors go with their chunks', async () => {
+    const embedder = new FakeOpenAiServer({ embeddingDimensions: 16 });
+    await embedder.start();
+    try {
+      const embeddings = new KnowledgeEmbeddings(new OpenAiCompatibleEmbeddings({ baseURL: embedder.baseURL, model: 'fake-embedding', maxRetries: 0 }), 1000);
+      queue = replica(embeddings);
+      domain = new KnowledgeDomain(repo, queue, limits, embeddings);
+      const { doc, before } = await returnsPage(24);
+      const vectors = async () =>
+        ((await ds.query(`SELECT v.chunk_id::text AS id FROM chunk_vectors v JOIN chunks c ON c.id = v.chunk_id WHERE v.model = 'fake-embedding' ORDER BY c.position`)) as { id: string }[]).map(
+          (r) => r.id,
+        );
+      expect(await vectors()).toEqual(before);
+      pages.set('/returns', markdown(RETURNS_NOW));
+      await makeDue(doc.id);
+      await sweep();
+      const after = await chunkIds(doc.id);
+      expect(after.some((id) => before.includes(id))).toBe(false);
+      expect(await vectors()).toEqual(after);
+      expect((await ds.query(`SELECT count(*)::int AS n FROM chunk_vectors`))[0].n).toBe(after.length);
+    } finally {
+      await embedder.stop();
+    }
   });
 
   it('keeps the same chunks of an unchanged page and moves fetched_at and next_refresh_at on', async () => {
