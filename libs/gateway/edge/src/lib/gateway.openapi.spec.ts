@@ -168,6 +168,23 @@ describe('the workflow link on calls in the OpenAPI document', () => {
   });
 });
 
+describe('the knowledge documents in the OpenAPI document', () => {
+  it('documents the re-fetch of URL documents: the interval on the documents route, fixed at creation, and its state on every document', async () => {
+    const document = await gatewayOpenApiDocument();
+    const schemas = document.components?.schemas as Record<string, Schema>;
+    const add = document.paths['/v1/knowledge_bases/{id}/documents'].post as unknown as Schema;
+    expect(add.description).toContain('`refresh_interval_hours`');
+    const interval = schemas['DocumentInputDto'].properties?.['refresh_interval_hours'];
+    expect(interval).toMatchObject({ type: ['integer', 'null'], minimum: 1, maximum: 720 });
+    expect(interval?.description).toContain('Only with `url`');
+    expect(interval?.description).toContain('delete the document and add it again');
+    const doc = schemas['DocumentDto'];
+    expect(doc.properties?.['refresh_interval_hours']).toMatchObject({ type: ['integer', 'null'] });
+    for (const field of ['fetched_at', 'next_refresh_at']) expect(doc.properties?.[field]).toMatchObject({ type: ['string', 'null'], format: 'date-time' });
+    expect(doc.properties?.['refresh_failure_reason']?.description).toContain('the previous content is kept and searched');
+  });
+});
+
 describe('the ringing and claim routes in the OpenAPI document', () => {
   let document: OpenAPIObject;
 

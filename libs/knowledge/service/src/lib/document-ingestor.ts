@@ -2,21 +2,24 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { EgressPolicy } from '@parley/egress';
 import { serviceLogger } from '@parley/observability';
 import { isDatabaseUnavailable } from '@parley/persistence';
-import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, inputContentType, isIngestError } from './ingest-port';
+import { DocumentInput, INGEST_FUNCTIONS, IngestFunctions, inputBytes, inputContentType, inputSha256, isIngestError } from './ingest-port';
 import { EMBED_BATCH, KNOWLEDGE_EMBEDDINGS, KnowledgeEmbeddings } from './embeddings';
-import { ChunkVectors, KnowledgeRepository, StoredChunk } from './knowledge.repository';
+import { ChunkVectors, DocumentContent, KnowledgeRepository, RefreshingDocument, StoredChunk } from './knowledge.repository';
 import { FETCH_TIMEOUT_MS, INGEST_LEASE_MS, KNOWLEDGE_LIMITS, KnowledgeLimits } from './limits';
-import { knowledgeEmbeddingsTotal } from './metrics';
+import { knowledgeEmbeddingsTotal, knowledgeRefreshesTotal } from './metrics';
 
 export const INGEST_EGRESS = Symbol('INGEST_EGRESS');
 
 const log = serviceLogger('knowledge');
 
 export type IngestOutcome = 'ready' | 'failed' | 'skipped' | 'retry';
+/** `skipped`: gone, held by another replica or no longer due; `retry`: stopping or the database away (the lease runs out). */
+export type RefreshOutcome = 'changed' | 'unchanged' | 'failed' | 'skipped' | 'retry';
 
 /**
  * One document's ingestion: take it (a lease, so one replica works on it), turn its input into chunks through the
- * ingest library, store them (or the reason it failed). Owns no timers; the IngestionQueue runs it.
+ * ingest library, store them (or the reason it failed); and a URL document's re-fetch, the same way. Owns no
+ * timers; the IngestionQueue runs it.
  */
 @Injectable()
 export class DocumentIngestor {
@@ -35,32 +38,77 @@ export class DocumentIngestor {
     try {
       let input: DocumentInput;
       if (doc.source === 'url') {
-        input = await this.ingest.fetchDocument(doc.url ?? '', { egress: this.egress, signal, maxBytes: this.limits.maxDocumentBytes, timeoutMs: FETCH_TIMEOUT_MS });
+        input = await this.fetch(doc.url ?? '', signal);
       } else if (doc.source === 'file') {
         input = { kind: 'file', data: doc.inputData ?? Buffer.alloc(0), contentType: doc.contentType };
       } else {
         input = { kind: 'text', text: doc.inputText ?? '', contentType: doc.contentType as 'text/plain' | 'text/markdown' | 'text/csv' };
       }
       bytes = inputBytes(input);
-      const extracted = await this.ingest.extractDocument(input, { maxCharacters: this.limits.maxDocumentCharacters });
-      const chunks = this.ingest.chunkDocument(extracted);
-      if (signal?.aborted) return 'retry';
-      const vectors = await this.embed(doc.id, chunks, signal);
-      if (signal?.aborted) return 'retry';
-      const outcome = await this.repository.completeDocument(
-        doc.id,
-        { title: extracted.title || doc.url || '', characters: extracted.characters, bytes, chunks, contentType: inputContentType(input), vectors },
-        this.limits.maxBaseChunks,
-      );
+      const outcome = await this.repository.completeDocument(doc.id, await this.content(doc.id, doc.url, input, signal), this.limits.maxBaseChunks);
       return outcome.status === 'gone' ? 'skipped' : outcome.status;
     } catch (error) {
       // Stopping, or the database away: the document stays `processing` and is taken up again (lease expiry).
       if (signal?.aborted || isDatabaseUnavailable(error)) return 'retry';
-      const reason = isIngestError(error) ? error.message : 'The document could not be ingested (internal error).';
-      if (!isIngestError(error)) log.error({ err: error, documentId }, 'ingesting a document failed');
-      await this.repository.failDocument(doc.id, reason, bytes);
+      await this.repository.failDocument(doc.id, this.failureReason(error, documentId, 'ingesting a document failed'), bytes);
       return 'failed';
     }
+  }
+
+  /**
+   * A due URL document's re-fetch (docs/knowledge.md, Re-fetching URL documents): taken under the ingestion lease;
+   * the same body (by digest) keeps its chunks; another is extracted, chunked and embedded as at ingestion and
+   * replaces them; a failure keeps them, with the reason. Stopping leaves the document as it was (its lease runs
+   * out and a later sweep takes it up).
+   */
+  async refresh(documentId: string, signal?: AbortSignal): Promise<RefreshOutcome> {
+    const doc = await this.repository.claimRefresh(documentId, INGEST_LEASE_MS);
+    if (!doc) return 'skipped';
+    const outcome = await this.refetch(doc, signal);
+    if (outcome === 'changed' || outcome === 'unchanged' || outcome === 'failed') knowledgeRefreshesTotal.inc({ outcome });
+    return outcome;
+  }
+
+  private async refetch(doc: RefreshingDocument, signal?: AbortSignal): Promise<RefreshOutcome> {
+    try {
+      const input = await this.fetch(doc.url ?? '', signal);
+      if (inputSha256(input) === doc.contentSha256) return (await this.repository.markUnchanged(doc.id)) ? 'unchanged' : 'skipped';
+      const outcome = await this.repository.refreshDocument(doc.id, await this.content(doc.id, doc.url, input, signal), this.limits.maxBaseChunks);
+      return outcome.status === 'ready' ? 'changed' : outcome.status === 'gone' ? 'skipped' : 'failed';
+    } catch (error) {
+      if (signal?.aborted || isDatabaseUnavailable(error)) return 'retry';
+      return (await this.repository.failRefresh(doc.id, this.failureReason(error, doc.id, 're-fetching a document failed'))) ? 'failed' : 'skipped';
+    }
+  }
+
+  /** A URL document's page, through the outbound guard, within the document limits and the fetch deadline. */
+  private fetch(url: string, signal?: AbortSignal): Promise<DocumentInput> {
+    return this.ingest.fetchDocument(url, { egress: this.egress, signal, maxBytes: this.limits.maxDocumentBytes, timeoutMs: FETCH_TIMEOUT_MS });
+  }
+
+  /** The input extracted, chunked and embedded (when configured): what the repository stores. Throws when stopping. */
+  private async content(documentId: string, url: string | null, input: DocumentInput, signal?: AbortSignal): Promise<DocumentContent> {
+    const extracted = await this.ingest.extractDocument(input, { maxCharacters: this.limits.maxDocumentCharacters });
+    const chunks = this.ingest.chunkDocument(extracted);
+    signal?.throwIfAborted();
+    const vectors = await this.embed(documentId, chunks, signal);
+    signal?.throwIfAborted();
+    return {
+      title: extracted.title || url || '',
+      characters: extracted.characters,
+      bytes: inputBytes(input),
+      chunks,
+      contentType: inputContentType(input),
+      vectors,
+      ...(url ? { contentSha256: inputSha256(input) } : {}),
+    };
+  }
+
+  /** An IngestError's message; anything else is logged and given as an internal error. */
+  private failureReason(error: unknown, documentId: string, what: string): string {
+    if (isIngestError(error)) return error.message;
+    log.error({ err: error, documentId }, what);
+    return 'The document could not be ingested (internal error).';
   }
 
   /**

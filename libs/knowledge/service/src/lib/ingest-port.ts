@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EgressPolicy } from '@parley/egress';
 
 /*
@@ -35,11 +36,24 @@ export function isIngestError(error: unknown): error is Error & { code: string }
   return error instanceof Error && error.name === 'IngestError' && typeof (error as { code?: unknown }).code === 'string';
 }
 
+/** The input's bytes: the text or page as UTF-8 (a page as decoded from its charset), the file's data. */
+function inputData(input: DocumentInput): Buffer | string {
+  if (input.kind === 'text') return input.text;
+  if (input.kind === 'html') return input.html;
+  return input.data;
+}
+
 /** The input's size in bytes. */
 export function inputBytes(input: DocumentInput): number {
-  if (input.kind === 'text') return Buffer.byteLength(input.text);
-  if (input.kind === 'html') return Buffer.byteLength(input.html);
-  return input.data.length;
+  return Buffer.byteLength(inputData(input));
+}
+
+/**
+ * The hex SHA-256 of the input's bytes (the same bytes inputBytes counts): a fetched body's digest, which tells a
+ * re-fetch whether the page changed.
+ */
+export function inputSha256(input: DocumentInput): string {
+  return createHash('sha256').update(inputData(input)).digest('hex');
 }
 
 /** The input's media type (what a fetched URL turned out to be). */

@@ -3,7 +3,8 @@ import { FakeOpenAiServer, OpenAiCompatibleEmbeddings } from '@parley/llm';
 import { PgvectorServer } from '@parley/testing';
 import { DocumentIngestor } from './document-ingestor';
 import { KnowledgeEmbeddings } from './embeddings';
-import { outcomeCount, SECTION_INGEST, TEST_LIMITS } from './embeddings-testing';
+import { SECTION_INGEST, TEST_LIMITS } from './testing/ingest';
+import { counted } from './testing/metrics';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
 import { KNOWLEDGE_SCHEMA, openKnowledgeDatabase } from './knowledge.module';
@@ -31,7 +32,7 @@ Gift cards can be used in our shops and online, and never expire.
 Our support line is open Monday to Friday from 9 am to 6 pm.
 `;
 
-const counter = (outcome: string) => outcomeCount(knowledgeVectorCandidatesTotal, outcome);
+const counter = (outcome: string) => counted(knowledgeVectorCandidatesTotal, outcome);
 
 describe('knowledge search with pgvector candidates (PGlite with pgvector over the wire, OpenAI-protocol embeddings server)', () => {
   let pg: PgvectorServer;

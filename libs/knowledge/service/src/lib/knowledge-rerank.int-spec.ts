@@ -3,12 +3,13 @@ import { FakeOpenAiServer, OpenAiCompatibleEmbeddings } from '@parley/llm';
 import { createTestDatabase, TestDatabase } from '@parley/testing';
 import { DocumentIngestor } from './document-ingestor';
 import { KnowledgeEmbeddings } from './embeddings';
-import { outcomeCount, SECTION_INGEST, TEST_LIMITS } from './embeddings-testing';
+import { SECTION_INGEST, TEST_LIMITS } from './testing/ingest';
 import { IngestionQueue } from './ingestion-queue';
 import { KnowledgeDomain } from './knowledge.domain';
 import { openKnowledgeDatabase } from './knowledge.module';
 import { KnowledgeRepository } from './knowledge.repository';
 import { knowledgeEmbeddingsTotal, knowledgeRerankTotal } from './metrics';
+import { counted } from './testing/metrics';
 
 const ACME = 'acct_acme';
 const QUERY = 'How do I get my money back for a broken item?';
@@ -85,8 +86,8 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
   }
 
   it('embeds the chunks at ingestion in batches, and a paraphrased question gets the right chunk first after rerank', async () => {
-    const embedded = await outcomeCount(knowledgeEmbeddingsTotal, 'embedded');
-    const reranked = await outcomeCount(knowledgeRerankTotal, 'reranked');
+    const embedded = await counted(knowledgeEmbeddingsTotal, 'embedded');
+    const reranked = await counted(knowledgeRerankTotal, 'reranked');
     const { base, doc } = await helpBase();
     expect(doc).toMatchObject({ status: 'ready', chunkCount: 3 });
     // 3 chunks in batches of 2, each text its headings then its text.
@@ -94,14 +95,14 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
     expect(inputs).toEqual([[expect.stringMatching(/^Help > Gift cards\n/), expect.stringMatching(/^Help > Refund policy\n/)], [expect.stringMatching(/^Help > Opening hours\n/)]]);
     const [{ n, dims }] = await ds.query(`SELECT count(*)::int AS n, min(length(embedding) / 4) AS dims FROM chunk_vectors WHERE model = 'fake-embedding'`);
     expect([n, dims]).toEqual([3, 256]);
-    expect(await outcomeCount(knowledgeEmbeddingsTotal, 'embedded')).toBe(embedded + 1);
+    expect(await counted(knowledgeEmbeddingsTotal, 'embedded')).toBe(embedded + 1);
 
     const lexicalHits = await lexical.search(ACME, { baseIds: [base.id], query: QUERY });
     expect(lexicalHits.map((h) => h.heading)).toEqual(['Help > Gift cards', 'Help > Refund policy']);
 
     const hits = await domain.search(ACME, { baseIds: [base.id], query: QUERY });
     expect(hits.map((h) => h.heading)).toEqual(['Help > Refund policy', 'Help > Gift cards']);
-    expect(await outcomeCount(knowledgeRerankTotal, 'reranked')).toBe(reranked + 1);
+    expect(await counted(knowledgeRerankTotal, 'reranked')).toBe(reranked + 1);
     // The final score is 0.5 × lexical + 0.5 × max(0, cosine), rounded to 4 decimals.
     const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i], 0);
     const q = server.embeddingOf(QUERY, 256);
@@ -124,8 +125,8 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
   it('answers in lexical order within the timeout when the query embedding is late, and when it fails', async () => {
     const { base } = await helpBase();
     const lexicalHits = await lexical.search(ACME, { baseIds: [base.id], query: QUERY });
-    const timeouts = await outcomeCount(knowledgeRerankTotal, 'timeout');
-    const failures = await outcomeCount(knowledgeRerankTotal, 'failed');
+    const timeouts = await counted(knowledgeRerankTotal, 'timeout');
+    const failures = await counted(knowledgeRerankTotal, 'failed');
 
     server.replyEmbeddings(() => ({ delayMs: 2000 }));
     const started = performance.now();
@@ -134,35 +135,35 @@ describe('knowledge search with a semantic rerank (real PostgreSQL, OpenAI-proto
     expect(late).toEqual(lexicalHits);
     expect(elapsed).toBeGreaterThanOrEqual(QUERY_TIMEOUT_MS - 5);
     expect(elapsed).toBeLessThan(QUERY_TIMEOUT_MS + 150);
-    expect(await outcomeCount(knowledgeRerankTotal, 'timeout')).toBe(timeouts + 1);
+    expect(await counted(knowledgeRerankTotal, 'timeout')).toBe(timeouts + 1);
     // The late request was abandoned, not left running.
     expect(await server.embeddingRequests.at(-1)!.ended).toBe('closed');
 
     server.replyEmbeddings(() => ({ status: 503, body: { error: { message: 'overloaded', type: 'server_error' } } }));
     expect(await domain.search(ACME, { baseIds: [base.id], query: QUERY })).toEqual(lexicalHits);
-    expect(await outcomeCount(knowledgeRerankTotal, 'failed')).toBe(failures + 1);
+    expect(await counted(knowledgeRerankTotal, 'failed')).toBe(failures + 1);
   });
 
   it('an embedding failure at ingestion leaves the document ready and searchable lexically', async () => {
-    const failed = await outcomeCount(knowledgeEmbeddingsTotal, 'failed');
-    const unembedded = await outcomeCount(knowledgeRerankTotal, 'unembedded');
+    const failed = await counted(knowledgeEmbeddingsTotal, 'failed');
+    const unembedded = await counted(knowledgeRerankTotal, 'unembedded');
     server.replyEmbeddings(() => ({ status: 500, body: { error: { message: 'boom', type: 'server_error' } } }));
     const { base, doc } = await helpBase();
     expect(doc).toMatchObject({ status: 'ready', chunkCount: 3, failureReason: null });
     expect((await ds.query(`SELECT count(*)::int AS n FROM chunk_vectors`))[0].n).toBe(0);
-    expect(await outcomeCount(knowledgeEmbeddingsTotal, 'failed')).toBe(failed + 1);
+    expect(await counted(knowledgeEmbeddingsTotal, 'failed')).toBe(failed + 1);
 
     server.replyEmbeddings(() => undefined);
     const lexicalHits = await lexical.search(ACME, { baseIds: [base.id], query: QUERY });
     expect(lexicalHits.length).toBeGreaterThan(0);
     expect(await domain.search(ACME, { baseIds: [base.id], query: QUERY })).toEqual(lexicalHits);
-    expect(await outcomeCount(knowledgeRerankTotal, 'unembedded')).toBe(unembedded + 1);
+    expect(await counted(knowledgeRerankTotal, 'unembedded')).toBe(unembedded + 1);
 
     // The sweep embeds what has no vector, once the provider answers again.
-    const backfilled = await outcomeCount(knowledgeEmbeddingsTotal, 'backfilled');
+    const backfilled = await counted(knowledgeEmbeddingsTotal, 'backfilled');
     await queue.sweep();
     expect((await ds.query(`SELECT count(*)::int AS n FROM chunk_vectors`))[0].n).toBe(3);
-    expect(await outcomeCount(knowledgeEmbeddingsTotal, 'backfilled')).toBe(backfilled + 3);
+    expect(await counted(knowledgeEmbeddingsTotal, 'backfilled')).toBe(backfilled + 3);
     expect((await domain.search(ACME, { baseIds: [base.id], query: QUERY }))[0].heading).toBe('Help > Refund policy');
   });
 

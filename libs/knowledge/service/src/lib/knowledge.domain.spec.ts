@@ -53,6 +53,24 @@ describe('KnowledgeDomain', () => {
     });
   });
 
+  it('takes a re-fetch interval of 1 to 720 whole hours for a URL document only; absent or null is never', async () => {
+    const addDocument = jest.fn().mockResolvedValue({ id: 'doc_1' });
+    const { d } = domain({ addDocument });
+    const refused = (input: Parameters<KnowledgeDomain['addDocument']>[2]) => problems(d.addDocument('a', 'kb_x', input));
+    const onField = { code: 'validation_error', fields: ['refresh_interval_hours'] };
+    for (const hours of [0, 721, 1.5, -3]) expect(await refused({ url: 'https://e.com/', refreshIntervalHours: hours })).toEqual(onField);
+    expect(await refused({ title: 't', text: { text: 'x' }, refreshIntervalHours: 24 })).toEqual(onField);
+    expect(await refused({ file: { data: Buffer.from('x'), contentType: 'text/plain' }, refreshIntervalHours: 24 })).toEqual(onField);
+    await expect(d.addDocument('a', 'kb_x', { title: 't', text: { text: 'x' }, refreshIntervalHours: 5 })).rejects.toMatchObject({
+      errors: [{ field: 'refresh_interval_hours', message: 'only applies to url documents' }],
+    });
+    expect(addDocument).not.toHaveBeenCalled();
+    for (const hours of [1, 720]) await d.addDocument('a', 'kb_x', { url: 'https://e.com/', refreshIntervalHours: hours });
+    await d.addDocument('a', 'kb_x', { url: 'https://e.com/', refreshIntervalHours: null });
+    await d.addDocument('a', 'kb_x', { title: 't', text: { text: 'x' }, refreshIntervalHours: null });
+    expect(addDocument.mock.calls.map((c) => c[2].refreshIntervalHours)).toEqual([1, 720, undefined, undefined]);
+  });
+
   it('queues a stored document and answers it at once; a missing base is not found', async () => {
     const stored = { id: 'doc_1', status: 'processing' };
     const { d, enqueued } = domain({ addDocument: jest.fn().mockResolvedValueOnce(stored).mockResolvedValueOnce(undefined) });

@@ -30,6 +30,9 @@ export const SEARCH_LIMIT_MAX = 50;
 export const SEARCH_LIMIT_DEFAULT = 5;
 export const TEXT_CONTENT_TYPES = ['text/plain', 'text/markdown', 'text/csv'] as const;
 export const DOCUMENT_STATUSES: DocumentStatus[] = ['processing', 'ready', 'failed'];
+/** A URL document's re-fetch interval, in hours: hourly to every 30 days. */
+export const REFRESH_INTERVAL_MIN_HOURS = 1;
+export const REFRESH_INTERVAL_MAX_HOURS = 720;
 /** Bases one in-call search may name. */
 export const SEARCH_BASES_MAX = 20;
 
@@ -46,6 +49,8 @@ export interface DocumentInputFields {
   text?: { text: string; contentType?: string };
   url?: string;
   file?: { data: Buffer; contentType: string };
+  /** URL documents only: re-fetched every so many hours; absent or null: never. */
+  refreshIntervalHours?: number | null;
 }
 
 export interface SearchInput {
@@ -154,12 +159,19 @@ export class KnowledgeDomain {
         ok = false;
       }
       if (!ok) problems.push({ field: 'url', message: `must be an absolute http(s) URL of at most ${URL_MAX} characters` });
-      doc = { title, source, url, contentType: '', bytes: 0, metadata };
+      doc = { title, source, url, contentType: '', bytes: 0, metadata, refreshIntervalHours: input.refreshIntervalHours ?? undefined };
     } else {
       const file = input.file!;
       if (!file.contentType) problems.push({ field: 'file.content_type', message: 'is required' });
       if (!file.data?.length) problems.push({ field: 'file.data', message: 'must not be empty' });
       doc = { title, source, contentType: (file.contentType ?? '').toLowerCase(), bytes: file.data?.length ?? 0, metadata, inputData: file.data };
+    }
+    const interval = input.refreshIntervalHours;
+    if (interval !== undefined && interval !== null) {
+      if (source !== 'url') problems.push({ field: 'refresh_interval_hours', message: 'only applies to url documents' });
+      else if (!Number.isInteger(interval) || interval < REFRESH_INTERVAL_MIN_HOURS || interval > REFRESH_INTERVAL_MAX_HOURS) {
+        problems.push({ field: 'refresh_interval_hours', message: `must be an integer from ${REFRESH_INTERVAL_MIN_HOURS} to ${REFRESH_INTERVAL_MAX_HOURS}` });
+      }
     }
     if (problems.length) throw AppError.validation(problems);
     return doc;

@@ -35,6 +35,10 @@ export function toDocument(d: DocumentRecord): knowledgeV1.Document {
     chunk_count: d.chunkCount,
     bytes: d.bytes,
     metadata: d.metadata,
+    refresh_interval_hours: d.refreshIntervalHours ?? 0,
+    fetched_at: d.fetchedAt?.toISOString() ?? '',
+    next_refresh_at: d.nextRefreshAt?.toISOString() ?? '',
+    refresh_failure_reason: d.refreshFailureReason ?? '',
     created_at: d.createdAt.toISOString(),
     updated_at: d.updatedAt.toISOString(),
   };
@@ -71,6 +75,8 @@ export class KnowledgeGrpcController implements knowledgeV1.KnowledgeServiceCont
       ...(req.text ? { text: { text: req.text.text, contentType: req.text.content_type } } : {}),
       ...(req.url !== undefined && req.url !== null ? { url: req.url } : {}),
       ...(req.file ? { file: { data: Buffer.from(req.file.data), contentType: req.file.content_type } } : {}),
+      // 0 means never (proto3's default).
+      refreshIntervalHours: req.refresh_interval_hours || null,
     });
     return { document: toDocument(doc) };
   }

@@ -9,14 +9,8 @@ import { KnowledgeDomain } from './knowledge.domain';
 import { openKnowledgeDatabase } from './knowledge.module';
 import { KnowledgeRepository } from './knowledge.repository';
 import { KnowledgeLimits } from './limits';
-import {
-  CHAMPION_WEIGHTS_SELECT,
-  CHAMPIONS_FROM,
-  CHAMPIONS_PER_LEXEME,
-  KnowledgeChampions1764900000005,
-  KnowledgeLexemes1764900000004,
-  LEXEME_COUNTS_SELECT,
-} from './migrations';
+import { CHAMPIONS_FROM, CHAMPIONS_PER_LEXEME, KnowledgeChampions1764900000005, KnowledgeLexemes1764900000004, LEXEME_COUNTS_SELECT } from './migrations';
+import { recomputedChampions, recountedLexemeCounts, storedChampions, storedLexemeCounts } from './testing/consistency';
 
 const ACME = 'acct_acme';
 const GLOBEX = 'acct_globex';
@@ -273,17 +267,9 @@ describe('knowledge bases (real PostgreSQL)', () => {
   it("keeps each common lexeme's champion list as its heaviest chunks of the base, through ingestion, deletion and the migration's backfill", async () => {
     const base = await domain.createBase(ACME, { name: 'Orders' });
     const other = await domain.createBase(ACME, { name: 'Other' });
-    const listed = async (baseId: string) =>
-      (await ds.query(`SELECT lexeme, chunk_id::text AS chunk FROM champions WHERE base_id = $1 ORDER BY lexeme, chunk_id`, [baseId])) as { lexeme: string; chunk: string }[];
+    const listed = (baseId: string) => storedChampions(ds, baseId);
     // What the lists should be, computed from every chunk of the base.
-    const fromChunks = async (baseId: string) =>
-      (await ds.query(
-        `SELECT r.lexeme, r.chunk_id::text AS chunk FROM (
-           SELECT p.lexeme, p.chunk_id, row_number() OVER (PARTITION BY p.lexeme ORDER BY p.weight DESC, p.chunk_id) AS rank
-             FROM (${CHAMPION_WEIGHTS_SELECT('c.base_id = $1', `u.lexeme IN (SELECT lexeme FROM lexemes WHERE base_id = $1 AND chunk_count > ${CHAMPIONS_FROM})`)}) AS p
-         ) AS r WHERE r.rank <= ${CHAMPIONS_PER_LEXEME} ORDER BY r.lexeme, r.chunk_id`,
-        [baseId],
-      )) as { lexeme: string; chunk: string }[];
+    const fromChunks = (baseId: string) => recomputedChampions(ds, baseId);
     // Each section long enough to be a chunk of its own (the chunker packs short ones together).
     const sections = (n: number, from: number, line: (i: number) => string) =>
       Array.from({ length: n }, (_, i) => `${line(from + i)} The parcel leaves the warehouse in a box.`).join('\n\n');
@@ -537,16 +523,8 @@ describe('knowledge bases (real PostgreSQL)', () => {
   it('keeps each lexeme\'s document frequency with ingestion and deletion (and the migration backfills it)', async () => {
     const base = await domain.createBase(ACME, { name: 'Help' });
     const other = await domain.createBase(ACME, { name: 'Other' });
-    const counts = async (baseId: string) =>
-      new Map<string, number>(
-        (await ds.query(`SELECT lexeme, chunk_count FROM lexemes WHERE base_id = $1`, [baseId])).map((r: { lexeme: string; chunk_count: number }) => [r.lexeme, r.chunk_count]),
-      );
-    const fromChunks = async (baseId: string) =>
-      new Map<string, number>(
-        (await ds.query(`SELECT l AS lexeme, count(*)::int AS n FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS l WHERE c.base_id = $1 GROUP BY l`, [baseId])).map(
-          (r: { lexeme: string; n: number }) => [r.lexeme, r.n],
-        ),
-      );
+    const counts = (baseId: string) => storedLexemeCounts(ds, baseId);
+    const fromChunks = (baseId: string) => recountedLexemeCounts(ds, baseId);
     const a = await readyText(ACME, base.id, 'FAQ', FAQ);
     const one = await counts(base.id);
     expect(one.get('refund')).toBeGreaterThan(0);

@@ -51,8 +51,20 @@ export interface DocumentRecord {
   chunkCount: number;
   bytes: number;
   metadata: Record<string, string>;
+  /** URL documents: re-fetched every so many hours; null: never. */
+  refreshIntervalHours: number | null;
+  /** When the content it holds was last fetched (stored, or found unchanged); null until then and for text and files. */
+  fetchedAt: Date | null;
+  nextRefreshAt: Date | null;
+  /** Why the last scheduled re-fetch failed (the previous content is kept); null when it did not. */
+  refreshFailureReason: string | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A URL document taken for a re-fetch, with the digest of the body its chunks come from. */
+export interface RefreshingDocument extends DocumentRecord {
+  contentSha256: string | null;
 }
 
 /** A document taken for ingestion, with what it was given. */
@@ -72,6 +84,19 @@ export interface NewDocument {
   metadata: Record<string, string>;
   inputText?: string;
   inputData?: Buffer;
+  refreshIntervalHours?: number;
+}
+
+/** A document's chunks and what they were made from, as ingestion or a re-fetch stores them. */
+export interface DocumentContent {
+  title: string;
+  characters: number;
+  bytes: number;
+  chunks: StoredChunk[];
+  contentType?: string;
+  vectors?: ChunkVectors;
+  /** A fetched body's digest (URL documents): a re-fetch that gets the same one keeps the chunks. */
+  contentSha256?: string;
 }
 
 export interface StoredChunk {
@@ -247,6 +272,10 @@ interface DocumentRow {
   chunk_count: number;
   bytes: string | number;
   metadata: Record<string, string>;
+  refresh_interval_hours: number | null;
+  fetched_at: Date | null;
+  next_refresh_at: Date | null;
+  refresh_failure_reason: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -256,7 +285,7 @@ const BASE_COLUMNS = `b.id, b.account_id, b.name, b.description, b.language, b.c
   (SELECT coalesce(sum(d.chunk_count), 0) FROM documents d WHERE d.base_id = b.id) AS chunk_count`;
 
 const DOCUMENT_COLUMNS = `d.id, d.account_id, d.base_id, d.title, d.source, d.url, d.content_type, d.status, d.failure_reason, d.characters,
-  d.chunk_count, d.bytes, d.metadata, d.created_at, d.updated_at`;
+  d.chunk_count, d.bytes, d.metadata, d.refresh_interval_hours, d.fetched_at, d.next_refresh_at, d.refresh_failure_reason, d.created_at, d.updated_at`;
 
 function toBase(r: BaseRow): BaseRecord {
   return {
@@ -288,6 +317,10 @@ function toDocument(r: DocumentRow): DocumentRecord {
     chunkCount: r.chunk_count,
     bytes: Number(r.bytes),
     metadata: r.metadata ?? {},
+    refreshIntervalHours: r.refresh_interval_hours,
+    fetchedAt: r.fetched_at,
+    nextRefreshAt: r.next_refresh_at,
+    refreshFailureReason: r.refresh_failure_reason,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -415,8 +448,9 @@ export class KnowledgeRepository {
     const now = new Date();
     const id = newId('doc');
     const rows: DocumentRow[] = await this.db.query(
-      `INSERT INTO documents (id, account_id, base_id, title, source, url, content_type, status, bytes, metadata, input_text, input_data, created_at, updated_at)
-       SELECT $1, b.account_id, b.id, $4, $5, $6, $7, 'processing', $8, $9, $10, $11, $12, $12
+      `INSERT INTO documents (id, account_id, base_id, title, source, url, content_type, status, bytes, metadata, input_text, input_data, refresh_interval_hours,
+                              created_at, updated_at)
+       SELECT $1, b.account_id, b.id, $4, $5, $6, $7, 'processing', $8, $9, $10, $11, $13, $12, $12
          FROM knowledge_bases b WHERE b.account_id = $2 AND b.id = $3
        RETURNING ${DOCUMENT_COLUMNS.replace(/d\./g, '')}`,
       [
@@ -432,6 +466,7 @@ export class KnowledgeRepository {
         doc.inputText === undefined ? null : clean(doc.inputText),
         doc.inputData ?? null,
         now,
+        doc.refreshIntervalHours ?? null,
       ],
     );
     return rows[0] ? toDocument(rows[0]) : undefined;
@@ -481,32 +516,42 @@ export class KnowledgeRepository {
       if (!base) return false;
       const [doc] = await m.query(`SELECT id FROM documents WHERE account_id = $1 AND base_id = $2 AND id = $3 FOR UPDATE`, [accountId, baseId, id]);
       if (!doc) return false;
-      await m.query(
-        `UPDATE lexemes l SET chunk_count = l.chunk_count - d.n FROM (${LEXEME_COUNTS_SELECT('c.document_id = $2')}) AS d
-          WHERE l.base_id = $1 AND l.lexeme = d.lexeme`,
-        [baseId, id],
-      );
-      await m.query(`DELETE FROM lexemes WHERE base_id = $1 AND chunk_count <= 0`, [baseId]);
-      // TypeORM answers a DELETE with [rows, affected].
-      const [lost]: [{ lexeme: string }[], number] = await m.query(
-        `DELETE FROM champions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1) RETURNING lexeme`,
-        [id],
-      );
-      await m.query(
-        `DELETE FROM champions h
-          WHERE h.base_id = $1 AND h.lexeme IN (SELECT DISTINCT u.lexeme FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS u(lexeme) WHERE c.document_id = $2)
-            AND NOT EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = $1 AND l.lexeme = h.lexeme AND l.chunk_count > ${CHAMPIONS_FROM})`,
-        [baseId, id],
-      );
-      await m.query(`DELETE FROM chunks WHERE document_id = $1`, [id]);
+      await this.removeChunks(m, baseId, id);
       await m.query(`DELETE FROM documents WHERE id = $1`, [id]);
-      const short = [...new Set(lost.map((r) => r.lexeme))];
-      if (short.length) {
-        await this.fillChampions(m, baseId, short, CHAMPION_REFILL);
-        await this.trimChampions(m, baseId, short);
-      }
       return true;
     });
+  }
+
+  /**
+   * Takes a document's chunks out of its base (under the base's lock): their counts subtracted from the base's
+   * lexemes, rows reaching 0 removed; the chunks taken out of the champion lists, a list that lost some refilled
+   * from CHAMPION_REFILL of its lexeme's chunks, and the lists of lexemes no longer over CHAMPIONS_FROM dropped.
+   * What deleting a document and replacing a re-fetched one's chunks both do.
+   */
+  private async removeChunks(m: EntityManager, baseId: string, documentId: string): Promise<void> {
+    await m.query(
+      `UPDATE lexemes l SET chunk_count = l.chunk_count - d.n FROM (${LEXEME_COUNTS_SELECT('c.document_id = $2')}) AS d
+        WHERE l.base_id = $1 AND l.lexeme = d.lexeme`,
+      [baseId, documentId],
+    );
+    await m.query(`DELETE FROM lexemes WHERE base_id = $1 AND chunk_count <= 0`, [baseId]);
+    // TypeORM answers a DELETE with [rows, affected].
+    const [lost]: [{ lexeme: string }[], number] = await m.query(
+      `DELETE FROM champions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1) RETURNING lexeme`,
+      [documentId],
+    );
+    await m.query(
+      `DELETE FROM champions h
+        WHERE h.base_id = $1 AND h.lexeme IN (SELECT DISTINCT u.lexeme FROM chunks c, unnest(tsvector_to_array(c.tsv)) AS u(lexeme) WHERE c.document_id = $2)
+          AND NOT EXISTS (SELECT 1 FROM lexemes l WHERE l.base_id = $1 AND l.lexeme = h.lexeme AND l.chunk_count > ${CHAMPIONS_FROM})`,
+      [baseId, documentId],
+    );
+    await m.query(`DELETE FROM chunks WHERE document_id = $1`, [documentId]);
+    const short = [...new Set(lost.map((r) => r.lexeme))];
+    if (short.length) {
+      await this.fillChampions(m, baseId, short, CHAMPION_REFILL);
+      await this.trimChampions(m, baseId, short);
+    }
   }
 
   /**
@@ -537,65 +582,155 @@ export class KnowledgeRepository {
   }
 
   /**
+   * URL documents due for a re-fetch (their `next_refresh_at` passed) that nobody holds, most overdue first: what
+   * the ingestion sweep takes up. Documents still `processing` are ingestion's.
+   */
+  async dueDocumentIds(limit: number): Promise<string[]> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT id FROM documents
+        WHERE next_refresh_at <= now() AND status <> 'processing' AND (lease_until IS NULL OR lease_until < now())
+        ORDER BY next_refresh_at, id LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Takes a due URL document for a re-fetch for `leaseMs`, as claimDocument does for ingestion (the same lease: the
+   * UPDATE re-checks it on the locked row, so of two replicas only one takes it); undefined when gone, held or not due.
+   */
+  async claimRefresh(id: string, leaseMs: number): Promise<RefreshingDocument | undefined> {
+    const [rows]: [(DocumentRow & { content_sha256: string | null })[], number] = await this.db.query(
+      `UPDATE documents d SET lease_until = now() + make_interval(secs => $2::double precision / 1000)
+        WHERE d.id = $1 AND d.next_refresh_at <= now() AND d.status <> 'processing' AND (d.lease_until IS NULL OR d.lease_until < now())
+       RETURNING ${DOCUMENT_COLUMNS}, d.content_sha256`,
+      [id, leaseMs],
+    );
+    const row = rows[0];
+    return row ? { ...toDocument(row), contentSha256: row.content_sha256 } : undefined;
+  }
+
+  /**
    * Stores the chunks and marks the document `ready`, in one transaction under the base's lock (so two documents
    * finishing together cannot both pass the limit): a document that would take the base past `maxBaseChunks` is
    * failed instead and stores nothing; a document deleted meanwhile stores nothing (`gone`). The input is dropped.
    */
-  async completeDocument(
-    id: string,
-    result: { title: string; characters: number; bytes: number; chunks: StoredChunk[]; contentType?: string; vectors?: ChunkVectors },
-    maxBaseChunks: number,
-  ): Promise<CompleteOutcome> {
-    const vectorType = result.vectors && (await this.vectorColumnType());
+  async completeDocument(id: string, content: DocumentContent, maxBaseChunks: number): Promise<CompleteOutcome> {
+    return this.storeContent(id, content, maxBaseChunks, false);
+  }
+
+  /**
+   * A re-fetched URL document's new content: its old chunks out and the new ones in, as deleteDocument and
+   * completeDocument do, in one transaction under the base's lock, so a search sees the old chunks or the new ones.
+   * `ready` afterwards (a document whose first ingestion failed becomes so); its title is kept unless it had none.
+   * The base's limit counts the new chunks instead of the old ones; past it, the old content stays
+   * (`refresh_failure_reason`). A document deleted meanwhile stores nothing (`gone`).
+   */
+  async refreshDocument(id: string, content: DocumentContent, maxBaseChunks: number): Promise<CompleteOutcome> {
+    return this.storeContent(id, content, maxBaseChunks, true);
+  }
+
+  private async storeContent(id: string, content: DocumentContent, maxBaseChunks: number, refresh: boolean): Promise<CompleteOutcome> {
+    const status = refresh ? `status <> 'processing'` : `status = 'processing'`;
+    // Looked up before the transaction: a lookup on another connection inside it would wait on a one-backend server.
+    const vectorType = content.vectors && (await this.vectorColumnType());
     return this.db.transaction(async (m) => {
-      const [doc] = await m.query(`SELECT base_id FROM documents WHERE id = $1 AND status = 'processing'`, [id]);
+      const [found] = await m.query(`SELECT base_id FROM documents WHERE id = $1 AND ${status}`, [id]);
+      if (!found) return { status: 'gone' as const };
+      const [base] = await m.query(`SELECT id, config::text AS config FROM knowledge_bases WHERE id = $1 FOR UPDATE`, [found.base_id]);
+      // Under the base's lock: a delete that took it first has removed the document.
+      const [doc] = base ? await m.query(`SELECT id FROM documents WHERE id = $1 AND ${status} FOR UPDATE`, [id]) : [];
       if (!doc) return { status: 'gone' as const };
-      const [base] = await m.query(`SELECT id, config::text AS config FROM knowledge_bases WHERE id = $1 FOR UPDATE`, [doc.base_id]);
-      if (!base) return { status: 'gone' as const };
-      const [{ used }] = await m.query(`SELECT coalesce(sum(chunk_count), 0)::int AS used FROM documents WHERE base_id = $1`, [base.id]);
-      if (used + result.chunks.length > maxBaseChunks) {
+      const [{ others }] = await m.query(`SELECT coalesce(sum(chunk_count), 0)::int AS others FROM documents WHERE base_id = $1 AND id <> $2`, [base.id, id]);
+      if (others + content.chunks.length > maxBaseChunks) {
         const reason =
-          `The knowledge base would hold ${used + result.chunks.length} chunks, over its limit of ${maxBaseChunks} ` +
-          `(this document makes ${result.chunks.length}; the base has ${used}).`;
-        await this.markFailed(m, id, reason, result.bytes);
+          `The knowledge base would hold ${others + content.chunks.length} chunks, over its limit of ${maxBaseChunks} ` +
+          `(this document makes ${content.chunks.length}; the base's other documents have ${others}).`;
+        if (refresh) await this.markRefreshFailed(m, id, reason);
+        else await this.markFailed(m, id, reason, content.bytes);
         return { status: 'failed' as const, reason };
       }
-      for (let i = 0; i < result.chunks.length; i += 1000) {
-        const batch = result.chunks.slice(i, i + 1000);
-        await m.query(
-          `INSERT INTO chunks (base_id, document_id, position, heading, text, config)
-           SELECT $1, $2, u.position, u.heading, u.text, $3::regconfig FROM unnest($4::int[], $5::text[], $6::text[]) AS u(position, heading, text)`,
-          [base.id, id, base.config, batch.map((c) => c.position), batch.map((c) => clean(c.heading)), batch.map((c) => clean(c.text))],
-        );
-      }
-      const vectors = result.vectors;
-      if (vectors && vectors.vectors.length === result.chunks.length) {
-        for (let i = 0; i < result.chunks.length; i += VECTOR_BATCH) {
-          await this.insertVectors(
-            m,
-            vectorType,
-            vectors.model,
-            { documentId: id, positions: result.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position) },
-            vectors.vectors.slice(i, i + VECTOR_BATCH),
-          );
-        }
-      }
-      await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
+      if (refresh) await this.removeChunks(m, base.id, id);
+      await this.insertChunks(m, base, id, content, vectorType);
       await m.query(
-        `INSERT INTO lexemes (base_id, lexeme, chunk_count) ${LEXEME_COUNTS_SELECT('c.document_id = $1')}
-         ON CONFLICT (base_id, lexeme) DO UPDATE SET chunk_count = lexemes.chunk_count + excluded.chunk_count`,
-        [id],
-      );
-      await this.addChampions(m, base.id, id);
-      await m.query(
-        `UPDATE documents SET status = 'ready', failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END, characters = $3,
-                chunk_count = $4, bytes = $5, content_type = CASE WHEN content_type = '' THEN $6 ELSE content_type END,
+        `UPDATE documents SET status = 'ready', failure_reason = NULL, refresh_failure_reason = NULL, title = CASE WHEN title = '' THEN $2 ELSE title END,
+                characters = $3, chunk_count = $4, bytes = $5, content_type = CASE WHEN content_type = '' OR source = 'url' THEN $6 ELSE content_type END,
+                content_sha256 = $7, fetched_at = CASE WHEN source = 'url' THEN now() END,
+                next_refresh_at = CASE WHEN source = 'url' THEN now() + make_interval(hours => refresh_interval_hours) END,
                 input_text = NULL, input_data = NULL, lease_until = NULL, updated_at = now()
           WHERE id = $1`,
-        [id, clean(result.title), result.characters, result.chunks.length, result.bytes, result.contentType ?? ''],
+        [id, clean(content.title), content.characters, content.chunks.length, content.bytes, content.contentType ?? '', content.contentSha256 ?? null],
       );
       return { status: 'ready' as const };
     });
+  }
+
+  /** A document's chunks into its base (under the base's lock): their vectors, vocabulary, lexeme counts and champion entries. */
+  private async insertChunks(
+    m: EntityManager,
+    base: { id: string; config: string },
+    id: string,
+    content: DocumentContent,
+    vectorType: string | undefined,
+  ): Promise<void> {
+    for (let i = 0; i < content.chunks.length; i += 1000) {
+      const batch = content.chunks.slice(i, i + 1000);
+      await m.query(
+        `INSERT INTO chunks (base_id, document_id, position, heading, text, config)
+         SELECT $1, $2, u.position, u.heading, u.text, $3::regconfig FROM unnest($4::int[], $5::text[], $6::text[]) AS u(position, heading, text)`,
+        [base.id, id, base.config, batch.map((c) => c.position), batch.map((c) => clean(c.heading)), batch.map((c) => clean(c.text))],
+      );
+    }
+    const vectors = content.vectors;
+    if (vectors && vectors.vectors.length === content.chunks.length) {
+      for (let i = 0; i < content.chunks.length; i += VECTOR_BATCH) {
+        await this.insertVectors(
+          m,
+          vectorType,
+          vectors.model,
+          { documentId: id, positions: content.chunks.slice(i, i + VECTOR_BATCH).map((c) => c.position) },
+          vectors.vectors.slice(i, i + VECTOR_BATCH),
+        );
+      }
+    }
+    await m.query(`INSERT INTO words (base_id, word) ${VOCABULARY_SELECT('c.document_id = $1')} ON CONFLICT DO NOTHING`, [id]);
+    await m.query(
+      `INSERT INTO lexemes (base_id, lexeme, chunk_count) ${LEXEME_COUNTS_SELECT('c.document_id = $1')}
+       ON CONFLICT (base_id, lexeme) DO UPDATE SET chunk_count = lexemes.chunk_count + excluded.chunk_count`,
+      [id],
+    );
+    await this.addChampions(m, base.id, id);
+  }
+
+  /** A re-fetch found the page as it was: the chunks stay; due again an interval from now. False when it is gone. */
+  async markUnchanged(id: string): Promise<boolean> {
+    const [, count] = await this.db.query(
+      `UPDATE documents SET fetched_at = now(), next_refresh_at = now() + make_interval(hours => refresh_interval_hours), refresh_failure_reason = NULL,
+              lease_until = NULL
+        WHERE id = $1 AND status = 'ready'`,
+      [id],
+    );
+    return count > 0;
+  }
+
+  /**
+   * A re-fetch failed: a ready document keeps its chunks with `reason` as its refresh_failure_reason; one whose
+   * first ingestion failed stays failed with `reason` as its failure_reason. Either is due again an interval from
+   * now. False when it is gone.
+   */
+  async failRefresh(id: string, reason: string): Promise<boolean> {
+    return this.markRefreshFailed(this.db.manager, id, reason);
+  }
+
+  private async markRefreshFailed(m: EntityManager, id: string, reason: string): Promise<boolean> {
+    const [, count] = await m.query(
+      `UPDATE documents SET failure_reason = CASE WHEN status = 'failed' THEN $2 ELSE failure_reason END,
+              refresh_failure_reason = CASE WHEN status = 'failed' THEN NULL ELSE $2 END,
+              next_refresh_at = now() + make_interval(hours => refresh_interval_hours), lease_until = NULL
+        WHERE id = $1 AND status <> 'processing'`,
+      [id, clean(reason).slice(0, 2000)],
+    );
+    return count > 0;
   }
 
   /**
@@ -672,9 +807,10 @@ export class KnowledgeRepository {
   }
 
   private async markFailed(m: EntityManager, id: string, reason: string, bytes?: number): Promise<boolean> {
+    // A URL document with an interval is tried again when it is due (a page that was down, a limit since freed).
     const [, count] = await m.query(
       `UPDATE documents SET status = 'failed', failure_reason = $2, bytes = coalesce($3, bytes), input_text = NULL, input_data = NULL,
-              lease_until = NULL, updated_at = now()
+              lease_until = NULL, updated_at = now(), next_refresh_at = now() + make_interval(hours => refresh_interval_hours)
         WHERE id = $1 AND status = 'processing'`,
       [id, clean(reason).slice(0, 2000), bytes ?? null],
     );

@@ -24,6 +24,8 @@ export const INGEST_CONCURRENCY = 2;
 export const INGEST_LEASE_MS = 10 * 60_000;
 /** How often a replica looks for documents left `processing` by a replica that stopped. */
 export const INGEST_SWEEP_MS = 60_000;
+/** URL documents due for a re-fetch that a sweep takes up, at most (per replica; the rest wait for the next sweep). */
+export const REFRESHES_PER_SWEEP = 20;
 /** A URL document's fetch must finish within this. */
 export const FETCH_TIMEOUT_MS = 30_000;
 /** Chunks without a vector embedded per sweep when embeddings are configured (4 requests of 64). */

@@ -22,6 +22,17 @@ export const knowledgeRerankTotal = new Counter({
 });
 
 /**
+ * Scheduled re-fetches of URL documents by outcome: `changed` (new chunks stored; also a failed document that
+ * became ready), `unchanged` (same body: chunks kept), `failed` (the previous content kept, or a failed document
+ * still failed).
+ */
+export const knowledgeRefreshesTotal = new Counter({
+  name: 'parley_knowledge_refreshes_total',
+  help: 'Scheduled re-fetches of URL documents by outcome (changed, unchanged, failed)',
+  labelNames: ['outcome'] as const,
+});
+
+/**
  * Searches with embeddings configured on a database with pgvector, by what the vector candidates did: `searched`
  * (the nearest chunks joined the lexical ones), `unindexed` (no HNSW index of the model yet: rerank only), `failed`
  * (the nearest-chunks statement failed: rerank only). Searches whose query embedding was late or failed are not counted.

@@ -245,10 +245,40 @@ export class KnowledgeChampions1764900000005 implements MigrationInterface {
   }
 }
 
+/**
+ * Scheduled re-fetch of URL documents (docs/knowledge.md, Re-fetching URL documents): the interval given at
+ * creation, when the page was last fetched and when it is due next, the digest of the body its chunks come from (an
+ * unchanged page keeps its chunks), and why the last re-fetch failed. The ingestion sweep looks up due documents
+ * through the partial index, which holds only documents that have an interval.
+ */
+export class KnowledgeRefresh1764900000006 implements MigrationInterface {
+  name = 'KnowledgeRefresh1764900000006';
+
+  private readonly columns = {
+    refresh_interval_hours: 'integer',
+    fetched_at: 'timestamptz(3)',
+    next_refresh_at: 'timestamptz(3)',
+    content_sha256: 'text',
+    refresh_failure_reason: 'text',
+  };
+
+  async up(q: QueryRunner): Promise<void> {
+    const added = Object.entries(this.columns).map(([column, type]) => `ADD COLUMN IF NOT EXISTS ${column} ${type}`);
+    await q.query(`ALTER TABLE documents ${added.join(', ')}`);
+    await q.query(`CREATE INDEX IF NOT EXISTS documents_refresh_due ON documents (next_refresh_at) WHERE next_refresh_at IS NOT NULL`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX IF EXISTS documents_refresh_due`);
+    await q.query(`ALTER TABLE documents ${Object.keys(this.columns).map((column) => `DROP COLUMN IF EXISTS ${column}`).join(', ')}`);
+  }
+}
+
 export const KNOWLEDGE_MIGRATIONS = [
   CreateKnowledge1764900000001,
   KnowledgeWords1764900000002,
   KnowledgeVectors1764900000003,
   KnowledgeLexemes1764900000004,
   KnowledgeChampions1764900000005,
+  KnowledgeRefresh1764900000006,
 ];

@@ -42,6 +42,11 @@ export function Optional(): Decorator {
   return ValidateIf((_object: object, value: unknown) => value !== undefined);
 }
 
+/** The field may be absent or `null`, both meaning none; any other value is checked. */
+export function OptionalOrNull(): Decorator {
+  return ValidateIf((_object: object, value: unknown) => value !== undefined && value !== null);
+}
+
 export interface TextOptions {
   /** Shortest accepted length; 0 (the default) accepts the empty string. */
   min?: number;

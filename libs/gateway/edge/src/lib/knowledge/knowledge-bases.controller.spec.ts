@@ -4,10 +4,12 @@ import { ServiceConfig } from '@parley/config';
 import { AppError } from '@parley/rpc';
 import { Principal } from '../auth/api-keys.repository';
 import { CursorCodec } from '../http/pagination';
+import { BodyValidationPipe } from '../http/validation';
 import { fakeRpcClient } from '../testing/fake-rpc-client';
 import { gatewayOpenApiDocument } from '../testing/gateway-openapi';
 import { KnowledgeBasesController } from './knowledge-bases.controller';
 import { KnowledgeClient } from './knowledge.client';
+import { DocumentInputDto } from './knowledge.dto';
 
 type Service = knowledgeV1.KnowledgeServiceClient;
 
@@ -39,6 +41,10 @@ const doc = (over: Partial<knowledgeV1.Document> = {}): knowledgeV1.Document => 
   chunk_count: 0,
   bytes: '120' as unknown as number,
   metadata: {},
+  refresh_interval_hours: 0,
+  fetched_at: '',
+  next_refresh_at: '',
+  refresh_failure_reason: '',
   created_at: '2026-01-01T00:00:00.000Z',
   updated_at: '2026-01-01T00:00:00.000Z',
   ...over,
@@ -93,6 +99,7 @@ describe('KnowledgeBasesController', () => {
       title: 'FAQ',
       metadata: { v: '1' },
       text: { text: '# FAQ', content_type: 'text/markdown' },
+      refresh_interval_hours: 0,
     });
     expect(res).toEqual({
       id: 'doc_1',
@@ -106,9 +113,53 @@ describe('KnowledgeBasesController', () => {
       chunk_count: 0,
       bytes: 120,
       metadata: {},
+      refresh_interval_hours: null,
+      fetched_at: null,
+      next_refresh_at: null,
+      refresh_failure_reason: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
     });
+  });
+
+  it('adds a URL document with a re-fetch interval and presents when it was fetched, is due and why its last re-fetch failed', async () => {
+    const refreshed = doc({
+      source: 'url',
+      url: 'https://example.com/help',
+      status: 'ready',
+      refresh_interval_hours: 24,
+      fetched_at: '2026-01-02T00:00:00.000Z',
+      next_refresh_at: '2026-01-03T00:00:00.000Z',
+      refresh_failure_reason: 'the URL answered HTTP 503',
+    });
+    const { c, requests } = controller({ addDocument: { document: refreshed } });
+    const res = await c.addDocument(who, 'kb_1', { url: 'https://example.com/help', refresh_interval_hours: 24 });
+    expect(requests.addDocument).toEqual({ account_id: 'acme', knowledge_base_id: 'kb_1', title: '', metadata: {}, url: 'https://example.com/help', refresh_interval_hours: 24 });
+    expect(res).toMatchObject({
+      url: 'https://example.com/help',
+      refresh_interval_hours: 24,
+      fetched_at: '2026-01-02T00:00:00.000Z',
+      next_refresh_at: '2026-01-03T00:00:00.000Z',
+      refresh_failure_reason: 'the URL answered HTTP 503',
+    });
+    await c.addDocument(who, 'kb_1', { url: 'https://example.com/help', refresh_interval_hours: null });
+    expect((requests.addDocument as knowledgeV1.AddDocumentRequest).refresh_interval_hours).toBe(0);
+  });
+
+  it('refuses a re-fetch interval (422 on refresh_interval_hours) with text or a file, out of 1-720 or not a whole number; null is never', async () => {
+    const { c, requests } = controller({});
+    const onInterval = { code: 'validation_error', errors: [{ field: 'refresh_interval_hours', message: 'only applies to url documents' }] };
+    expect(await refusal(c.addDocument(who, 'kb_1', { title: 'x', text: 'a', refresh_interval_hours: 24 }))).toEqual(onInterval);
+    expect(await refusal(c.addDocument(who, 'kb_1', { file: { data: 'eA==', content_type: 'text/plain' }, refresh_interval_hours: 1 }))).toEqual(onInterval);
+    expect(requests.addDocument).toBeUndefined();
+    const pipe = new BodyValidationPipe();
+    const validated = (refresh_interval_hours: unknown) =>
+      pipe.transform({ url: 'https://example.com/help', refresh_interval_hours }, { type: 'body', metatype: DocumentInputDto, data: undefined }).then(
+        () => 'ok',
+        (e: AppError) => ({ code: e.code, fields: e.errors?.map((x) => x.field) }),
+      );
+    for (const hours of [0, 721, 1.5, -1, '24', true]) expect(await validated(hours)).toEqual({ code: 'validation_error', fields: ['refresh_interval_hours'] });
+    for (const hours of [1, 720, null, undefined]) expect(await validated(hours)).toBe('ok');
   });
 
   it('decodes a base64 file and sends its bytes; a failed document carries its reason', async () => {
@@ -186,6 +237,11 @@ describe('KnowledgeBasesController', () => {
     const schemas = document.components?.schemas as Record<string, { properties: Record<string, { example?: unknown }> }>;
     expect(schemas['KnowledgeBaseDto'].properties['id'].example).toMatch(/^kb_/);
     expect(schemas['DocumentDto'].properties['id'].example).toMatch(/^doc_/);
+    const nullable = { type: expect.arrayContaining(['null']), example: expect.anything(), description: expect.any(String) };
+    for (const field of ['refresh_interval_hours', 'fetched_at', 'next_refresh_at', 'refresh_failure_reason']) {
+      expect({ field, schema: schemas['DocumentDto'].properties[field] }).toEqual({ field, schema: expect.objectContaining(nullable) });
+    }
+    expect(schemas['DocumentInputDto'].properties['refresh_interval_hours']).toMatchObject({ ...nullable, type: ['integer', 'null'], minimum: 1, maximum: 720 });
     expect(schemas['KnowledgeChunkDto'].properties['score'].example).toBeDefined();
   });
 });

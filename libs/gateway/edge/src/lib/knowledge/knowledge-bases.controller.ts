@@ -64,6 +64,11 @@ export function presentDocument(d: knowledgeV1.Document | undefined): DocumentDt
     chunk_count: Number(d.chunk_count),
     bytes: Number(d.bytes),
     metadata: d.metadata ?? {},
+    // proto3 has no null: 0 and empty strings are none.
+    refresh_interval_hours: d.refresh_interval_hours || null,
+    fetched_at: d.fetched_at || null,
+    next_refresh_at: d.next_refresh_at || null,
+    refresh_failure_reason: d.refresh_failure_reason || null,
     created_at: d.created_at,
     updated_at: d.updated_at,
   };
@@ -167,7 +172,8 @@ export class KnowledgeBasesController {
       '`processing`; poll it in the list until `ready` (searchable) or `failed` (with `failure_reason`). A document of ' +
       'more than KNOWLEDGE_MAX_DOCUMENT_BYTES (10 MB by default; a file counted once decoded) answers 413 ' +
       '`payload_too_large`; one yielding more than KNOWLEDGE_MAX_DOCUMENT_CHARACTERS of text, or that would take the ' +
-      'base past KNOWLEDGE_MAX_BASE_CHUNKS chunks, fails with the reason and stores nothing.',
+      'base past KNOWLEDGE_MAX_BASE_CHUNKS chunks, fails with the reason and stores nothing. A `url` document with ' +
+      '`refresh_interval_hours` is fetched again at that pace, its chunks replaced when the page changed.',
     permission: 'knowledge:write',
     idempotent: true,
     problems: ['not_found', 'validation_error', 'payload_too_large', 'unsupported_media_type', 'idempotency_conflict'],
@@ -179,6 +185,8 @@ export class KnowledgeBasesController {
     if (given.length !== 1) problems.push({ field: given[1] ?? 'text', message: 'exactly one of text, url or file must be given' });
     if (body.text !== undefined && body.title === undefined) problems.push({ field: 'title', message: 'is required with text' });
     if (body.content_type !== undefined && body.text === undefined) problems.push({ field: 'content_type', message: 'is only read with text' });
+    const interval = body.refresh_interval_hours ?? undefined;
+    if (interval !== undefined && body.url === undefined) problems.push({ field: 'refresh_interval_hours', message: 'only applies to url documents' });
     if (body.file && !BASE64.test(body.file.data)) problems.push({ field: 'file.data', message: 'must be base64' });
     if (problems.length) throw AppError.validation(problems);
     const max = this.config.KNOWLEDGE_MAX_DOCUMENT_BYTES;
@@ -195,6 +203,7 @@ export class KnowledgeBasesController {
           ...(body.text !== undefined ? { text: { text: body.text, content_type: body.content_type ?? 'text/plain' } } : {}),
           ...(body.url !== undefined ? { url: body.url } : {}),
           ...(body.file && data ? { file: { data, content_type: body.file.content_type } } : {}),
+          refresh_interval_hours: interval ?? 0,
         },
         md,
       ),

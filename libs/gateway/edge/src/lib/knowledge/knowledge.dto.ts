@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIntBetween, IsMetadata, IsNested, IsNumberBetween, IsOneOf, IsText, mapSchema, METADATA_LIMITS, Optional } from '../http/validators';
+import { IsIntBetween, IsMetadata, IsNested, IsNumberBetween, IsOneOf, IsText, mapSchema, METADATA_LIMITS, Optional, OptionalOrNull } from '../http/validators';
 
 export const KB_NAME_MAX = 200;
 export const KB_DESCRIPTION_MAX = 2000;
@@ -7,6 +7,9 @@ export const DOCUMENT_TITLE_MAX = 500;
 export const DOCUMENT_URL_MAX = 2000;
 export const SEARCH_QUERY_MAX = 1000;
 export const SEARCH_LIMIT_MAX = 50;
+/** A URL document's re-fetch interval, in hours: hourly to every 30 days. */
+export const REFRESH_INTERVAL_MIN_HOURS = 1;
+export const REFRESH_INTERVAL_MAX_HOURS = 720;
 export const TEXT_CONTENT_TYPES = ['text/plain', 'text/markdown', 'text/csv'] as const;
 export const DOCUMENT_STATUSES = ['processing', 'ready', 'failed'] as const;
 export const DOCUMENT_SOURCES = ['text', 'url', 'file'] as const;
@@ -126,6 +129,22 @@ export class DocumentInputDto {
   @IsNested(() => DocumentFileDto)
   file?: DocumentFileDto;
 
+  @ApiPropertyOptional({
+    type: 'integer',
+    nullable: true,
+    minimum: REFRESH_INTERVAL_MIN_HOURS,
+    maximum: REFRESH_INTERVAL_MAX_HOURS,
+    example: 24,
+    description:
+      'Only with `url`: fetch the page again every so many hours; absent or null, never. A changed page replaces the ' +
+      'document\'s chunks (it stays `ready` and searchable meanwhile), an unchanged one keeps them, and a failed ' +
+      're-fetch keeps the previous content with `refresh_failure_reason`. A document whose first fetch failed is tried ' +
+      'again at the same pace. Set at creation: to change it, delete the document and add it again.',
+  })
+  @OptionalOrNull()
+  @IsIntBetween(REFRESH_INTERVAL_MIN_HOURS, REFRESH_INTERVAL_MAX_HOURS)
+  refresh_interval_hours?: number | null;
+
   @ApiPropertyOptional({ ...METADATA_SCHEMA, example: { source: 'zendesk' } })
   @Optional()
   @IsMetadata()
@@ -153,8 +172,42 @@ export class DocumentDto {
   @ApiProperty({ type: 'integer', example: 6, description: 'Searchable chunks (0 until ready).' }) chunk_count: number;
   @ApiProperty({ type: 'integer', example: 5290, description: 'Size of the input in bytes (a URL\'s body once fetched).' }) bytes: number;
   @ApiProperty({ ...METADATA_SCHEMA, example: { source: 'zendesk' } }) metadata: Record<string, string>;
+  @ApiProperty({
+    type: 'integer',
+    nullable: true,
+    minimum: REFRESH_INTERVAL_MIN_HOURS,
+    maximum: REFRESH_INTERVAL_MAX_HOURS,
+    example: 24,
+    description: 'A URL document\'s page is fetched again every so many hours; null: never (always for text and files).',
+  })
+  refresh_interval_hours: number | null;
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    example: '2026-01-06T10:00:01.000Z',
+    description: 'When the content the document holds was last fetched (stored, or found unchanged by a re-fetch); null for text and files, and for a URL never fetched successfully.',
+  })
+  fetched_at: string | null;
+  @ApiProperty({
+    type: 'string',
+    format: 'date-time',
+    nullable: true,
+    example: '2026-01-07T10:00:01.000Z',
+    description: 'When the next re-fetch is due (taken up within about a minute); null without `refresh_interval_hours`.',
+  })
+  next_refresh_at: string | null;
+  @ApiProperty({
+    type: 'string',
+    nullable: true,
+    example: 'the URL answered HTTP 503',
+    description:
+      'Why the last re-fetch failed; the previous content is kept and searched, and the next re-fetch is due an interval later. ' +
+      'Null when it did not fail (and once a later one succeeds). A document whose first fetch failed says why in `failure_reason` instead.',
+  })
+  refresh_failure_reason: string | null;
   @ApiProperty({ format: 'date-time', example: '2026-01-05T10:00:00.000Z' }) created_at: string;
-  @ApiProperty({ format: 'date-time', example: '2026-01-05T10:00:02.000Z' }) updated_at: string;
+  @ApiProperty({ format: 'date-time', example: '2026-01-05T10:00:02.000Z', description: 'When its content or status last changed.' }) updated_at: string;
 }
 
 export class DocumentListDto {

@@ -48,6 +48,14 @@ export interface Document {
   metadata: { [key: string]: string };
   created_at: string;
   updated_at: string;
+  /** URL documents: re-fetched every so many hours (1-720); 0: never. */
+  refresh_interval_hours: number;
+  /** When the content it holds was last fetched (stored, or found unchanged); empty until then and for text and files. */
+  fetched_at: string;
+  /** When the next re-fetch is due; empty when none is (no interval). */
+  next_refresh_at: string;
+  /** Why the last re-fetch failed (the previous content is kept and searched); empty when it did not. */
+  refresh_failure_reason: string;
 }
 
 export interface Document_MetadataEntry {
@@ -129,7 +137,11 @@ export interface AddDocumentRequest {
   metadata: { [key: string]: string };
   text?: TextContent | undefined;
   url?: string | undefined;
-  file?: FileContent | undefined;
+  file?:
+    | FileContent
+    | undefined;
+  /** With `url` only: re-fetch the page every so many hours (1-720); 0: never. Fixed at creation. */
+  refresh_interval_hours: number;
 }
 
 export interface AddDocumentRequest_MetadataEntry {

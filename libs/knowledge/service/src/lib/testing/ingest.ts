@@ -1,14 +1,8 @@
-import type { Counter } from 'prom-client';
 import { chunkDocument, extractDocument, IngestError } from '@parley/knowledge-ingest';
-import { IngestFunctions } from './ingest-port';
-import { KnowledgeLimits } from './limits';
+import { IngestFunctions } from '../ingest-port';
+import { KnowledgeLimits } from '../limits';
 
 /* What the embeddings tests (rerank, pgvector) share. Not exported by the library: tests import it by path. */
-
-/** A counter's value for one `outcome`. */
-export async function outcomeCount(counter: Counter<'outcome'>, outcome: string): Promise<number> {
-  return (await counter.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
-}
 
 export const TEST_LIMITS: KnowledgeLimits = { maxDocumentBytes: 1024 * 1024, maxDocumentCharacters: 100_000, maxBaseChunks: 1000, maxBasesPerAccount: 5 };
 
