@@ -10,6 +10,10 @@ describe('ElevenLabsTextToSpeech against an ElevenLabs-protocol server', () => {
   let server: FakeElevenLabsServer;
   let baseUrl: string;
 
+  // The SDK is large: its first load (3 s here alone, over 10 s on a loaded machine) is paid once here, not inside the
+  // first test's 5 s. The voice loads it itself, on first use; this only warms jest's module registry.
+  beforeAll(() => Promise.all([import('@elevenlabs/elevenlabs-js'), import('@elevenlabs/elevenlabs-js/core')]), 60_000);
+
   beforeEach(async () => {
     server = new FakeElevenLabsServer({ apiKey: 'xi-test' });
     baseUrl = await server.start();
@@ -193,6 +197,7 @@ describe('ElevenLabsTextToSpeech against an ElevenLabs-protocol server', () => {
 describe('the ElevenLabs SDK', () => {
   afterEach(() => jest.dontMock('@elevenlabs/elevenlabs-js'));
 
+  // Loads the SDK again, in a module registry of its own: a longer timeout, as for the first load above.
   it('is loaded when an ElevenLabs voice is made, not with the speech library (about 50 MB of heap)', async () => {
     let loaded = 0;
     jest.doMock('@elevenlabs/elevenlabs-js', () => {
@@ -206,7 +211,7 @@ describe('the ElevenLabs SDK', () => {
       for (let tick = 0; tick < 100 && loaded === 0; tick++) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(loaded).toBe(1);
     });
-  });
+  }, 60_000);
 });
 
 async function collect(audio: AsyncIterable<SpeechChunk>, onChunk?: (chunk: SpeechChunk) => void): Promise<SpeechChunk[]> {
