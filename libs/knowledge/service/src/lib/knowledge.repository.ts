@@ -1119,8 +1119,13 @@ export class KnowledgeRepository {
       [ext] = await this.db.query(VECTOR_EXTENSION);
       if (!ext) return { reason: 'the vector extension could not be found after it was created' };
     }
-    await this.db.query(`ALTER TABLE chunk_vectors ADD COLUMN IF NOT EXISTS embedding_index ${quoteIdent(ext.schema)}.vector`);
     this.vectorColumn = undefined;
+    // Only when missing: ALTER TABLE takes its lock (waiting behind searches, and holding later ones) even when the
+    // column is there, and every replica runs this at start-up.
+    if (!(await this.vectorColumnType())) {
+      await this.db.query(`ALTER TABLE chunk_vectors ADD COLUMN IF NOT EXISTS embedding_index ${quoteIdent(ext.schema)}.vector`);
+      this.vectorColumn = undefined;
+    }
     return { version: ext.version };
   }
 
