@@ -11,13 +11,13 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { freePorts } from './ports.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 
@@ -61,14 +61,6 @@ async function main() {
   const KEY = 'vsk_bench_api_key_00000000000001';
   const ACCOUNT = 'bench';
 
-  const freePort = () =>
-    new Promise((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address();
-        s.close(() => resolve(port));
-      });
-    });
-
   async function waitHealthy(url) {
     for (let i = 0; i < 600; i++) {
       try {
@@ -99,7 +91,7 @@ async function main() {
     dbUrl = u.toString();
   }
 
-  const [port, a, c, m, w, pgPort] = await Promise.all(Array.from({ length: 6 }, freePort));
+  const [port, a, c, m, w, pgPort] = await freePorts(6);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const env = {
     PATH: process.env.PATH ?? '',

@@ -10,11 +10,11 @@
 //   BENCH_RUNS=5 BENCH_KEEP=1 npm run bench:startup     (more runs; keep the DATA_DIR afterwards)
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { freePorts } from './ports.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ENTRY = join(ROOT, 'dist/apps/standalone/apps/standalone/src/main.js');
@@ -29,25 +29,6 @@ if (!existsSync(ENTRY)) {
   process.exit(1);
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
-/** Distinct free ports (asked for together so none is handed out twice). */
-async function freePorts(n) {
-  const ports = new Set();
-  while (ports.size < n) ports.add(await freePort());
-  return [...ports];
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -26,7 +26,6 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +33,7 @@ import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 import { connect as natsConnect } from 'nats';
 import pg from 'pg';
+import { freePorts } from './ports.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ENTRY = join(ROOT, 'dist/apps/webhook-dispatcher/apps/webhook-dispatcher/src/main.js');
@@ -75,23 +75,6 @@ if (!existsSync(ENTRY)) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowMs = () => performance.timeOrigin + performance.now();
 
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createNetServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
-async function freePorts(n) {
-  const ports = new Set();
-  while (ports.size < n) ports.add(await freePort());
-  return [...ports];
-}
 
 const CLK_TCK = (() => {
   try {

@@ -4,23 +4,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePorts } from '../ports.mjs';
 import { entryOf, SERVICES } from './build.mjs';
 
 export const BENCH_KEY = 'vsk_bench_media_key_000000000001';
 const DISTRIBUTED_DATABASE = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DISTRIBUTED_NATS = 'nats://127.0.0.1:4222';
-
-export const freePort = () =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 async function until(check, timeoutMs, what) {
   const deadline = Date.now() + timeoutMs;
@@ -52,7 +44,7 @@ export async function startPlatform({ mode, dist, env: extra, calls }) {
     u.pathname = `/${dbName}`;
     dbUrl = u.toString();
   }
-  const [port, agents, callsPort, media, webhooks, mediaPort, pgPort, ...ops] = await Promise.all(Array.from({ length: 11 }, freePort));
+  const [port, agents, callsPort, media, webhooks, mediaPort, pgPort, ...ops] = await freePorts(11);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-media-'));
   const env = {
     PATH: process.env.PATH ?? '',
