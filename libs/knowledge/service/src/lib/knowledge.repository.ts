@@ -1180,9 +1180,8 @@ export class KnowledgeRepository {
   async ensureVectorIndex(model: string): Promise<'ready' | 'building' | 'no vectors' | 'unsupported'> {
     const type = await this.vectorColumnType();
     if (!type) return 'unsupported';
-    const [row]: { dims: number }[] = await this.db.query(`SELECT length(embedding) / 4 AS dims FROM chunk_vectors WHERE model = $1 LIMIT 1`, [model]);
-    if (!row) return 'no vectors';
-    const index = vectorIndexOf(model, row.dims, type);
+    const index = await this.wantedVectorIndex(model, type);
+    if (index === 'no vectors') return index;
     if (!index) return 'unsupported';
     const state = await this.indexState(index.name);
     if (state === 'valid') {
@@ -1232,10 +1231,9 @@ export class KnowledgeRepository {
     if (!baseIds.length) return { hits: [] };
     const rows: (HitRow & { distance: number })[] = await this.db.transaction(
       async (m) => {
-        if (this.vectorVersion && compareVersions(this.vectorVersion, '0.8.0') >= 0) {
-          await m.query(`SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-        }
-        await m.query(`SELECT set_config('hnsw.ef_search', $1, true)`, [String(Math.max(40, limit))]);
+        const settings = [`set_config('hnsw.ef_search', $1, true)`];
+        if (this.vectorVersion && compareVersions(this.vectorVersion, '0.8.0') >= 0) settings.push(`set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+        await m.query(`SELECT ${settings.join(', ')}`, [String(Math.max(40, limit))]);
         return m.query(
           `SELECT c.id::text AS chunk_id, c.document_id, c.base_id, d.title, c.heading, c.text, c.position,
                   (${index.expression}) OPERATOR(${index.schema}.<=>) $1::${index.cast} AS distance
@@ -1257,12 +1255,17 @@ export class KnowledgeRepository {
     const type = await this.vectorColumnType();
     let index: VectorIndex | undefined;
     if (type) {
-      const [row]: { dims: number }[] = await this.db.query(`SELECT length(embedding) / 4 AS dims FROM chunk_vectors WHERE model = $1 LIMIT 1`, [model]);
-      const wanted = row && vectorIndexOf(model, row.dims, type);
-      if (wanted && (await this.indexState(wanted.name)) === 'valid') index = wanted;
+      const wanted = await this.wantedVectorIndex(model, type);
+      if (wanted && wanted !== 'no vectors' && (await this.indexState(wanted.name)) === 'valid') index = wanted;
     }
     this.vectorIndexes.set(model, { index, checkedAt: Date.now() });
     return index;
+  }
+
+  /** The index `model`'s stored vectors call for (by their dimensions), or undefined when pgvector's HNSW cannot index them. */
+  private async wantedVectorIndex(model: string, type: string): Promise<VectorIndex | 'no vectors' | undefined> {
+    const [row]: { dims: number }[] = await this.db.query(`SELECT length(embedding) / 4 AS dims FROM chunk_vectors WHERE model = $1 LIMIT 1`, [model]);
+    return row ? vectorIndexOf(model, row.dims, type) : 'no vectors';
   }
 
   /** Forgets what is known of the vector indexes (after an index was dropped, say). */
