@@ -3,6 +3,7 @@ import { FakeLlm, StreamRequest } from '@parley/llm';
 import { agentSettings } from './agent-settings';
 import { LineCache } from './line-cache';
 import { setup } from './testing/engine-harness';
+import type { EngineOptions } from './voice-engine';
 
 /** An agent whose conversation follows `flow`; the caller's silence never ends the call unless asked. */
 function flowAgent(flow: Flow, conversation: Record<string, unknown> = {}) {
@@ -26,9 +27,9 @@ function model(routes: string[], answer: (request: StreamRequest) => string = ()
   return new FakeLlm([], { fallback: (request) => (request.json ? (routes.shift() ?? '{"edge": null}') : answer(request)) });
 }
 
-function flowCall(flow: Flow, llm: FakeLlm, conversation: Record<string, unknown> = {}) {
+function flowCall(flow: Flow, llm: FakeLlm, conversation: Record<string, unknown> = {}, engine: Partial<EngineOptions> = {}) {
   const transitions: FlowTransition[] = [];
-  const h = setup(flowAgent(flow, conversation), { llm, host: { recordTransition: (t) => void transitions.push(t) } });
+  const h = setup(flowAgent(flow, conversation), { llm, host: { recordTransition: (t) => void transitions.push(t) }, engine });
   const said = () => h.turns.filter((t) => t.role === 'assistant').map((t) => t.text);
   return { ...h, transitions, said };
 }
@@ -182,6 +183,33 @@ describe('voice engine: conversation flows', () => {
 
     expect(llm.requests.map((r) => r.toolChoice)).toEqual([{ name: 'lookup' }, undefined, undefined]);
     expect(llm.requests[0].tools?.map((t) => t.name)).toEqual(['record_opt_out', 'lookup']);
+  });
+
+  it('resumes on the node it was on after a transfer that did not connect: its prompt, its forced tool not forced again, no move recorded', async () => {
+    const flow: Flow = {
+      start: 'greet',
+      nodes: [
+        { id: 'greet', prompt: 'Ask what the caller needs.', edges: [{ to: 'orders', when: 'an order' }] },
+        { id: 'orders', prompt: 'Help with the order.', tool: 'lookup', edges: [{ to: 'greet', when: 'something else' }] },
+      ],
+    };
+    const llm = model([], (r) => (String(r.messages[0].content).includes('Help with the order.') ? 'Back to your order.' : 'How can I help?'));
+    const resume = { reason: 'transfer_no_answer', turns: [{ role: 'user' as const, text: 'A person about my order, please.' }], node: 'orders' };
+    const c = flowCall(flow, llm, {}, { resume });
+    void c.engine.start();
+    await c.pumpUntil(() => c.said().length === 1);
+    await c.ask('Where is it then?');
+    await c.pumpUntil(() => c.said().length === 2);
+
+    expect(c.said()).toEqual(['I am sorry, I could not reach them. Is there anything else I can help you with?', 'Back to your order.']);
+    const answers = llm.requests.filter((r) => !r.json);
+    expect(answers.map((r) => r.toolChoice)).toEqual([undefined]);
+    expect(answers[0].messages.slice(1).map((m) => m.content)).toEqual([
+      'A person about my order, please.',
+      'I am sorry, I could not reach them. Is there anything else I can help you with?',
+      'Where is it then?',
+    ]);
+    expect(c.transitions).toEqual([]);
   });
 
   it('says a static node again after its own quiet time, while the call’s silence timers keep counting', async () => {

@@ -94,9 +94,10 @@ export interface EngineOptions {
   startedAt?: number;
   /**
    * The stream resumes a conversation (a transfer that did not connect): no greeting; the agent picks up from
-   * `turns` (the call's transcript so far) and tells the caller what happened.
+   * `turns` (the call's transcript so far) and tells the caller what happened. With a flow, on `node`, the node it
+   * was on (the call's last flow transition); without one, on the start node.
    */
-  resume?: { reason: string; turns: { role: 'user' | 'assistant'; text: string }[] };
+  resume?: { reason: string; turns: { role: 'user' | 'assistant'; text: string }[]; node?: string };
   /** The agent's voicemail message, when an answering machine may be left one (`voicemail: message`). */
   voicemailMessage?: string;
   /** The deployment's knowledge lookup budget per turn when the agent sets none (default 250 ms). */
@@ -281,9 +282,9 @@ export class VoiceEngine {
         return this.finish('completed');
       }
       this.history.push(...resume.turns.map((t) => ({ role: t.role, content: t.text })));
+      const step = this.flow ? this.flow.resume(resume.node ?? this.flow.current.id) : ({ kind: 'listen' } as const);
       await this.say(BUILT_IN.transferFailed, { interruptible: true });
-      if (!this.ended) this.armSilence();
-      return;
+      return this.act(step);
     }
     const greeting = this.fill(this.language.greeting);
     if (greeting) await this.say(greeting, { interruptible: this.settings.mode === 'conversation' });

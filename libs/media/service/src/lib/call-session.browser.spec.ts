@@ -22,7 +22,7 @@ function setup(attach: CallsPort['attachMedia']) {
   const heartbeats: callsV1.MediaHeartbeatRequest[] = [];
   const calls: CallsPort = {
     attachMedia: async (req) => (attached.push(req), attach(req)),
-    getTranscript: async () => [],
+    getTranscript: async () => ({ turns: [], transitions: [] }),
     heartbeat: async (req) => (heartbeats.push(req), !req.stopped),
     recordingReady: async () => undefined,
     appendTurn: async () => undefined,

@@ -29,7 +29,7 @@ function greetingCall() {
   const turns: callsV1.AppendTurnRequest[] = [];
   const calls: CallsPort = {
     attachMedia: async () => ({ call: CALL, resume: '' }),
-    getTranscript: async () => [],
+    getTranscript: async () => ({ turns: [], transitions: [] }),
     heartbeat: async () => true,
     recordingReady: async () => undefined,
     appendTurn: async (req) => void turns.push(req),

@@ -9,7 +9,7 @@ import { FakeLlm } from '@parley/llm';
 import { FakeSpeechToText, FakeTextToSpeech } from '@parley/speech';
 import { LocalBlobStore } from '@parley/storage';
 import { FakeKnowledgeSearch, realClock, VoiceEngine } from '@parley/voice-engine';
-import { AgentsPort, CallsPort } from './calls-port';
+import { AgentsPort, CallsPort, Transcript } from './calls-port';
 import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
 import { directSocket } from './testing/direct-socket';
 import { until } from './testing/caller-line';
@@ -28,14 +28,16 @@ class FakeCalls implements CallsPort {
     private readonly call: callsV1.Call | undefined,
     /** Events injected before the stream attached, as AttachMedia hands them over. */
     private readonly pendingEvents?: callsV1.PendingEvent[],
+    /** The stream resumes the call after a transfer that did not connect, with the transcript so far. */
+    private readonly resumed?: { reason: string; transcript: Transcript },
   ) {}
   async attachMedia(req: callsV1.AttachMediaRequest) {
     this.attached.push(req);
     if (!this.call || req.stream_token !== 'good-token') throw new Error('unauthenticated');
-    return { call: this.call, resume: '', ...(this.pendingEvents ? { pendingEvents: this.pendingEvents } : {}) };
+    return { call: this.call, resume: this.resumed?.reason ?? '', ...(this.pendingEvents ? { pendingEvents: this.pendingEvents } : {}) };
   }
-  async getTranscript(): Promise<callsV1.Turn[]> {
-    return [];
+  async getTranscript(): Promise<Transcript> {
+    return this.resumed?.transcript ?? { turns: [], transitions: [] };
   }
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {
     this.heartbeats.push(req);
@@ -298,6 +300,44 @@ describe('a carrier media stream session', () => {
       ['', 'waiting', 'start', ''],
       ['waiting', 'paid', 'event', 'payment_received'],
       ['assistant', 'Thank you for paying 42.'],
+    ]);
+    await session.onClose();
+  }, 15_000);
+
+  it('resumes a flow on the node it was on when a transfer did not connect, recording no move', async () => {
+    const transition = (from_node: string, to_node: string, kind: string, seq: number) =>
+      ({ from_node, to_node, kind, seq, edge_index: from_node ? 0 : -1, when: '', event: '', captured_json: '', at_ms: seq * 1000 }) as callsV1.FlowTransition;
+    const calls = new FakeCalls(CALL, undefined, {
+      reason: 'transfer_no_answer',
+      transcript: {
+        turns: [{ role: 'user', text: 'I want to pay my bill.' } as callsV1.Turn],
+        transitions: [transition('', 'greet', 'start', 1), transition('greet', 'billing', 'intent', 3)],
+      },
+    });
+    const flow = {
+      start: 'greet',
+      nodes: [
+        { id: 'greet', prompt: 'Ask what the caller needs.', edges: [{ to: 'billing', when: 'the caller asks about a bill' }] },
+        { id: 'billing', prompt: 'Offer the billing team.', tools: ['transfer_call'], edges: [{ to: 'paid', type: 'event', event: 'payment_received' }] },
+        { id: 'paid', type: 'static', say: 'Thank you for paying.', edges: [] },
+      ] as FlowNode[],
+    };
+    const flowAgent: AgentsPort = {
+      getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting: 'Hi.' }], conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 }, flow }, effective: {} }),
+    };
+    const { session } = setup(CALL, { calls, echoMarks: true, deps: { agents: flowAgent } });
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 1, 'the caller told');
+
+    // Only `billing` waits for this event: the flow is there again, not at its start.
+    await session.injectEvent('payment_received', {});
+    await until(() => calls.reports.length >= 3, 'the paid line said');
+
+    const report = (r: (typeof calls.reports)[number]) => ('to_node' in r ? [r.from_node, r.to_node, r.kind] : [r.turn?.role, r.turn?.text]);
+    expect(calls.reports.map(report)).toEqual([
+      ['assistant', 'I am sorry, I could not reach them. Is there anything else I can help you with?'],
+      ['billing', 'paid', 'event'],
+      ['assistant', 'Thank you for paying.'],
     ]);
     await session.onClose();
   }, 15_000);

@@ -631,12 +631,12 @@ export class CallSession {
       return;
     }
     // A resumed conversation (a transfer that did not connect) picks up from the transcript so far.
-    const turns = resume
+    const { turns, transitions } = resume
       ? await this.deps.calls.getTranscript({ account_id: call.account_id, id: call.id }).catch((e) => {
           this.log.warn({ err: e, callId: call.id }, 'transcript could not be read; resuming without history');
-          return [] as callsV1.Turn[];
+          return { turns: [], transitions: [] };
         })
-      : [];
+      : { turns: [], transitions: [] };
     const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
     // An answering machine may be left the agent's voicemail message on an outbound call: synthesized ahead.
@@ -727,7 +727,14 @@ export class CallSession {
         voicemailMessage,
         retrievalTimeoutMs: this.deps.retrievalTimeoutMs,
         ...(resume
-          ? { resume: { reason: resume, turns: turns.filter((t) => t.role === 'user' || t.role === 'assistant').map((t) => ({ role: t.role as 'user' | 'assistant', text: t.text })) } }
+          ? {
+              resume: {
+                reason: resume,
+                turns: turns.filter((t) => t.role === 'user' || t.role === 'assistant').map((t) => ({ role: t.role as 'user' | 'assistant', text: t.text })),
+                // The node the flow was on when the transfer was placed.
+                node: transitions.at(-1)?.to_node,
+              },
+            }
           : {}),
       },
     );

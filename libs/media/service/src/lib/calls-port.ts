@@ -6,6 +6,9 @@ import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
  * stream to its call, report liveness, turns, tool calls, flow transitions, opt-outs and the recording, end or
  * transfer the call, read the agent.
  */
+/** A call's transcript as GetTranscript answers it, without the call. */
+export type Transcript = Pick<callsV1.GetTranscriptResponse, 'turns' | 'transitions'>;
+
 export interface CallsPort {
   /**
    * `seat`: the rendezvous seat the stream took (absent or empty: not a seat). `role`: who the stream is (`operator`:
@@ -16,7 +19,8 @@ export interface CallsPort {
   attachMedia(
     req: callsV1.AttachMediaRequest,
   ): Promise<{ call: callsV1.Call; resume: string; seat?: string; role?: string; awaitClaim?: boolean; pendingEvents?: callsV1.PendingEvent[] }>;
-  getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]>;
+  /** The call's turns so far and its flow's moves (a resumed conversation picks up from them). */
+  getTranscript(req: callsV1.GetTranscriptRequest): Promise<Transcript>;
   heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean>;
   recordingReady(req: callsV1.RecordingReadyRequest): Promise<void>;
   /** A rendezvous seat's session ended: whether its client sent the copy asked for. Only seat sessions call it. */

@@ -36,7 +36,7 @@ describe('media stream server', () => {
   const attachedOnce = new Promise<void>((resolve) => (attached = resolve));
   const calls: CallsPort = {
     attachMedia: async () => (attached(), { call: CALL, resume: '' }),
-    getTranscript: async () => [],
+    getTranscript: async () => ({ turns: [], transitions: [] }),
     heartbeat: async () => true,
     recordingReady: async () => undefined,
     appendTurn: async () => undefined,
@@ -103,7 +103,7 @@ describe('media stream server, frames', () => {
     const stt = new FakeSpeechToText();
     const calls = {
       attachMedia: async () => (attaching(), await gate, { call: CALL, resume: '' }),
-      getTranscript: async () => [],
+      getTranscript: async () => ({ turns: [], transitions: [] }),
       heartbeat: async () => true,
       endCall: async () => undefined,
     } as unknown as CallsPort;
@@ -149,7 +149,7 @@ describe('media stream server, a paused main thread', () => {
     // 50 ms of the fake voice a character: about 2 s of greeting.
     const greeting = 'Thank you for calling the front desk today.';
     const server = new MediaStreamServer({ twilio: new TwilioMediaStreamProtocol() }, {}, {
-      calls: { attachMedia: async () => ({ call: CALL, resume: '' }), getTranscript: async () => [], heartbeat: async () => true, endCall: async () => undefined, appendTurn: async () => undefined } as unknown as CallsPort,
+      calls: { attachMedia: async () => ({ call: CALL, resume: '' }), getTranscript: async () => ({ turns: [], transitions: [] }), heartbeat: async () => true, endCall: async () => undefined, appendTurn: async () => undefined } as unknown as CallsPort,
       agents: { getAgent: async () => ({ spec: { languages: [{ code: 'en-US', greeting }] }, effective: {} }) },
       recordings: new LocalBlobStore(mkdtempSync(join(tmpdir(), 'paused-'))),
       providers: { stt: [new FakeSpeechToText()], tts: [new FakeTextToSpeech()], llm: new FakeLlm() },

@@ -13,7 +13,7 @@ import { BUS, CONFIG } from '@parley/runtime';
 import { LocalTextToSpeech } from '@parley/speech';
 import { createBlobStore } from '@parley/storage';
 import { EngineProviders } from '@parley/voice-engine';
-import { AgentsPort, CallsPort } from './calls-port';
+import { AgentsPort, CallsPort, Transcript } from './calls-port';
 import { CallLinks } from './call-links';
 import { GrpcKnowledgeSearch } from './grpc-knowledge-search';
 import { MediaLoadReporter } from './media-load-reporter';
@@ -48,8 +48,9 @@ class GrpcCallsPort implements CallsPort {
     return { call, resume, seat, role, awaitClaim: await_claim, pendingEvents: pending_events };
   }
 
-  async getTranscript(req: callsV1.GetTranscriptRequest): Promise<callsV1.Turn[]> {
-    return (await this.client.call('getTranscript', (s, md) => s.getTranscript(req, md))).turns;
+  async getTranscript(req: callsV1.GetTranscriptRequest): Promise<Transcript> {
+    const { turns, transitions } = await this.client.call('getTranscript', (s, md) => s.getTranscript(req, md));
+    return { turns, transitions };
   }
 
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {

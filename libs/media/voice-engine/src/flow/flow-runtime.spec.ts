@@ -297,6 +297,59 @@ describe('flow runtime', () => {
     });
   });
 
+  describe('resuming after a transfer that did not connect', () => {
+    const billing: AgentFlow = {
+      start: 'greet',
+      nodes: [
+        { id: 'greet', prompt: 'Ask what the caller needs.', edges: [{ to: 'billing', when: 'a bill' }] },
+        {
+          id: 'billing',
+          prompt: 'Put the caller through to billing.',
+          tool: 'lookup',
+          edges: [
+            { to: 'paid', type: 'event', event: 'payment_received' },
+            { to: 'greet', when: 'something else' },
+          ],
+        },
+        { id: 'paid', type: 'static', say: 'We received it.', edges: [] },
+      ],
+    };
+
+    it('is on the node it was on, with no move recorded, its forced tool not forced again, and routes from its edges', async () => {
+      const { flow: f, transitions, router } = runtime(billing, { route: scripted({ to: 'greet' }) });
+      expect(f.resume('billing')).toEqual({ kind: 'listen' });
+      expect(f.current.id).toBe('billing');
+      expect(transitions).toEqual([]);
+      expect(f.instructions(english)).toBe('You are Ada.\n\nPut the caller through to billing.');
+      expect(f.toolChoice()).toBeUndefined();
+      await f.userTurn(said, signal);
+      expect(router.requests[0].node.id).toBe('billing');
+      expect(moves(transitions)).toEqual(['billing→greet:intent']);
+      // Entered by a move, the node forces it.
+      const entered = runtime(billing, { route: scripted({ to: 'billing' }) });
+      entered.flow.start();
+      await entered.flow.userTurn(said, signal);
+      expect(entered.flow.toolChoice()).toEqual({ name: 'lookup' });
+    });
+
+    it('fires an event kept meanwhile when the node waits for it, and takes events at once after', () => {
+      const early = runtime(billing);
+      expect(early.flow.event('payment_received', {})).toBeUndefined();
+      expect(early.flow.resume('billing')).toMatchObject({ kind: 'say', node: { id: 'paid' } });
+      expect(moves(early.transitions)).toEqual(['billing→paid:event']);
+      const late = runtime(billing);
+      late.flow.resume('billing');
+      expect(late.flow.event('payment_received', {})).toMatchObject({ kind: 'say', node: { id: 'paid' } });
+    });
+
+    it('starts again, recorded as a start, when the flow no longer has the node', () => {
+      const { flow: f, transitions } = runtime(billing);
+      expect(f.resume('gone')).toEqual({ kind: 'listen' });
+      expect(f.current.id).toBe('greet');
+      expect(moves(transitions)).toEqual(['∅→greet:start']);
+    });
+  });
+
   describe('the node as the dialogue', () => {
     const flow: AgentFlow = {
       start: 'a',

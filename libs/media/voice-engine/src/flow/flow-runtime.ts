@@ -93,6 +93,27 @@ export class FlowRuntime implements Dialogue {
   }
 
   /**
+   * The conversation resumes after a transfer that did not connect, on `nodeId`, the node the flow was on. Nothing is
+   * recorded (the flow did not move) and the visit goes on: the node's forced tool ran before the transfer (it is the
+   * visit's first answer), so it is not forced again. An event kept meanwhile fires now if the node waits for it;
+   * otherwise the caller speaks next. A node the flow no longer has (the agent changed since) resumes at the start.
+   */
+  resume(nodeId: string): FlowStep {
+    const node = this.nodes.get(nodeId);
+    if (!node) {
+      this.log('flow resumes at its start: it has no node it was on', { node: nodeId });
+      return this.start();
+    }
+    this.started = true;
+    this.node = node;
+    if (node.tool) this.ran.add(node.tool);
+    const latched = this.latchedMove(node);
+    if (!latched) return { kind: 'listen' };
+    this.follow(latched);
+    return this.afterMove();
+  }
+
+  /**
    * A caller's turn begins: what the last turn's chosen edge was missing is forgotten (this turn's routing says
    * again), and the answer is whether the current node will answer unless an intent edge fires; the engine then
    * starts that answer while the router decides, and keeps it when the flow stays.
@@ -133,6 +154,11 @@ export class FlowRuntime implements Dialogue {
       return undefined;
     }
     this.follow(move);
+    return this.afterMove();
+  }
+
+  /** The flow moved outside a caller's turn: routers move on, then the node it settles on speaks or listens. */
+  private afterMove(): FlowStep {
     this.settle();
     return kind(this.node) === 'static' ? this.say() : kind(this.node) === 'llm' ? { kind: 'answer' } : { kind: 'listen' };
   }

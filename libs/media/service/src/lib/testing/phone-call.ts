@@ -26,7 +26,7 @@ import {
 import { LocalBlobStore } from '@parley/storage';
 import { callMessage } from '@parley/testing';
 import type { AgentSpec, KnowledgeSearch, RuntimeTools } from '@parley/voice-engine';
-import { AgentsPort, CallsPort } from '../calls-port';
+import { AgentsPort, CallsPort, Transcript } from '../calls-port';
 import { MediaStreamServer } from '../media-stream.server';
 import { CallerLine } from './caller-line';
 
@@ -97,8 +97,8 @@ export class FakeControlPlane implements CallsPort, AgentsPort {
     return { call: { ...call, carrier: req.carrier, carrier_call_id: req.carrier_call_id }, resume: '' };
   }
 
-  async getTranscript(): Promise<callsV1.Turn[]> {
-    return this.turns.map(({ at: _at, ...turn }) => turn);
+  async getTranscript(): Promise<Transcript> {
+    return { turns: this.turns.map(({ at: _at, ...turn }) => turn), transitions: [] };
   }
 
   async heartbeat(req: callsV1.MediaHeartbeatRequest): Promise<boolean> {
