@@ -125,6 +125,64 @@ describe('conversation flows on the running platform (standalone): routing, an i
     expect(late.body.code).toBe('conflict');
   }, 60_000);
 
+  it('brings the caller back to the node the flow was on when a transfer is not answered: no new start, and that node’s edges apply', async () => {
+    const agent = await api.post('/v1/agents', {
+      name: 'Billing desk',
+      languages: [{ code: 'en-US', greeting: 'Hello, billing.', stt_provider: 'deepgram', system_prompt: 'You help with bills.' }],
+      conversation: { silence_prompt_seconds: -1, silence_hangup_seconds: -1 },
+      transfer_number: '+15550100088',
+      flow: {
+        start: 'ask',
+        nodes: [
+          { id: 'ask', prompt: 'Ask what the caller needs.', edges: [{ to: 'human', when: 'the caller wants a person' }] },
+          { id: 'human', prompt: 'Put the caller through to a person.', edges: [{ to: 'paid', type: 'event', event: 'payment_received' }] },
+          { id: 'paid', type: 'static', say: 'Thank you, your payment arrived.' },
+        ],
+      },
+    });
+    expect(agent.status).toBe(201);
+    deepgram.utterances('A person, please.');
+    // The routing call moves to `human`; there, the model transfers (elsewhere it only answers).
+    llm.reply((body: FakeChatCompletionBody) =>
+      !body.stream
+        ? JSON.stringify({ edge: 1 })
+        : String(body.messages[0]?.content).includes('Put the caller through')
+          ? { toolCalls: [{ id: 'call_xfer', name: 'transfer_call', arguments: '{"reason":"asked for a person"}' }] }
+          : 'One moment.',
+    );
+    const call = (await api.post('/v1/calls', { agent_id: agent.body.id, to: '+15550100079' })).body as { id: string; carrier_call_id: string };
+    const stream = await EventStreamClient.open(`${platform.baseUrl}/v1/calls/${call.id}/events`, KEY);
+    const moved = (node: string) => stream.waitFor((e) => e.event === 'call.flow.transitioned' && e.data.to === node, 30_000);
+    expect(await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress')).toBe(204);
+    const first = await twilio.connectMediaStream(call.carrier_call_id);
+    await moved('ask');
+    // The transfer may take the line while the caller's trailing silence is still being sent.
+    const speaking = say(first, 'A person, please.').catch(() => undefined);
+    await moved('human');
+    await first.closed; // Twilio stops the stream when the call moves to the <Dial>
+    await speaking;
+
+    expect((await twilio.sendDialResult(call.carrier_call_id, 'no-answer')).status).toBe(200);
+    await twilio.connectMediaStream(call.carrier_call_id);
+    const sorry = 'I am sorry, I could not reach them. Is there anything else I can help you with?';
+    await until(async () => JSON.stringify((await api.get(`/v1/calls/${call.id}/transcript`)).body).includes(sorry), 'the apology on the new stream');
+    // Only `human` waits for this event: the conversation is back on it, not at the start.
+    const injected = await api.post(`/v1/calls/${call.id}/events`, { name: 'payment_received', payload: {} });
+    expect(injected.body).toMatchObject({ delivered: true });
+    await moved('paid');
+    await stream.waitFor((e) => e.event === 'call.status' && e.data.status === 'ended', 30_000);
+    await stream.ended;
+
+    const transcript = (await api.get(`/v1/calls/${call.id}/transcript`)).body;
+    expect(transcript.flow_transitions.map((t: { from: string; to: string; kind: string }) => [t.from, t.to, t.kind])).toEqual([
+      ['', 'ask', 'start'],
+      ['ask', 'human', 'intent'],
+      ['human', 'paid', 'event'],
+    ]);
+    expect(transcript.turns.map((t: { role: string; text: string }) => t.text).slice(-2)).toEqual([sorry, 'Thank you, your payment arrived.']);
+    expect((await api.get(`/v1/calls/${call.id}`)).body).toMatchObject({ status: 'ended', end_reason: 'completed' });
+  }, 90_000);
+
   it('keeps an event posted before the media stream opens for the conversation: it fires once the flow reaches the node waiting for it', async () => {
     const { call, stream, moved } = await answeredCall('+15550100078');
     // The payment system reports right after the answer, before the stream opens: not delivered yet, kept.

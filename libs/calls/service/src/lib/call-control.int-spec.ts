@@ -63,6 +63,7 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
   let calls: CallsDomain;
   const workers = new FakeMediaWorkers();
   let admission: CallAdmission;
+  let carriers: CarrierRegistry;
   const twilio = new FakeTwilioServer();
   const config = new ServiceConfig();
 
@@ -81,7 +82,8 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     const repository = new CallsRepository(dataSource);
     calls = new CallsDomain(repository, relay, bus, config, workers.commands);
     admission = new CallAdmission(bus, repository, config);
-    control = new CallControl(calls, CarrierRegistry.fromConfig(config), agents, config, admission);
+    carriers = CarrierRegistry.fromConfig(config);
+    control = new CallControl(calls, carriers, agents, config, admission);
   });
 
   afterAll(async () => {
@@ -426,6 +428,47 @@ describe('call control with Twilio (real PostgreSQL, fake Twilio)', () => {
     const signedAnswered = signedTwilioWebhook(url, answered, twilio.authToken);
     const done = await control.handleWebhook({ carrier: 'twilio', kind: 'transfer-result', url, headers: signedAnswered.headers, params: answered, agent_id: '' });
     expect(done.body).toContain('<Hangup/>');
+  });
+
+  it('keeps a transferring call when the stream placing the transfer stops first, and when a busy line brought the caller back before that stop', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100083' });
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    const twilioCarrier = carriers.pick('twilio')!;
+    const atTwilio = twilioCarrier.transferCall.bind(twilioCarrier);
+    const liveAtStop: boolean[] = [];
+    const transferring = jest.spyOn(twilioCarrier, 'transferCall').mockImplementationOnce(async (...args) => {
+      // Twilio stops the stream as it moves the call; the worker's last heartbeat can come before Twilio's answer.
+      liveAtStop.push(await control.mediaHeartbeat('acc_1', call.id, true, 'MZfirst'));
+      return atTwilio(...args);
+    });
+    await control.transfer('acc_1', call.id, '+15550100084', 'MZfirst');
+    transferring.mockRestore();
+    expect(liveAtStop).toEqual([true]);
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'in_progress', transferredTo: '+15550100084' });
+
+    const url = 'https://parley.example/carriers/twilio/transfer-result';
+    const busy = { CallSid: call.carrierCallId!, DialCallStatus: 'busy' };
+    const back = await control.handleWebhook({ carrier: 'twilio', kind: 'transfer-result', url, headers: signedTwilioWebhook(url, busy, twilio.authToken).headers, params: busy, agent_id: '' });
+    const token = /name="token" value="([^"]+)"/.exec(back.body)?.[1] ?? '';
+    expect(await control.attachMedia(token, 'twilio', call.carrierCallId!)).toMatchObject({ resume: 'transfer_busy' });
+    // The first stream's stop, late: the caller is talking to the agent on the new stream.
+    expect(await control.mediaHeartbeat('acc_1', call.id, true, 'MZfirst')).toBe(true);
+    expect((await calls.get('acc_1', call.id)).status).toBe('in_progress');
+    // The new stream's stop ends the call.
+    expect(await control.mediaHeartbeat('acc_1', call.id, true, 'MZsecond')).toBe(false);
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ended', endReason: 'completed' });
+  });
+
+  it('unmarks a transfer the carrier refuses, so the stream’s stop then ends the call', async () => {
+    const call = await control.placeOutbound('acc_1', { agentId: 'agt_1', to: '+15550100085' });
+    await calls.transition('acc_1', call.id, () => ({ status: 'in_progress' }));
+    twilio.failNext({ status: 500, code: 20500, message: 'Internal Server Error' });
+    await expect(control.transfer('acc_1', call.id, '+15550100086', 'MZonly')).rejects.toMatchObject({ code: 'service_unavailable' });
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'in_progress', transferredTo: null, transferStreamId: null });
+    expect((await outboxTypes(call.id)).map((e) => e.type)).not.toContain('call.transferred');
+
+    expect(await control.mediaHeartbeat('acc_1', call.id, true, 'MZonly')).toBe(false);
+    expect(await calls.get('acc_1', call.id)).toMatchObject({ status: 'ended', endReason: 'completed' });
   });
 
   it('never reaps a transferred call for lack of media', async () => {

@@ -264,20 +264,37 @@ export class CallControl {
   }
 
   /** Puts an answered call through to `destination` (E.164 or sip:) at the carrier; `call.transferred` follows. */
-  async transfer(accountId: string, id: string, destination: string): Promise<CallEntity> {
+  /**
+   * Puts an answered call through to `destination` at its carrier. The call is marked transferred before the carrier
+   * is asked: the carrier stops the media stream as it moves the call, and that stream's last heartbeat may arrive
+   * before the carrier's answer; it must find a transfer, not a conversation that is over. A refusal unmarks it.
+   * `streamId`: the media stream placing the transfer (empty from the API), whose stop never ends the call.
+   */
+  async transfer(accountId: string, id: string, destination: string, streamId = ''): Promise<CallEntity> {
     if (!isE164(destination) && !isSipUri(destination)) {
       throw AppError.validation([{ field: 'destination', message: 'must be an E.164 number or a sip: URI' }]);
     }
-    const call = await this.calls.get(accountId, id);
-    if (call.status !== 'in_progress') throw new AppError('conflict', `Only an answered call can be transferred; this one is ${call.status}.`);
-    if (!call.carrier || !call.carrierCallId) throw new AppError('conflict', 'This call has no carrier leg to transfer.');
-    await this.atCarrier(call, (carrier, carrierCallId) =>
-      carrier.transferCall(carrierCallId, destination, { resultUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/transfer-result` }),
-    );
-    return this.calls.amend(accountId, id, async (current, m) => {
+    const call = await this.calls.amend(accountId, id, (current) => {
+      if (current.status !== 'in_progress') throw new AppError('conflict', `Only an answered call can be transferred; this one is ${current.status}.`);
+      if (!current.carrier || !current.carrierCallId) throw new AppError('conflict', 'This call has no carrier leg to transfer.');
       current.transferredTo = destination;
-      return [await this.calls.emit(m, current, 'call.transferred', { destination })];
+      current.transferStreamId = streamId || null;
+      return [];
     });
+    try {
+      await this.atCarrier(call, (carrier, carrierCallId) =>
+        carrier.transferCall(carrierCallId, destination, { resultUrl: `${this.publicUrl}${CARRIER_WEBHOOK_PATH}/${carrier.name}/transfer-result` }),
+      );
+    } catch (error) {
+      await this.calls.amend(accountId, id, (current) => {
+        if (current.transferredTo !== destination) return [];
+        current.transferredTo = null;
+        current.transferStreamId = null;
+        return [];
+      });
+      throw error;
+    }
+    return this.calls.amend(accountId, id, async (current, m) => [await this.calls.emit(m, current, 'call.transferred', { destination })]);
   }
 
   /** A carrier webhook relayed by the gateway: verified here, where the carrier's credentials are. */
@@ -349,11 +366,14 @@ export class CallControl {
    * Media liveness; when the stream stops, the conversation is over: an answered call that was not transferred
    * ends `completed` (the carrier's own completed callback then changes nothing).
    */
-  async mediaHeartbeat(accountId: string, id: string, stopped: boolean): Promise<boolean> {
+  async mediaHeartbeat(accountId: string, id: string, stopped: boolean, streamId = ''): Promise<boolean> {
     const call = await this.calls.touchMedia(accountId, id);
     if (!stopped) return isLive(call.status);
+    // The stream that handed the call to the carrier ends nothing: the transfer's outcome decides what comes next (a
+    // busy line can bring the caller back on a new stream before this stop arrives).
+    const handedOver = streamId !== '' && streamId === call.transferStreamId;
     let live = isLive(call.status);
-    if (call.status === 'in_progress' && !call.transferredTo) {
+    if (!handedOver && call.status === 'in_progress' && !call.transferredTo) {
       const ended = await this.calls.transition(accountId, id, (c) => (c.status === 'in_progress' && !c.transferredTo ? { status: 'ended', endReason: 'completed' } : undefined));
       live = isLive(ended.status);
     }

@@ -212,7 +212,7 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async mediaHeartbeat(req: callsV1.MediaHeartbeatRequest): Promise<callsV1.MediaHeartbeatResponse> {
-    return { live: await this.control.mediaHeartbeat(req.account_id, req.call_id, req.stopped) };
+    return { live: await this.control.mediaHeartbeat(req.account_id, req.call_id, req.stopped, req.stream_id) };
   }
 
   async appendTurn(req: callsV1.AppendTurnRequest): Promise<callsV1.AppendTurnResponse> {
@@ -350,6 +350,6 @@ export class CallsGrpcController implements callsV1.CallsServiceController {
   }
 
   async transferCall(req: callsV1.TransferCallRequest): Promise<callsV1.TransferCallResponse> {
-    return { call: toCallMessage(await this.control.transfer(req.account_id, req.id, req.destination)) };
+    return { call: toCallMessage(await this.control.transfer(req.account_id, req.id, req.destination, req.stream_id)) };
   }
 }

@@ -324,6 +324,7 @@ export class CallsRepository {
       mediaWorker: null,
       answeredBy: null,
       transferredTo: null,
+      transferStreamId: null,
       createdAt,
       updatedAt: createdAt,
       answeredAt: null,

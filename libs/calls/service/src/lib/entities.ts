@@ -41,6 +41,8 @@ export class CallEntity {
   @Column({ name: 'last_media_at', type: 'timestamptz', precision: 3, nullable: true }) lastMediaAt: Date | null;
   /** Where the carrier put the caller through, once transferred. */
   @Column({ name: 'transferred_to', type: 'text', nullable: true }) transferredTo: string | null;
+  /** The media stream that placed the latest transfer (TransferCallRequest.stream_id): its stop never ends the call. */
+  @Column({ name: 'transfer_stream_id', type: 'text', nullable: true }) transferStreamId: string | null;
   /** `human`, `machine` or `unknown` once the carrier's machine detection answered; null before or without it. */
   @Column({ name: 'answered_by', type: 'text', nullable: true }) answeredBy: string | null;
   /** Post-call summary; null until analysed, or when the agent's summary is off or the model gave none. */

@@ -639,6 +639,22 @@ export class AddCallSuccess1765800000630 implements MigrationInterface {
   }
 }
 
+/**
+ * The media stream that placed a call's transfer: the carrier stops it as it moves the call, and its stop must not
+ * end the call (the transfer may still ring, or the caller may be back with the agent on a newer stream).
+ */
+export class AddCallTransferStream1766000000720 implements MigrationInterface {
+  name = 'AddCallTransferStream1766000000720';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls ADD COLUMN IF NOT EXISTS transfer_stream_id text`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query(`ALTER TABLE calls DROP COLUMN IF EXISTS transfer_stream_id`);
+  }
+}
+
 export const CALLS_MIGRATIONS = [
   CreateOutbox1763700000000,
   CreateCalls1763700000301,
@@ -672,4 +688,5 @@ export const CALLS_MIGRATIONS = [
   AddCallAnalyticsSuccess1765900000610,
   CreateProjectSpend1765900000700,
   ProjectSpendStatementTriggers1765900000710,
+  AddCallTransferStream1766000000720,
 ];

@@ -181,7 +181,7 @@ describe('a carrier media stream session', () => {
     expect(wav.samples.length).toBe(960);
     expect(wav.samples[400]).toBe(0);
     expect(Math.abs(wav.samples[850])).toBeGreaterThan(9000);
-    expect(calls.heartbeats).toEqual([{ account_id: 'acc_1', call_id: 'call_1', stopped: true }]);
+    expect(calls.heartbeats).toEqual([{ account_id: 'acc_1', call_id: 'call_1', stopped: true, stream_id: 'MZ1' }]);
     expect(closes).toEqual([[1000, 'stream stopped']]);
   });
 

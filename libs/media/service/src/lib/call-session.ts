@@ -493,7 +493,7 @@ export class CallSession {
   private transferByOperator(destination: string): void {
     const call = this.call;
     if (!call) return;
-    this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }).then(
+    this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination, stream_id: this.streamId }).then(
       () => this.endStream('transferred'),
       (error: unknown) => {
         this.log.warn({ err: error, callId: call.id, destination }, 'operator transfer failed');
@@ -695,7 +695,7 @@ export class CallSession {
             .then(() => this.deps.calls.endCall({ account_id: call.account_id, id: call.id, reason: reason === 'agent' ? 'completed' : reason }))
             .catch((e) => this.log.warn({ err: e, callId: call.id }, 'hang-up failed'));
         },
-        transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination }),
+        transfer: (destination) => this.deps.calls.transferCall({ account_id: call.account_id, id: call.id, destination, stream_id: this.streamId }),
         // Reported in order with the turns and numbered with them (call.tool.called once per report).
         recordToolCall: (report) => {
           const req = { ...ids, ...this.nextReport(), name: report.name, kind: report.kind, arguments_json: report.arguments, ok: report.ok, error: report.error ?? '' };
@@ -759,7 +759,7 @@ export class CallSession {
     const call = this.call;
     if (!call) return;
     try {
-      const live = await this.deps.calls.heartbeat({ account_id: call.account_id, call_id: call.id, stopped });
+      const live = await this.deps.calls.heartbeat({ account_id: call.account_id, call_id: call.id, stopped, stream_id: this.streamId });
       if (!live) this.over = true;
       if (!live && !stopped) {
         this.notify({ type: 'call-end', reason: '' });

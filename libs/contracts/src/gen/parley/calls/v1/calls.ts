@@ -441,7 +441,13 @@ export interface PendingEvent {
 export interface MediaHeartbeatRequest {
   account_id: string;
   call_id: string;
+  /**
+   * The stream stopped: an answered call ends `completed`, unless it is being transferred or this stream placed
+   * its transfer (TransferCallRequest.stream_id): the caller may be back with the agent on a newer stream by then.
+   */
   stopped: boolean;
+  /** The reporting stream's id (the carrier's stream id, or the worker's for a browser's); empty: not known. */
+  stream_id: string;
 }
 
 export interface MediaHeartbeatResponse {
@@ -620,6 +626,11 @@ export interface TransferCallRequest {
   id: string;
   /** E.164 or sip: URI. */
   destination: string;
+  /**
+   * The media stream placing the transfer (a worker's; empty from the API): the carrier stops it as it moves the
+   * call, and its stop then never ends the call (MediaHeartbeatRequest.stream_id).
+   */
+  stream_id: string;
 }
 
 export interface TransferCallResponse {
