@@ -263,12 +263,12 @@ export class CallControl {
     });
   }
 
-  /** Puts an answered call through to `destination` (E.164 or sip:) at the carrier; `call.transferred` follows. */
   /**
-   * Puts an answered call through to `destination` at its carrier. The call is marked transferred before the carrier
-   * is asked: the carrier stops the media stream as it moves the call, and that stream's last heartbeat may arrive
-   * before the carrier's answer; it must find a transfer, not a conversation that is over. A refusal unmarks it.
-   * `streamId`: the media stream placing the transfer (empty from the API), whose stop never ends the call.
+   * Puts an answered call through to `destination` (E.164 or sip:) at its carrier; `call.transferred` follows once the
+   * carrier took it. The call is marked transferred before the carrier is asked: the carrier stops the media stream
+   * as it moves the call, and that stream's last heartbeat may arrive before the carrier's answer; it must find a
+   * transfer, not a conversation that is over. A refusal unmarks it. `streamId`: the media stream placing the
+   * transfer (a worker's session; empty when unknown), whose stop never ends the call.
    */
   async transfer(accountId: string, id: string, destination: string, streamId = ''): Promise<CallEntity> {
     if (!isE164(destination) && !isSipUri(destination)) {
