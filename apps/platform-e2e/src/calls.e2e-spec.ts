@@ -304,7 +304,7 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
 
   it('brings the caller back when a transfer is not answered, on a new stream, instead of dropping the call', async () => {
     const agent = (
-      await api.post('/v1/agents', { name: 'Front desk', mode: 'normal', transfer_number: '+15550100099', languages: [{ code: 'en', greeting: 'Putting you through.' }] })
+      await api.post('/v1/agents', { name: 'Front desk', mode: 'normal', transfer_number: '+15550100099', record_calls: true, languages: [{ code: 'en', greeting: 'Putting you through.' }] })
     ).body;
     const call = (await api.post('/v1/calls', { agent_id: agent.id, to: '+15550100023' })).body;
     await twilio.sendStatusCallback(call.carrier_call_id, 'in-progress');
@@ -323,6 +323,15 @@ describe('calls: records, state machine, Twilio, live events, recordings and cal
     expect(second.receivedFrames).toBeGreaterThan(50);
     const texts = (await api.get(`/v1/calls/${call.id}/transcript`)).body.turns.map((t: { text: string }) => t.text);
     expect(texts).toEqual(['Putting you through.', 'I am sorry, I could not reach anyone. Please try again later. Goodbye.']);
+    // One recording for the call: the second stream's goes on after the first's, and its turns count on after it.
+    const ready = await waitFor(() => {
+      const found = events(call.id).filter((e) => e.event.type === 'call.recording.ready');
+      return found.length === 2 ? found.map((e) => e.event.data.duration_seconds as number) : undefined;
+    }, 30_000);
+    const turns = (await api.get(`/v1/calls/${call.id}/transcript`)).body.turns as { start_seconds: number; end_seconds: number }[];
+    expect(turns[1].start_seconds).toBeGreaterThanOrEqual(turns[0].end_seconds);
+    expect(ready[1]).toBeGreaterThan(ready[0]);
+    expect(ready[1]).toBeGreaterThanOrEqual(turns[1].end_seconds - 0.1);
   }, 60_000);
 
   it('fails the call with the carrier’s reason when Twilio refuses to dial', async () => {

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callsV1, FlowNode } from '@parley/contracts';
-import { parseWav, pcm16ToMulaw } from '@parley/audio';
+import { encodeWav, parseWav, pcm16ToMulaw } from '@parley/audio';
 import { TwilioMediaStreamProtocol } from '@parley/carrier-twilio';
 import { AppError } from '@parley/rpc';
 import { FakeLlm } from '@parley/llm';
@@ -11,6 +11,7 @@ import { LocalBlobStore } from '@parley/storage';
 import { FakeKnowledgeSearch, realClock, VoiceEngine } from '@parley/voice-engine';
 import { AgentsPort, CallsPort, Transcript } from './calls-port';
 import { CallSession, CallSessionDeps, CLOSE_REFUSED } from './call-session';
+import { recordingKey } from './resumed-timeline';
 import { directSocket } from './testing/direct-socket';
 import { until } from './testing/caller-line';
 
@@ -339,6 +340,36 @@ describe('a carrier media stream session', () => {
       ['billing', 'paid', 'event'],
       ['assistant', 'Thank you for paying.'],
     ]);
+    await session.onClose();
+  }, 15_000);
+
+  it('goes on with the call’s timeline on a stream that resumes it: the recording keeps the first part, turns count on after it', async () => {
+    const sorry = 'I am sorry, I could not reach them. Is there anything else I can help you with?';
+    const calls = new FakeCalls(CALL, undefined, {
+      reason: 'transfer_busy',
+      transcript: { turns: [{ role: 'user', text: 'Put me through.', start_ms: 400, end_ms: 900 } as callsV1.Turn], transitions: [] },
+    });
+    const { session, store } = setup(CALL, { calls, echoMarks: true });
+    // The first stream's recording: one second, loud.
+    await store.put(recordingKey(CALL), encodeWav(new Int16Array(8000).fill(12000), 8000), 'audio/wav');
+    await session.onFrame(frames.start('good-token'));
+    await until(() => calls.reports.length >= 1, 'the apology');
+    const [apology] = calls.reports as callsV1.AppendTurnRequest[];
+    expect(apology.turn).toMatchObject({ role: 'assistant', text: sorry });
+    expect(Number(apology.turn!.start_ms)).toBeGreaterThanOrEqual(1000);
+    // The caller speaks 200 ms after the apology, on the carrier's timeline of this stream (which starts at 0).
+    const spokeAt = Number(apology.turn!.end_ms) + 200;
+    await session.onFrame(frames.media(loud, spokeAt - 1000));
+    await session.onFrame(frames.stop());
+
+    const object = await store.get(recordingKey(CALL));
+    const chunks: Buffer[] = [];
+    for await (const c of object!.body) chunks.push(c as Buffer);
+    const wav = parseWav(Buffer.concat(chunks));
+    // The first second as it was, then this stream: its caller's frame where its turns say it was.
+    expect(wav.samples.subarray(0, 8000).every((v) => v === 12000)).toBe(true);
+    expect(Math.abs(wav.samples[spokeAt * 8 + 80])).toBeGreaterThan(9000);
+    expect(calls.recordings.at(-1)?.duration_seconds).toBeCloseTo((spokeAt + 20) / 1000, 2);
     await session.onClose();
   }, 15_000);
 

@@ -8,7 +8,8 @@ import { MEDIA_HEARTBEAT_SECONDS } from '@parley/config';
 import { serviceLogger } from '@parley/observability';
 import { BlobStore } from '@parley/storage';
 import type { EgressPolicy } from '@parley/egress';
-import { AgentsPort, CallsPort } from './calls-port';
+import { AgentsPort, CallsPort, Transcript } from './calls-port';
+import { recordingKey, resumedTimeline } from './resumed-timeline';
 import { framesInTally, mediaStreamsActive, mediaStreamsTotal } from './media-metrics';
 import { AppError } from '@parley/rpc';
 import { isTransient, TranscriptWriter } from './transcript-writer';
@@ -110,6 +111,8 @@ export class CallSession {
   private engine: VoiceEngine | undefined;
   private encoding: AudioEncoding = 'mulaw';
   private streamStartedAt = 0;
+  /** Where this stream's offsets start on the call's timeline: after its earlier streams, when it resumes the call. */
+  private timelineOffsetMs = 0;
   private transcript: TranscriptWriter | undefined;
   /**
    * The number of the last turn, tool-call or flow-transition report on this stream (AppendTurnRequest.seq,
@@ -248,7 +251,7 @@ export class CallSession {
     if (this.call) {
       const pcm = decodeToPcm16(event.payload, this.encoding);
       // The carrier's timestamp places the frame on the call's timeline, so lost frames stay silent gaps.
-      this.recorder?.write('caller', pcm, event.timestampMs);
+      this.recorder?.write('caller', pcm, event.timestampMs + this.timelineOffsetMs);
       this.engine?.pushAudio(pcm);
       this.line?.heard(pcm);
       this.ownVoice?.push(pcm);
@@ -404,11 +407,17 @@ export class CallSession {
     if (event.parameters['client']) this.log.info({ callId: this.call.id, carrier, client: event.parameters['client'] }, 'browser attached');
     mediaStreamsActive.inc({ carrier });
     this.encoding = event.format.encoding;
-    // The origin of the recording and of the transcript's offsets alike.
-    this.streamStartedAt = realClock.now();
     // A seat's recording is its copies' (SeatCopies); an operator's side is recorded by the phone's session, which
     // plays it to the caller.
-    if (this.call.recording_enabled && !seat && role !== 'operator') this.recorder = new CallRecorder(event.format.sampleRate);
+    const recorded = this.call.recording_enabled && !seat && role !== 'operator';
+    const resumed = resume
+      ? await resumedTimeline({ calls: this.deps.calls, recordings: this.deps.recordings, warn: (fields, message) => this.log.warn(fields, message) }, this.call, event.format.sampleRate, recorded)
+      : undefined;
+    // The origin of the recording and of the transcript's offsets alike; a resumed call's goes on after its earlier streams.
+    this.timelineOffsetMs = resumed?.offsetMs ?? 0;
+    this.streamStartedAt = realClock.now() - this.timelineOffsetMs;
+    if (recorded) this.recorder = new CallRecorder(event.format.sampleRate);
+    if (resumed?.recording) this.recorder?.write('caller', resumed.recording, 0);
     const call = this.call;
     this.heartbeat = setInterval(() => {
       this.reportUsage(this.transcript, call, 'heartbeat');
@@ -419,7 +428,7 @@ export class CallSession {
     this.notify({ type: 'call-start', callId: call.id, agentId: call.agent_id, direction: call.direction, sampleRate: event.format.sampleRate });
     if (role === 'operator') return this.joinAsOperator(call, event.format.sampleRate);
     if (awaitClaim) return this.awaitClaim(call, event.format.sampleRate);
-    await this.startEngine(call, event.format.sampleRate, resume, pendingEvents);
+    await this.startEngine(call, event.format.sampleRate, resume, pendingEvents, resumed?.transcript);
   }
 
   /**
@@ -622,7 +631,8 @@ export class CallSession {
     if (this.deps.protocol.notice && this.socket.text) this.socket.text(this.deps.protocol.notice(this.streamId, notice));
   }
 
-  private async startEngine(call: callsV1.Call, sampleRate: number, resume: string, pendingEvents: callsV1.PendingEvent[] = []): Promise<void> {
+  /** `earlier`: the call's transcript so far, when this stream resumes it (`resume`). */
+  private async startEngine(call: callsV1.Call, sampleRate: number, resume: string, pendingEvents: callsV1.PendingEvent[] = [], earlier?: Transcript): Promise<void> {
     let agent: Awaited<ReturnType<AgentsPort['getAgent']>>;
     try {
       agent = await this.deps.agents.getAgent(call.account_id, call.agent_id);
@@ -631,12 +641,7 @@ export class CallSession {
       return;
     }
     // A resumed conversation (a transfer that did not connect) picks up from the transcript so far.
-    const { turns, transitions } = resume
-      ? await this.deps.calls.getTranscript({ account_id: call.account_id, id: call.id }).catch((e) => {
-          this.log.warn({ err: e, callId: call.id }, 'transcript could not be read; resuming without history');
-          return { turns: [], transitions: [] };
-        })
-      : { turns: [], transitions: [] };
+    const { turns, transitions } = earlier ?? { turns: [], transitions: [] };
     const settings = agentSettings(agent.spec, agent.effective, this.deps.defaults, agent.runtime);
     if (settings.mode === 'webrtc') return;
     // An answering machine may be left the agent's voicemail message on an outbound call: synthesized ahead.
@@ -820,7 +825,7 @@ export class CallSession {
   private async saveRecording(call: callsV1.Call): Promise<void> {
     const recorder = this.recorder ?? this.copies?.recorder;
     if (!recorder || recorder.durationMs === 0) return;
-    const key = `recordings/${call.account_id}/${call.id}.wav`;
+    const key = recordingKey(call);
     const wav = recorder.finish();
     try {
       await this.deps.recordings.put(key, wav, 'audio/wav');
