@@ -413,6 +413,8 @@ export class CallSession {
     const resumed = resume
       ? await resumedTimeline({ calls: this.deps.calls, recordings: this.deps.recordings, warn: (fields, message) => this.log.warn(fields, message) }, this.call, event.format.sampleRate, recorded)
       : undefined;
+    // The stream may have ended while that was read: its session is finished, and nothing is to start.
+    if (this.finished) return;
     // The origin of the recording and of the transcript's offsets alike; a resumed call's goes on after its earlier streams.
     this.timelineOffsetMs = resumed?.offsetMs ?? 0;
     this.streamStartedAt = realClock.now() - this.timelineOffsetMs;
