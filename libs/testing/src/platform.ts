@@ -26,9 +26,11 @@ function entry(app: string): string {
   return join(ROOT, 'dist', 'apps', app, 'apps', app, 'src', 'main.js');
 }
 
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+/** Polls `check` until it holds; `abort` (when given) throws to stop waiting for what can no longer happen. */
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string, abort?: () => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    abort?.();
     if (await check().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -53,6 +55,19 @@ export class RunningPlatform {
   ) {}
 
   static async start(options: PlatformOptions = {}): Promise<RunningPlatform> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RunningPlatform.startOnce(options);
+      } catch (error) {
+        // A port checked free can still be taken before the child binds it (by a listener of another process): the
+        // platform starts again on other ports rather than failing the test.
+        if (attempt < 3 && /EADDRINUSE/.test((error as Error).message)) continue;
+        throw error;
+      }
+    }
+  }
+
+  private static async startOnce(options: PlatformOptions): Promise<RunningPlatform> {
     const mode = options.mode ?? 'standalone';
     const natsUrl = options.natsUrl ?? process.env['NATS_URL'];
     if (mode === 'distributed' && !natsUrl) throw new Error('distributed mode needs NATS_URL');
@@ -95,7 +110,8 @@ export class RunningPlatform {
         const ops = await Promise.all(SERVICES.map(() => freePort()));
         SERVICES.forEach((s, i) => platform.spawn(s, s, s === 'gateway' ? {} : { OPS_PORT: String(ops[i]) }));
       }
-      await platform.waitReady();
+      // Under the e2e hooks' 60 s, so a failed start reports its processes' output rather than the hook's timeout.
+      await platform.waitReady(45_000, true);
     } catch (error) {
       await platform.stop();
       throw new Error(`${(error as Error).message}\n${platform.logs()}`);
@@ -122,11 +138,19 @@ export class RunningPlatform {
     return new ApiClient(this.baseUrl, key);
   }
 
-  async waitReady(timeoutMs = 60_000): Promise<void> {
-    await waitFor(async () => (await fetch(`${this.baseUrl}/readyz`)).status === 200, timeoutMs, 'the gateway to be ready');
+  /**
+   * Resolves once the gateway is ready and the media worker listens. `starting`: a process that exits meanwhile fails
+   * it at once (a test that stopped a service itself waits without that).
+   */
+  async waitReady(timeoutMs = 60_000, starting = false): Promise<void> {
+    const alive = () => {
+      const exited = starting && [...this.processes].find(([, child]) => child.exitCode !== null || child.signalCode !== null);
+      if (exited) throw new Error(`${exited[0]} exited (${exited[1].exitCode ?? exited[1].signalCode}) before the platform was ready`);
+    };
+    await waitFor(async () => (alive(), (await fetch(`${this.baseUrl}/readyz`)).status === 200), timeoutMs, 'the gateway to be ready', alive);
     // The media worker answers carriers on its own port (426 to plain HTTP); distributed, it starts on its own.
     const media = this.mediaUrl.replace(/^ws/, 'http');
-    await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen');
+    await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen', alive);
   }
 
   /**
