@@ -5,7 +5,8 @@ import { createServer } from 'node:net';
  * Ports handed to child processes are taken below the kernel's ephemeral range. A port from that range, free when
  * checked, can become any outgoing connection's source port before the child binds it: CI lost a media worker's ops
  * port that way (EADDRINUSE). Below the range only another listener competes, so a port is checked by binding it,
- * each jest worker draws from a slice of its own, and a port this process handed out is never handed out again.
+ * each jest worker draws from a slice of its own, and a port handed out is not handed out again by this module
+ * (jest gives each test file its own: across files, the bind check finds what an earlier file left listening).
  */
 const LOWEST = 10_000;
 const SLICES = 8;
