@@ -35,12 +35,7 @@ export class MediaLoadReporter {
     this.window = [this.totals()];
   }
 
-  /**
-   * Reports from now on. Utilization counts from here: the boot before (modules, models, servers) keeps the event
-   * loop busy, and a window that held it would have call admission refuse calls to an idle worker just started.
-   */
   start(): void {
-    this.window.splice(0, this.window.length, this.totals());
     this.publish(false);
     this.timer = setInterval(() => this.publish(false), this.config.MEDIA_LOAD_REPORT_MS);
     this.timer.unref();
