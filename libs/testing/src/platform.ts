@@ -147,7 +147,7 @@ export class RunningPlatform {
       const exited = starting && [...this.processes].find(([, child]) => child.exitCode !== null || child.signalCode !== null);
       if (exited) throw new Error(`${exited[0]} exited (${exited[1].exitCode ?? exited[1].signalCode}) before the platform was ready`);
     };
-    await waitFor(async () => (alive(), (await fetch(`${this.baseUrl}/readyz`)).status === 200), timeoutMs, 'the gateway to be ready', alive);
+    await waitFor(async () => (await fetch(`${this.baseUrl}/readyz`)).status === 200, timeoutMs, 'the gateway to be ready', alive);
     // The media worker answers carriers on its own port (426 to plain HTTP); distributed, it starts on its own.
     const media = this.mediaUrl.replace(/^ws/, 'http');
     await waitFor(async () => (await fetch(media)).status === 426, timeoutMs, 'the media worker to listen', alive);

@@ -1,14 +1,14 @@
 import { callsV1, EffectiveConfig } from '@parley/contracts';
 import type { AgentSpec, RuntimeTools } from '@parley/voice-engine';
 
+/** A call's transcript as GetTranscript answers it, without the call. */
+export type Transcript = Pick<callsV1.GetTranscriptResponse, 'turns' | 'transitions'>;
+
 /**
  * What a call session needs from the control plane (gRPC clients in the worker, fakes in unit tests): attach a
  * stream to its call, report liveness, turns, tool calls, flow transitions, opt-outs and the recording, end or
  * transfer the call, read the agent.
  */
-/** A call's transcript as GetTranscript answers it, without the call. */
-export type Transcript = Pick<callsV1.GetTranscriptResponse, 'turns' | 'transitions'>;
-
 export interface CallsPort {
   /**
    * `seat`: the rendezvous seat the stream took (absent or empty: not a seat). `role`: who the stream is (`operator`:
